@@ -1,0 +1,215 @@
+#include "base/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "base/bf16.h"
+
+namespace mineru {
+namespace {
+
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit is 100 MB
+
+bool ParseDType(const std::string& s, DType* out) {
+  static const std::pair<const char*, DType> kNames[] = {
+      {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16}, {"F64", DType::kF64},
+      {"I64", DType::kI64}, {"I32", DType::kI32}, {"I16", DType::kI16},   {"I8", DType::kI8},
+      {"U8", DType::kU8},   {"BOOL", DType::kBool}};
+  for (const auto& [name, t] : kNames) {
+    if (s == name) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* DTypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "F32";
+    case DType::kF16: return "F16";
+    case DType::kBF16: return "BF16";
+    case DType::kF64: return "F64";
+    case DType::kI64: return "I64";
+    case DType::kI32: return "I32";
+    case DType::kI16: return "I16";
+    case DType::kI8: return "I8";
+    case DType::kU8: return "U8";
+    case DType::kBool: return "BOOL";
+  }
+  return "?";
+}
+
+size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kF64:
+    case DType::kI64: return 8;
+    case DType::kF32:
+    case DType::kI32: return 4;
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kI16: return 2;
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kBool: return 1;
+  }
+  return 1;
+}
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorInfo::ShapeString() const {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
+  MINERU_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
+  const size_t size = file->size();
+  if (size < 8) return DataLossError(path + ": too short for a safetensors file");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, file->data(), 8);  // little-endian hosts only (x86, ARM)
+  if (header_len > kMaxHeaderBytes || header_len > size - 8) {
+    return DataLossError(path + ": header length " + std::to_string(header_len) + " exceeds the file");
+  }
+  const char* hdr = reinterpret_cast<const char*>(file->data() + 8);
+  nlohmann::json j = nlohmann::json::parse(hdr, hdr + header_len, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return DataLossError(path + ": header is not a JSON object");
+
+  std::unique_ptr<SafetensorsFile> st(new SafetensorsFile());
+  const uint8_t* base = file->data() + 8 + header_len;
+  const uint64_t data_size = size - 8 - header_len;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& name = it.key();
+    const auto& v = it.value();
+    if (name == "__metadata__") {
+      if (v.is_object()) {
+        for (auto m = v.begin(); m != v.end(); ++m) {
+          if (m.value().is_string()) st->metadata_[m.key()] = m.value().get<std::string>();
+        }
+      }
+      continue;
+    }
+    const std::string where = path + ": tensor '" + name + "'";
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
+      return DataLossError(where + " lacks dtype/shape/data_offsets");
+    }
+    TensorInfo t;
+    t.name = name;
+    if (!v["dtype"].is_string() || !ParseDType(v["dtype"].get<std::string>(), &t.dtype)) {
+      return DataLossError(where + " has an unknown dtype");
+    }
+    const auto& shape = v["shape"];
+    const auto& offs = v["data_offsets"];
+    if (!shape.is_array() || shape.size() > 8 || !offs.is_array() || offs.size() != 2) {
+      return DataLossError(where + " has a malformed shape or data_offsets");
+    }
+    uint64_t numel = 1;
+    for (const auto& d : shape) {
+      if (!d.is_number_unsigned()) return DataLossError(where + " has a negative or non-integer dimension");
+      uint64_t dim = d.get<uint64_t>();
+      if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / dim) {
+        return DataLossError(where + " has an absurd shape");
+      }
+      numel *= dim;
+      t.shape.push_back(static_cast<int64_t>(dim));
+    }
+    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned()) {
+      return DataLossError(where + " has non-integer data_offsets");
+    }
+    uint64_t b = offs[0].get<uint64_t>(), e = offs[1].get<uint64_t>();
+    if (b > e || e > data_size) return DataLossError(where + " points outside the file (truncated?)");
+    if (e - b != numel * DTypeSize(t.dtype)) {
+      return DataLossError(where + " byte range does not match its shape " + t.ShapeString());
+    }
+    t.data = base + b;
+    t.nbytes = static_cast<size_t>(e - b);
+    if (e > b) ranges.emplace_back(b, e);
+    st->index_[name] = st->tensors_.size();
+    st->tensors_.push_back(std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].first < ranges[i - 1].second) return DataLossError(path + ": tensor byte ranges overlap");
+  }
+  st->file_ = std::move(file);
+  return st;
+}
+
+const TensorInfo* SafetensorsFile::Find(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+StatusOr<std::vector<float>> ReadAsF32(const TensorInfo& t) {
+  const size_t n = static_cast<size_t>(t.numel());
+  std::vector<float> out(n);
+  const uint8_t* p = t.data;
+  for (size_t i = 0; i < n; ++i) {
+    switch (t.dtype) {
+      case DType::kF32: { float f; std::memcpy(&f, p + 4 * i, 4); out[i] = f; break; }
+      case DType::kF64: { double d; std::memcpy(&d, p + 8 * i, 8); out[i] = static_cast<float>(d); break; }
+      case DType::kBF16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); out[i] = Bf16ToF32(h); break; }
+      case DType::kF16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); out[i] = F16ToF32(h); break; }
+      case DType::kI64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); out[i] = static_cast<float>(v); break; }
+      case DType::kI32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[i] = static_cast<float>(v); break; }
+      default: return InvalidArgumentError("tensor '" + t.name + "' has dtype " + DTypeName(t.dtype) +
+                                           ", not convertible to f32");
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<int64_t>> ReadAsI64(const TensorInfo& t) {
+  const size_t n = static_cast<size_t>(t.numel());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    switch (t.dtype) {
+      case DType::kI64: std::memcpy(&out[i], t.data + 8 * i, 8); break;
+      case DType::kI32: { int32_t v; std::memcpy(&v, t.data + 4 * i, 4); out[i] = v; break; }
+      case DType::kU8: out[i] = t.data[i]; break;
+      case DType::kI8: out[i] = static_cast<int8_t>(t.data[i]); break;
+      default: return InvalidArgumentError("tensor '" + t.name + "' is not an integer tensor");
+    }
+  }
+  return out;
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    header[t.name] = {{"dtype", DTypeName(t.dtype)}, {"shape", t.shape},
+                      {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h += ' ';  // align the data section to 8 bytes
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError("cannot write " + path);
+  uint64_t n = h.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  for (const auto& t : tensors) out.write(t.bytes.data(), static_cast<std::streamsize>(t.bytes.size()));
+  if (!out) return IoError("write failed: " + path);
+  return Status::Ok();
+}
+
+}  // namespace mineru

@@ -1,0 +1,32 @@
+#include "base/status.h"
+
+namespace mineru {
+
+const char* StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid argument";
+    case StatusCode::kNotFound: return "not found";
+    case StatusCode::kIoError: return "I/O error";
+    case StatusCode::kDataLoss: return "corrupt data";
+    case StatusCode::kUnimplemented: return "unsupported";
+    case StatusCode::kResourceExhausted: return "limit exceeded";
+    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kInternal: return "internal error";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  return std::string(StatusCodeName(code_)) + ": " + message_;
+}
+
+Status Status::WithPrefix(const std::string& prefix) const {
+  if (ok()) return *this;
+  return Status(code_, prefix + ": " + message_);
+}
+
+}  // namespace mineru

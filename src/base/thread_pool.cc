@@ -1,0 +1,86 @@
+#include "base/thread_pool.h"
+
+#include <algorithm>
+
+namespace mineru {
+
+ThreadPool::ThreadPool(size_t num_threads) {
+  if (num_threads < 1) num_threads = 1;
+  for (size_t i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_start_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+size_t ThreadPool::DefaultThreads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : n;
+}
+
+void ThreadPool::ParallelFor(size_t n, const RangeFn& fn, size_t min_chunk) {
+  if (n == 0) return;
+  min_chunk = std::max<size_t>(min_chunk, 1);
+  size_t threads = num_threads();
+  if (threads == 1 || n <= min_chunk) {
+    fn(0, n, 0);
+    return;
+  }
+  size_t chunks = std::min(threads, (n + min_chunk - 1) / min_chunk);
+  size_t chunk = (n + chunks - 1) / chunks;
+  chunks = (n + chunk - 1) / chunk;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fn_ = &fn;
+    n_ = n;
+    chunk_ = chunk;
+    num_chunks_ = chunks;
+    next_chunk_ = 0;
+    pending_ = chunks;
+    ++generation_;
+  }
+  cv_start_.notify_all();
+  // The caller works too.
+  for (;;) {
+    size_t c;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (next_chunk_ >= num_chunks_) break;
+      c = next_chunk_++;
+    }
+    size_t b = c * chunk, e = std::min(n, b + chunk);
+    fn(b, e, 0);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--pending_ == 0) cv_done_.notify_all();
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_done_.wait(lock, [this] { return pending_ == 0; });
+  fn_ = nullptr;
+}
+
+void ThreadPool::WorkerLoop(size_t index) {
+  size_t seen = 0;
+  for (;;) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_start_.wait(lock, [&] { return stop_ || (generation_ != seen && next_chunk_ < num_chunks_); });
+    if (stop_) return;
+    seen = generation_;
+    while (next_chunk_ < num_chunks_) {
+      size_t c = next_chunk_++;
+      const RangeFn* fn = fn_;
+      size_t n = n_, chunk = chunk_;
+      lock.unlock();
+      size_t b = c * chunk, e = std::min(n, b + chunk);
+      (*fn)(b, e, index);
+      lock.lock();
+      if (--pending_ == 0) cv_done_.notify_all();
+    }
+  }
+}
+
+}  // namespace mineru

@@ -1,0 +1,51 @@
+// base/thread_pool.h — a fixed pool of workers; the only place the engine creates threads.
+//
+// ParallelFor(n, fn) calls fn(begin, end, worker) over disjoint ranges covering [0, n) and
+// returns when all are done. The calling thread takes part as worker 0. Not reentrant: a
+// task must not call ParallelFor on the same pool.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mineru {
+
+class ThreadPool {
+ public:
+  using RangeFn = std::function<void(size_t begin, size_t end, size_t worker)>;
+
+  explicit ThreadPool(size_t num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  size_t num_threads() const { return workers_.size() + 1; }
+
+  // Splits [0, n) into about num_threads() chunks of at least min_chunk items.
+  void ParallelFor(size_t n, const RangeFn& fn, size_t min_chunk = 1);
+
+  // Number of hardware threads (at least 1).
+  static size_t DefaultThreads();
+
+ private:
+  void WorkerLoop(size_t index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_start_;
+  std::condition_variable cv_done_;
+  const RangeFn* fn_ = nullptr;
+  size_t n_ = 0;
+  size_t chunk_ = 0;
+  size_t num_chunks_ = 0;
+  size_t next_chunk_ = 0;
+  size_t pending_ = 0;
+  size_t generation_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace mineru

@@ -1,0 +1,163 @@
+// kernels/reference.cc — scalar reference implementations of kernels.h.
+// Obviously-correct loops; parallelised over independent rows/heads only.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/bf16.h"
+#include "kernels/kernels.h"
+
+namespace mineru {
+namespace kernels {
+
+void WeightRowToF32(const WeightView& w, int64_t row, float* out) {
+  const int64_t n = w.cols;
+  switch (w.dtype) {
+    case DType::kF32:
+      std::memcpy(out, static_cast<const float*>(w.data) + row * n, sizeof(float) * n);
+      break;
+    case DType::kBF16: {
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + row * n;
+      for (int64_t i = 0; i < n; ++i) out[i] = Bf16ToF32(p[i]);
+      break;
+    }
+    case DType::kF16: {
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + row * n;
+      for (int64_t i = 0; i < n; ++i) out[i] = F16ToF32(p[i]);
+      break;
+    }
+    default:
+      std::memset(out, 0, sizeof(float) * n);  // loaders reject other dtypes
+  }
+}
+
+namespace {
+// Dot product with 8 independent partial sums (lets the compiler use vector registers
+// without -ffast-math).
+inline float Dot(const float* a, const float* b, int64_t n) {
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
+  }
+  float tail = 0;
+  for (; i < n; ++i) tail += a[i] * b[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;
+}
+}  // namespace
+
+void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool) {
+  const int64_t n = w.rows, k = w.cols;
+  // Blocks of output columns: each weight row is widened once and used for all m inputs.
+  auto body = [&](size_t begin, size_t end, size_t) {
+    std::vector<float> row(static_cast<size_t>(k));
+    for (size_t j = begin; j < end; ++j) {
+      WeightRowToF32(w, static_cast<int64_t>(j), row.data());
+      const float b = bias ? bias[j] : 0.0f;
+      for (int64_t i = 0; i < m; ++i) y[i * n + static_cast<int64_t>(j)] = Dot(x + i * k, row.data(), k) + b;
+    }
+  };
+  if (pool) {
+    pool->ParallelFor(static_cast<size_t>(n), body, 16);
+  } else {
+    body(0, static_cast<size_t>(n), 0);
+  }
+}
+
+void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y) {
+  for (int64_t r = 0; r < m; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += xr[i] * xr[i];
+    const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) yr[i] = weight[i] * (xr[i] * inv);
+  }
+}
+
+void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
+               float* y) {
+  for (int64_t r = 0; r < m; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) mean += xr[i];
+    mean /= static_cast<double>(n);
+    double var = 0;
+    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= static_cast<double>(n);
+    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+    const float mu = static_cast<float>(mean);
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * inv * weight[i] + bias[i];
+  }
+}
+
+void QuickGelu(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+}
+
+void GeluErf(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
+void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin) {
+  const int64_t half = head_dim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = x[i], b = x[i + half];
+    x[i] = a * cos[i] - b * sin[i];
+    x[i + half] = b * cos[i + half] + a * sin[i + half];
+  }
+}
+
+void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
+               ThreadPool* pool) {
+  const int64_t group = s.num_heads / s.num_kv_heads;
+  const int64_t kv_offset = s.n_kv - s.n_q;
+  const int64_t hd = s.head_dim;
+  // One task per (head, query row).
+  auto body = [&](size_t begin, size_t end, size_t) {
+    std::vector<float> scores(static_cast<size_t>(s.n_kv));
+    std::vector<float> acc(static_cast<size_t>(hd));
+    for (size_t task = begin; task < end; ++task) {
+      const int64_t h = static_cast<int64_t>(task) / s.n_q;
+      const int64_t i = static_cast<int64_t>(task) % s.n_q;
+      const int64_t kvh = h / group;
+      const float* qi = q + i * s.q_stride + h * hd;
+      const int64_t limit = s.causal ? std::min(s.n_kv, kv_offset + i + 1) : s.n_kv;
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < limit; ++j) {
+        scores[j] = Dot(qi, k + j * s.kv_stride + kvh * hd, hd) * s.scale;
+        mx = std::max(mx, scores[j]);
+      }
+      float sum = 0;
+      for (int64_t j = 0; j < limit; ++j) {
+        scores[j] = std::exp(scores[j] - mx);
+        sum += scores[j];
+      }
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t j = 0; j < limit; ++j) {
+        const float p = scores[j];
+        const float* vj = v + j * s.kv_stride + kvh * hd;
+        for (int64_t d = 0; d < hd; ++d) acc[d] += p * vj[d];
+      }
+      float* o = out + i * s.out_stride + h * hd;
+      const float inv = 1.0f / sum;
+      for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] * inv;
+    }
+  };
+  const size_t tasks = static_cast<size_t>(s.num_heads * s.n_q);
+  if (pool) {
+    pool->ParallelFor(tasks, body, 4);
+  } else {
+    body(0, tasks, 0);
+  }
+}
+
+}  // namespace kernels
+}  // namespace mineru

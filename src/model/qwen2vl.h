@@ -1,0 +1,48 @@
+// model/qwen2vl.h — a loaded MinerU2.5 checkpoint: configs, mapped weights, the vision encoder
+// and the decoder. Stateless after Load(): many requests may use one instance concurrently.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/config.h"
+#include "model/decoder.h"
+#include "model/vision_encoder.h"
+#include "model/weights.h"
+
+namespace mineru {
+
+class Qwen2VLModel {
+ public:
+  // dir: config.json, preprocessor_config.json (optional: defaults), model.safetensors[.index.json].
+  static StatusOr<std::unique_ptr<Qwen2VLModel>> Load(const std::string& dir);
+
+  const ModelConfig& config() const { return config_; }
+  const ImageProcessorConfig& image_config() const { return image_config_; }
+  const VisionEncoder& vision() const { return *vision_; }
+  const Decoder& decoder() const { return *decoder_; }
+  const ModelWeights& weights() const { return *weights_; }
+  const std::string& dir() const { return dir_; }
+
+  // Image tokens an image of this patch grid occupies in the prompt.
+  int64_t ImageTokens(const ImageGrid& g) const {
+    return g.num_patches() / config_.vision.merge_unit();
+  }
+
+  // Text embeddings of ids with the image-pad rows replaced, in order, by image_embeds
+  // [num_image_tokens, hidden]. Errors on ids outside the vocabulary or a count mismatch.
+  StatusOr<std::vector<float>> BuildInputEmbeddings(const std::vector<int32_t>& ids,
+                                                    const std::vector<float>& image_embeds) const;
+
+ private:
+  std::string dir_;
+  ModelConfig config_;
+  ImageProcessorConfig image_config_;
+  std::unique_ptr<ModelWeights> weights_;
+  std::unique_ptr<VisionEncoder> vision_;
+  std::unique_ptr<Decoder> decoder_;
+};
+
+}  // namespace mineru

@@ -1,0 +1,119 @@
+#include "model/vision_encoder.h"
+
+#include <cmath>
+
+#include "kernels/kernels.h"
+
+namespace mineru {
+namespace {
+
+// Per-patch cos/sin tables [P, head_dim] for the 2-D vision RoPE. For head_dim D the first D/4
+// frequencies rotate by the patch row, the next D/4 by the column; the second half repeats.
+void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_dim, std::vector<float>* cos,
+                      std::vector<float>* sin) {
+  const int quarter = head_dim / 4, half = head_dim / 2;
+  std::vector<float> inv_freq(quarter);
+  for (int j = 0; j < quarter; ++j) {
+    inv_freq[j] = static_cast<float>(1.0 / std::pow(10000.0, (2.0 * j) / half));
+  }
+  for (const ImageGrid& g : grids) {
+    for (int64_t t = 0; t < g.t; ++t) {
+      for (int64_t mr = 0; mr < g.h / merge; ++mr) {
+        for (int64_t mc = 0; mc < g.w / merge; ++mc) {
+          for (int sr = 0; sr < merge; ++sr) {
+            for (int sc = 0; sc < merge; ++sc) {
+              const float hpos = static_cast<float>(mr * merge + sr);
+              const float wpos = static_cast<float>(mc * merge + sc);
+              for (int d = 0; d < head_dim; ++d) {
+                const int j = d % half;
+                const float angle = j < quarter ? hpos * inv_freq[j] : wpos * inv_freq[j - quarter];
+                cos->push_back(std::cos(angle));
+                sin->push_back(std::sin(angle));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, int64_t num_patches,
+                                                   const std::vector<ImageGrid>& grids, ThreadPool* pool,
+                                                   VisionTrace* trace) const {
+  const int64_t E = c_.embed_dim, H = c_.num_heads, D = c_.head_dim(), M = c_.mlp_dim;
+  const int merge = c_.spatial_merge_size, unit = c_.merge_unit();
+  int64_t total = 0;
+  for (const ImageGrid& g : grids) {
+    if (g.t <= 0 || g.h <= 0 || g.w <= 0 || g.h % merge || g.w % merge) {
+      return InvalidArgumentError("image grid must be positive and divisible by the merge size");
+    }
+    total += g.num_patches();
+  }
+  if (total != num_patches) return InvalidArgumentError("pixel_values rows do not match the image grids");
+  const int64_t P = num_patches;
+
+  std::vector<float> x(P * E);
+  kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, x.data(), pool);
+  if (trace) trace->patch_embed = x;
+
+  std::vector<float> cos, sin;
+  cos.reserve(P * D);
+  sin.reserve(P * D);
+  VisionRopeTables(grids, merge, static_cast<int>(D), &cos, &sin);
+
+  std::vector<float> normed(P * E), qkv(P * 3 * E), attn(P * E), tmp(P * E), hidden(P * M);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  for (size_t bi = 0; bi < w_.blocks.size(); ++bi) {
+    const VisionBlockWeights& b = w_.blocks[bi];
+    kernels::LayerNorm(x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps, normed.data());
+    kernels::MatMul(normed.data(), P, b.qkv, b.qkv_b.data(), qkv.data(), pool);
+    // qkv row layout: [3][H][D]. Rotate q and k of every head.
+    for (int64_t p = 0; p < P; ++p) {
+      for (int64_t part = 0; part < 2; ++part) {
+        for (int64_t h = 0; h < H; ++h) {
+          kernels::RopeRotateHalf(qkv.data() + p * 3 * E + part * E + h * D, D, cos.data() + p * D,
+                                  sin.data() + p * D);
+        }
+      }
+    }
+    // Full attention within each frame of each image.
+    int64_t start = 0;
+    for (const ImageGrid& g : grids) {
+      const int64_t frame = g.h * g.w;
+      for (int64_t t = 0; t < g.t; ++t, start += frame) {
+        kernels::AttentionShape s;
+        s.n_q = s.n_kv = frame;
+        s.num_heads = s.num_kv_heads = H;
+        s.head_dim = D;
+        s.q_stride = s.kv_stride = 3 * E;
+        s.out_stride = E;
+        s.causal = false;
+        s.scale = scale;
+        const float* base = qkv.data() + start * 3 * E;
+        kernels::Attention(base, base + E, base + 2 * E, s, attn.data() + start * E, pool);
+      }
+    }
+    kernels::MatMul(attn.data(), P, b.proj, b.proj_b.data(), tmp.data(), pool);
+    for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
+    kernels::LayerNorm(x.data(), P, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, normed.data());
+    kernels::MatMul(normed.data(), P, b.fc1, b.fc1_b.data(), hidden.data(), pool);
+    kernels::QuickGelu(hidden.data(), P * M);
+    kernels::MatMul(hidden.data(), P, b.fc2, b.fc2_b.data(), tmp.data(), pool);
+    for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
+    if (trace && bi == 0) trace->block0 = x;
+  }
+
+  // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row.
+  kernels::LayerNorm(x.data(), P, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(), 1e-6f, normed.data());
+  const int64_t T = P / unit, ME = E * unit;
+  std::vector<float> mid(T * ME), out(T * c_.out_hidden_size);
+  kernels::MatMul(normed.data(), T, w_.merger_fc1, w_.merger_fc1_b.data(), mid.data(), pool);
+  kernels::GeluErf(mid.data(), T * ME);
+  kernels::MatMul(mid.data(), T, w_.merger_fc2, w_.merger_fc2_b.data(), out.data(), pool);
+  return out;
+}
+
+}  // namespace mineru

@@ -1,0 +1,44 @@
+// model/vision_encoder.h — the Qwen2-VL ViT: patch embedding, 2-D RoPE, pre-LN blocks with full
+// attention inside each image (frame), and the 2x2 patch merger.
+//
+// Shapes: pixel_values [P, C*T*p*p] (P = sum over images of t*h*w patches, in the processor's
+// merge-grouped order); output [P / 4, out_hidden] — one LLM token per 2x2 patches.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace mineru {
+
+// Grid of one image in patches (t frames of h x w patches); h and w divisible by merge size.
+struct ImageGrid {
+  int64_t t = 1, h = 0, w = 0;
+  int64_t num_patches() const { return t * h * w; }
+};
+
+// Intermediate activations for golden tests (filled only when a trace is passed).
+struct VisionTrace {
+  std::vector<float> patch_embed;  // [P, E]
+  std::vector<float> block0;       // [P, E]
+};
+
+class VisionEncoder {
+ public:
+  VisionEncoder(const VisionConfig& config, const VisionWeights& weights) : c_(config), w_(weights) {}
+
+  // Encodes one or more images packed together; attention never crosses an image (frame) boundary.
+  StatusOr<std::vector<float>> Encode(const float* pixel_values, int64_t num_patches,
+                                      const std::vector<ImageGrid>& grids, ThreadPool* pool,
+                                      VisionTrace* trace = nullptr) const;
+
+ private:
+  const VisionConfig& c_;
+  const VisionWeights& w_;
+};
+
+}  // namespace mineru

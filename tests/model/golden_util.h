@@ -1,0 +1,68 @@
+// tests/model/golden_util.h — reading the Hugging Face golden tensors and comparing arrays.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/safetensors.h"
+
+namespace mineru::testing {
+
+inline std::string FixturePath(const std::string& rel) { return std::string(MINERU_FIXTURES_DIR) + "/" + rel; }
+
+class Golden {
+ public:
+  explicit Golden(const std::string& model, const std::string& golden_case) {
+    auto f = SafetensorsFile::Open(FixturePath(model + "/golden_" + golden_case + ".safetensors"));
+    if (!f.ok()) ADD_FAILURE() << f.status().ToString();
+    else file_ = std::move(f).value();
+  }
+  bool Has(const std::string& name) const { return file_ && file_->Find(name) != nullptr; }
+  std::vector<float> F32(const std::string& name) const {
+    const TensorInfo* t = file_ ? file_->Find(name) : nullptr;
+    if (!t) {
+      ADD_FAILURE() << "golden tensor missing: " << name;
+      return {};
+    }
+    return ReadAsF32(*t).value();
+  }
+  std::vector<int64_t> I64(const std::string& name) const {
+    const TensorInfo* t = file_ ? file_->Find(name) : nullptr;
+    if (!t) {
+      ADD_FAILURE() << "golden tensor missing: " << name;
+      return {};
+    }
+    return ReadAsI64(*t).value();
+  }
+  std::vector<int64_t> Shape(const std::string& name) const {
+    const TensorInfo* t = file_ ? file_->Find(name) : nullptr;
+    return t ? t->shape : std::vector<int64_t>{};
+  }
+
+ private:
+  std::unique_ptr<SafetensorsFile> file_;
+};
+
+// Max |a-b| <= atol + rtol*|b| element-wise; reports the first offender.
+inline void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, float atol, float rtol,
+                        const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what << ": size";
+  float worst = 0;
+  size_t worst_i = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float err = std::fabs(got[i] - want[i]) - rtol * std::fabs(want[i]);
+    if (!(err <= worst) || std::isnan(got[i])) {
+      worst = std::isnan(got[i]) ? INFINITY : err;
+      worst_i = i;
+    }
+  }
+  EXPECT_LE(worst, atol) << what << ": element " << worst_i << " got " << got[worst_i] << " want "
+                         << want[worst_i];
+}
+
+}  // namespace mineru::testing

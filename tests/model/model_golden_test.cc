@@ -1,0 +1,136 @@
+// Golden tests: the engine against Hugging Face transformers on the two fixture models and three
+// cases. Feeds the golden pixel_values (the processor's), so only the model is under test here.
+
+#include <cmath>
+
+#include "engine/generate.h"
+#include "golden_util.h"
+#include "model/mrope.h"
+#include "model/qwen2vl.h"
+
+namespace mineru {
+namespace {
+
+using testing::ExpectClose;
+using testing::FixturePath;
+using testing::Golden;
+
+struct Case {
+  const char* model;
+  const char* name;
+};
+
+class ModelGoldenTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    auto m = Qwen2VLModel::Load(FixturePath(GetParam().model));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(m).value();
+    golden_ = std::make_unique<Golden>(GetParam().model, GetParam().name);
+    for (int64_t id : golden_->I64("input_ids")) ids_.push_back(static_cast<int32_t>(id));
+    if (golden_->Has("image_grid_thw")) {
+      std::vector<int64_t> thw = golden_->I64("image_grid_thw");
+      for (size_t i = 0; i + 2 < thw.size(); i += 3) grids_.push_back({thw[i], thw[i + 1], thw[i + 2]});
+      pixels_ = golden_->F32("pixel_values");
+    }
+  }
+
+  std::unique_ptr<Qwen2VLModel> model_;
+  std::unique_ptr<Golden> golden_;
+  std::vector<int32_t> ids_;
+  std::vector<ImageGrid> grids_;
+  std::vector<float> pixels_;
+  ThreadPool pool_{2};
+};
+
+TEST_P(ModelGoldenTest, MropePositionIdsMatch) {
+  auto pos = ComputeMropePositions(ids_, grids_, model_->config().vision.spatial_merge_size,
+                                   model_->config().image_token_id);
+  ASSERT_TRUE(pos.ok()) << pos.status().ToString();
+  std::vector<int64_t> want = golden_->I64("position_ids");
+  const size_t n = ids_.size();
+  ASSERT_EQ(want.size(), 3 * n);
+  EXPECT_EQ(pos->t, std::vector<int64_t>(want.begin(), want.begin() + n));
+  EXPECT_EQ(pos->h, std::vector<int64_t>(want.begin() + n, want.begin() + 2 * n));
+  EXPECT_EQ(pos->w, std::vector<int64_t>(want.begin() + 2 * n, want.end()));
+}
+
+TEST_P(ModelGoldenTest, ActivationsAndLogitsMatch) {
+  const ModelConfig& cfg = model_->config();
+  const int64_t H = cfg.text.hidden_size, V = cfg.text.vocab_size;
+  std::vector<float> image_embeds;
+  if (!grids_.empty()) {
+    VisionTrace trace;
+    const int64_t patches = static_cast<int64_t>(pixels_.size()) / cfg.vision.patch_dim();
+    auto e = model_->vision().Encode(pixels_.data(), patches, grids_, &pool_, &trace);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    image_embeds = std::move(e).value();
+    ExpectClose(trace.patch_embed, golden_->F32("act.vision.patch_embed"), 1e-4f, 1e-4f, "patch_embed");
+    ExpectClose(trace.block0, golden_->F32("act.vision.block0"), 1e-4f, 1e-4f, "vision block0");
+    ExpectClose(image_embeds, golden_->F32("act.vision.merger"), 1e-4f, 1e-4f, "merger");
+  }
+  auto pos = ComputeMropePositions(ids_, grids_, cfg.vision.spatial_merge_size, cfg.image_token_id).value();
+  auto embeds = model_->BuildInputEmbeddings(ids_, image_embeds);
+  ASSERT_TRUE(embeds.ok()) << embeds.status().ToString();
+  const int64_t n = static_cast<int64_t>(ids_.size());
+  KvCache cache;
+  DecoderTrace dtrace;
+  std::vector<float> hidden(n * H);
+  model_->decoder().Forward(embeds->data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(),
+                            &pool_, &dtrace);
+  ExpectClose(dtrace.layer0, golden_->F32("act.lm.layer0"), 1e-4f, 1e-4f, "lm layer0");
+  ExpectClose(hidden, golden_->F32("act.lm.final_norm"), 1e-4f, 1e-4f, "final norm");
+
+  std::vector<float> logits(n * V);
+  model_->decoder().Logits(hidden.data(), n, logits.data(), &pool_);
+  if (golden_->Has("logits")) {
+    ExpectClose(logits, golden_->F32("logits"), 1e-4f, 1e-4f, "logits");
+  } else {
+    std::vector<float> last4(logits.end() - 4 * V, logits.end());
+    ExpectClose(last4, golden_->F32("logits_last4"), 1e-4f, 1e-4f, "logits_last4");
+    std::vector<int64_t> argmax = golden_->I64("logits_argmax");
+    std::vector<float> mx = golden_->F32("logits_max"), lse = golden_->F32("logits_logsumexp");
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = logits.data() + i * V;
+      int64_t best = std::max_element(row, row + V) - row;
+      double m = row[best], s = 0;
+      for (int64_t j = 0; j < V; ++j) s += std::exp(static_cast<double>(row[j]) - m);
+      EXPECT_EQ(best, argmax[i]) << "argmax at " << i;
+      EXPECT_NEAR(row[best], mx[i], 1e-4) << "max at " << i;
+      EXPECT_NEAR(m + std::log(s), lse[i], 1e-3 * std::fabs(lse[i]) + 1e-4) << "logsumexp at " << i;
+    }
+  }
+}
+
+TEST_P(ModelGoldenTest, GreedyGenerationMatches) {
+  std::vector<ImageInput> images;
+  size_t off = 0;
+  const int64_t pd = model_->config().vision.patch_dim();
+  for (const ImageGrid& g : grids_) {
+    ImageInput in;
+    in.grid = g;
+    in.pixel_values.assign(pixels_.begin() + off, pixels_.begin() + off + g.num_patches() * pd);
+    off += g.num_patches() * pd;
+    images.push_back(std::move(in));
+  }
+  GenerateOptions opt;
+  opt.max_new_tokens = 16;
+  opt.ignore_eos = true;
+  auto r = Generate(*model_, ids_, images, opt, &pool_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<int64_t> want = golden_->I64("generated_ids");
+  std::vector<int64_t> got(r->ids.begin(), r->ids.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(r->finish_reason, "length");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ModelGoldenTest,
+                         ::testing::Values(Case{"tiny", "one_image"}, Case{"tiny", "two_images"},
+                                           Case{"tiny", "text_only"}, Case{"tinyvocab", "one_image"},
+                                           Case{"tinyvocab", "two_images"}, Case{"tinyvocab", "text_only"}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(i.param.model) + "_" + i.param.name;
+                         });
+
+}  // namespace
+}  // namespace mineru
