@@ -1,0 +1,135 @@
+// cli/cmd_generate.cc — `mineru-cpp generate`: one prompt (chat template or raw ids) with
+// optional images, greedy by default; prints text or ids.
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "cli/common.h"
+#include "cli/commands.h"
+#include "engine/chat.h"
+#include "engine/generate.h"
+#include "image/decode.h"
+
+namespace mineru::cli {
+namespace {
+
+struct GenerateFlags {
+  std::string model;
+  std::vector<std::string> images;
+  std::string prompt;
+  std::string raw_ids;
+  std::string system = kDefaultSystemPrompt;
+  int max_new_tokens = 256;
+  bool ignore_eos = false;
+  bool print_ids = false;
+  bool skip_special = false;
+  int threads = 0;
+  SamplingParams sampling;
+};
+
+int RunGenerate(const GenerateFlags& f) {
+  if (f.prompt.empty() == f.raw_ids.empty()) return Fail("give exactly one of --prompt or --raw-ids");
+  if (f.max_new_tokens < 0 || f.max_new_tokens > 1000000) return Fail("--max-new-tokens out of range");
+  const std::string dir = ResolveModelDir(f.model);
+  auto model = Qwen2VLModel::Load(dir);
+  if (!model.ok()) return Fail(model.status().ToString());
+  std::vector<RgbImage> decoded;
+  for (const auto& path : f.images) {
+    auto im = DecodeImageFile(path);
+    if (!im.ok()) return Fail(path + ": " + im.status().ToString());
+    decoded.push_back(std::move(im).value());
+  }
+  std::unique_ptr<Tokenizer> tok;
+  if (!f.raw_ids.empty() && f.print_ids) {
+    // The tokenizer is optional here (fixture model without a vocabulary file).
+  } else {
+    auto t = LoadTokenizer(dir);
+    if (!t.ok()) return Fail(t.status().ToString());
+    tok = std::move(t).value();
+  }
+
+  std::vector<int32_t> ids;
+  std::vector<ImageInput> images;
+  if (!f.raw_ids.empty()) {
+    auto raw = ParseIdList(f.raw_ids);
+    if (!raw.ok()) return Fail("--raw-ids: " + raw.status().message());
+    std::vector<ImageGrid> grids;
+    for (const RgbImage& im : decoded) {
+      auto in = PreprocessForModel(**model, im);
+      if (!in.ok()) return Fail(in.status().ToString());
+      grids.push_back(in->grid);
+      images.push_back(std::move(in).value());
+    }
+    auto exp = ExpandImageTokens(**model, *raw, grids);
+    if (!exp.ok()) return Fail(exp.status().ToString());
+    ids = std::move(exp).value();
+  } else {
+    std::vector<const RgbImage*> ptrs;
+    for (const auto& im : decoded) ptrs.push_back(&im);
+    auto p = PreparePrompt(**model, *tok, SingleTurn(f.prompt, static_cast<int>(decoded.size()), f.system), ptrs);
+    if (!p.ok()) return Fail(p.status().ToString());
+    ids = std::move(p->ids);
+    images = std::move(p->images);
+  }
+
+  ThreadPool pool(ResolveThreads(f.threads));
+  GenerateOptions opt;
+  opt.max_new_tokens = f.max_new_tokens;
+  opt.ignore_eos = f.ignore_eos;
+  opt.sampling = f.sampling;
+  std::optional<IncrementalDecoder> stream;
+  if (tok) stream.emplace(*tok, f.skip_special);
+  auto on_token = [&](int32_t id) {
+    if (!f.print_ids && tok) {
+      std::string s = stream->Push(id);
+      std::fwrite(s.data(), 1, s.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  auto r = Generate(**model, ids, images, opt, &pool, on_token);
+  if (!r.ok()) return Fail(r.status().ToString());
+  if (f.print_ids) {
+    std::string line;
+    for (size_t i = 0; i < r->ids.size(); ++i) line += (i ? " " : "") + std::to_string(r->ids[i]);
+    std::printf("%s\n", line.c_str());
+  } else {
+    std::string s = stream ? stream->Flush() : std::string();
+    std::printf("%s\n", s.c_str());
+  }
+  std::fprintf(stderr, "[%lld prompt tokens, %zu generated, finish=%s; vision %.2fs, prefill %.2fs, decode %.2fs]\n",
+               static_cast<long long>(r->prompt_tokens), r->ids.size(), r->finish_reason.c_str(), r->vision_s,
+               r->prefill_s, r->decode_s);
+  return 0;
+}
+
+}  // namespace
+
+void AddGenerate(CLI::App& app, Action* run) {
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* c = app.add_subcommand("generate", "Run one prompt (with images) through the model");
+  c->add_option("--model", f->model, "Model directory (default: $MINERU_MODEL or ~/.cache/mineru-cpp/...)");
+  c->add_option("--image", f->images, "Image file (repeatable; in order)");
+  c->add_option("--prompt", f->prompt, "User text, wrapped in the Qwen2-VL chat template");
+  c->add_option("--raw-ids", f->raw_ids, "Prompt token ids used as given; each image token id is one image");
+  c->add_option("--system", f->system, "System prompt");
+  c->add_option("--max-new-tokens", f->max_new_tokens, "Generation limit")->capture_default_str();
+  c->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at end-of-sequence tokens");
+  c->add_flag("--print-ids", f->print_ids, "Print generated token ids instead of text");
+  c->add_flag("--skip-special-tokens", f->skip_special, "Drop special tokens from the printed text");
+  c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
+  c->add_option("--temperature", f->sampling.temperature, "0 = greedy");
+  c->add_option("--top-k", f->sampling.top_k);
+  c->add_option("--top-p", f->sampling.top_p);
+  c->add_option("--seed", f->sampling.seed);
+  c->add_option("--presence-penalty", f->sampling.presence_penalty);
+  c->add_option("--frequency-penalty", f->sampling.frequency_penalty);
+  c->add_option("--repetition-penalty", f->sampling.repetition_penalty);
+  c->add_option("--no-repeat-ngram-size", f->sampling.no_repeat_ngram_size);
+  c->callback([f, run] { *run = [f] { return RunGenerate(*f); }; });
+}
+
+}  // namespace mineru::cli

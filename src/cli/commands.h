@@ -1,0 +1,20 @@
+// cli/commands.h — one registration function per subcommand. Each adds its flags to the app and
+// sets *run to the action; the action returns 0 on success or prints one error line and returns 1.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace mineru::cli {
+
+using Action = std::function<int()>;
+
+void AddGenerate(CLI::App& app, Action* run);
+void AddTokenize(CLI::App& app, Action* run);
+void AddGenModel(CLI::App& app, Action* run);
+
+// Prints "error: <message>" on stderr and returns 1.
+int Fail(const std::string& message);
+
+}  // namespace mineru::cli

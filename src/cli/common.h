@@ -1,0 +1,26 @@
+// cli/common.h — shared helpers of the subcommands: model location, loading, parsing id lists.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/qwen2vl.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mineru::cli {
+
+// --model if given, else $MINERU_MODEL, else ~/.cache/mineru-cpp/MinerU2.5-2509-1.2B.
+std::string ResolveModelDir(const std::string& flag);
+
+// Tokenizer of a model dir (tokenizer.json), or an error that says it is missing.
+StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model_dir);
+
+// "5 17 300" or "5,17,300" -> ids; errors on anything else.
+StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text);
+
+// Threads: flag value if > 0, else the hardware count.
+size_t ResolveThreads(int flag);
+
+}  // namespace mineru::cli

@@ -1,0 +1,46 @@
+// cli/main.cc — the mineru-cpp binary: subcommand dispatch and the last line of defence
+// (any escaped exception becomes a one-line error, never an abort).
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "cli/commands.h"
+
+namespace mineru::cli {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace mineru::cli
+
+int main(int argc, char** argv) {
+  using namespace mineru::cli;
+  try {
+    CLI::App app{"mineru-cpp: MinerU2.5 document parsing and inference, natively"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "mineru-cpp 0.1.0");
+    Action run;
+    AddGenerate(app, &run);
+    AddTokenize(app, &run);
+    AddGenModel(app, &run);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      return Fail(e.what());
+    }
+    return run ? run() : Fail("no command");
+  } catch (const std::bad_alloc&) {
+    return Fail("out of memory");
+  } catch (const std::exception& e) {
+    return Fail(e.what());
+  } catch (...) {
+    return Fail("unexpected failure");
+  }
+}

@@ -1,0 +1,221 @@
+// End-to-end tests of the mineru-cpp binary: golden generation through the CLI, the chat
+// template on the real tokenizer, and hostile inputs that must give one error line, never a crash.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "base/mapped_file.h"
+#include "base/safetensors.h"
+
+namespace {
+
+const std::string kBin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
+const std::string kFx = MINERU_FIXTURES_DIR;
+
+struct CmdResult {
+  int code = -1;
+  bool signaled = false;
+  std::string out, err;
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CmdResult Exec(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string errf = std::string(MINERU_BINARY_DIR) + "/cli_test_stderr_" + std::to_string(counter++);
+  std::string cmd = Quote(kBin);
+  for (const auto& a : args) cmd += " " + Quote(a);
+  cmd += " 2>" + Quote(errf);
+  CmdResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.signaled = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) >= 128);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.err = mineru::ReadFileToString(errf).value();
+  std::remove(errf.c_str());
+  return r;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// A failing command: non-zero exit, no crash, exactly one line "error: ..." on stderr.
+void ExpectCleanFailure(const CmdResult& r, const std::string& what) {
+  EXPECT_FALSE(r.signaled) << what;
+  EXPECT_NE(r.code, 0) << what;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << what << ": " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": " << r.err;
+}
+
+std::string TmpDir(const std::string& name) {
+  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
+  ::mkdir(d.c_str(), 0755);
+  d += "/cli_" + name;
+  ::mkdir(d.c_str(), 0755);
+  return d;
+}
+
+struct GoldenCli {
+  std::string model, name;
+  int32_t image_token;
+};
+
+class CliGoldenTest : public ::testing::TestWithParam<GoldenCli> {};
+
+TEST_P(CliGoldenTest, RawIdsReproduceGreedyIds) {
+  const auto& c = GetParam();
+  auto g = mineru::SafetensorsFile::Open(kFx + "/" + c.model + "/golden_" + c.name + ".safetensors").value();
+  auto ids = mineru::ReadAsI64(*g->Find("input_ids")).value();
+  auto want = mineru::ReadAsI64(*g->Find("generated_ids")).value();
+  // Compact each image's placeholder run to one token, as a user of --raw-ids writes it.
+  std::string raw;
+  int64_t prev = -1;
+  for (int64_t id : ids) {
+    if (id == c.image_token && prev == c.image_token) continue;
+    raw += (raw.empty() ? "" : " ") + std::to_string(id);
+    prev = id;
+  }
+  std::vector<std::string> args = {"generate", "--model", kFx + "/" + c.model, "--raw-ids", raw,
+                                   "--max-new-tokens", "16", "--ignore-eos", "--print-ids", "--threads", "2"};
+  std::string meta = mineru::ReadFileToString(kFx + "/" + c.model + "/golden_" + c.name + ".json").value();
+  for (const char* img : {"image0.png", "image1.png", "image2.png"}) {
+    if (meta.find(img) != std::string::npos) {
+      args.push_back("--image");
+      args.push_back(kFx + "/" + img);
+    }
+  }
+  CmdResult r = Exec(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string expect;
+  for (size_t i = 0; i < want.size(); ++i) expect += (i ? " " : "") + std::to_string(want[i]);
+  EXPECT_EQ(Trim(r.out), expect);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CliGoldenTest,
+                         ::testing::Values(GoldenCli{"tiny", "one_image", 2000}, GoldenCli{"tiny", "two_images", 2000},
+                                           GoldenCli{"tiny", "text_only", 2000},
+                                           GoldenCli{"tinyvocab", "one_image", 151655},
+                                           GoldenCli{"tinyvocab", "two_images", 151655},
+                                           GoldenCli{"tinyvocab", "text_only", 151655}),
+                         [](const auto& i) { return i.param.model + "_" + i.param.name; });
+
+TEST(CliTest, PromptThroughChatTemplateOnRealTokenizer) {
+  CmdResult r = Exec({"generate", "--model", kFx + "/tinyvocab", "--image", kFx + "/image0.png", "--prompt",
+                "\nText Recognition:", "--max-new-tokens", "5", "--ignore-eos", "--print-ids"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string ids = Trim(r.out);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), ' '), 4) << ids;
+  // The prompt the template produces, tokenized: system turn, image, text, assistant header.
+  CmdResult t = Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text",
+                "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+                "<|vision_start|><|image_pad|><|vision_end|>\nText Recognition:<|im_end|>\n"
+                "<|im_start|>assistant\n"});
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_EQ(Trim(t.out).rfind("151644 8948 198", 0), 0u) << t.out;
+  // And text output decodes without error.
+  CmdResult text = Exec({"generate", "--model", kFx + "/tinyvocab", "--prompt", "Hello", "--max-new-tokens", "4",
+                   "--ignore-eos"});
+  EXPECT_EQ(text.code, 0) << text.err;
+}
+
+TEST(CliTest, TokenizeRoundTrip) {
+  CmdResult r = Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text", "Hello world 你好"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  CmdResult d = Exec({"tokenize", "--model", kFx + "/tinyvocab", "--decode", Trim(r.out)});
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(Trim(d.out), "Hello world 你好");
+}
+
+TEST(CliTest, HostileInputsGiveOneLineErrors) {
+  const std::string d = TmpDir("bad");
+  const std::string tiny = kFx + "/tiny";
+  // Missing model directory.
+  ExpectCleanFailure(Exec({"generate", "--model", d + "/nope", "--raw-ids", "1 2", "--print-ids"}), "missing dir");
+  // Truncated safetensors.
+  const std::string trunc = TmpDir("trunc");
+  mineru::WriteStringToFile(trunc + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value());
+  std::string w = mineru::ReadFileToString(tiny + "/model.safetensors").value();
+  mineru::WriteStringToFile(trunc + "/model.safetensors", w.substr(0, w.size() - 1000));
+  ExpectCleanFailure(Exec({"generate", "--model", trunc, "--raw-ids", "1 2", "--print-ids"}), "truncated");
+  // Header whose offsets lie.
+  const std::string lie = TmpDir("lie");
+  mineru::WriteStringToFile(lie + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value());
+  std::string h = R"({"model.embed_tokens.weight":{"dtype":"F32","shape":[2048,64],"data_offsets":[0,999999999]}})";
+  std::string bytes(8, '\0');
+  uint64_t n = h.size();
+  std::memcpy(&bytes[0], &n, 8);
+  mineru::WriteStringToFile(lie + "/model.safetensors", bytes + h + std::string(64, '\0'));
+  ExpectCleanFailure(Exec({"generate", "--model", lie, "--raw-ids", "1 2", "--print-ids"}), "lying header");
+  // Config with a missing field.
+  const std::string cfg = TmpDir("cfg");
+  std::string c = mineru::ReadFileToString(tiny + "/config.json").value();
+  c.replace(c.find("\"num_hidden_layers\""), std::string("\"num_hidden_layers\"").size(), "\"num_hidden_layerz\"");
+  mineru::WriteStringToFile(cfg + "/config.json", c);
+  mineru::WriteStringToFile(cfg + "/model.safetensors", w);
+  ExpectCleanFailure(Exec({"generate", "--model", cfg, "--raw-ids", "1 2", "--print-ids"}), "config field");
+  // Corrupt image, 1x1 image, an image claiming 60000x60000.
+  mineru::WriteStringToFile(d + "/corrupt.png", "\x89PNG\r\n\x1a\nthis is not a png");
+  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/corrupt.png", "--raw-ids", "1 2000 2",
+                           "--print-ids"}),
+                     "corrupt image");
+  // Minimal valid 1x1 RGB PNG.
+  const unsigned char one[] = {0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48,
+                               0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00,
+                               0x00, 0x90, 0x77, 0x53, 0xde, 0x00, 0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x08,
+                               0xd7, 0x63, 0xf8, 0xcf, 0xc0, 0x00, 0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d,
+                               0xb0, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
+  mineru::WriteStringToFile(d + "/one.png", std::string(reinterpret_cast<const char*>(one), sizeof(one)));
+  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/one.png", "--raw-ids", "1 2000 2",
+                           "--print-ids"}),
+                     "1x1 image");
+  std::string big(reinterpret_cast<const char*>(one), sizeof(one));
+  // IHDR width/height at bytes 16..23 -> 60000 x 60000 (CRC now wrong too: either error is fine).
+  const unsigned char dims[] = {0x00, 0x00, 0xea, 0x60, 0x00, 0x00, 0xea, 0x60};
+  big.replace(16, 8, reinterpret_cast<const char*>(dims), 8);
+  mineru::WriteStringToFile(d + "/big.png", big);
+  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/big.png", "--raw-ids", "1 2000 2",
+                           "--print-ids"}),
+                     "60000x60000 image");
+  // Invalid UTF-8 text.
+  ExpectCleanFailure(Exec({"generate", "--model", kFx + "/tinyvocab", "--prompt", "bad \xff\xfe utf8"}),
+                     "invalid utf-8 prompt");
+  ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text", "\xc3"}), "invalid utf-8 text");
+  // Bad flags and ids.
+  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 x 2"}), "bad ids");
+  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 99999", "--print-ids"}), "id past vocab");
+  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 2000 2", "--print-ids"}),
+                     "image token without image");
+  ExpectCleanFailure(Exec({"generate", "--bogus-flag"}), "unknown flag");
+  ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--decode", "99999999"}), "decode range");
+}
+
+TEST(CliTest, GenModelTinyPresetThenGenerate) {
+  const std::string d = TmpDir("gen");
+  CmdResult g = Exec({"gen-model", "--preset", "tiny", "-o", d});
+  ASSERT_EQ(g.code, 0) << g.err;
+  CmdResult r = Exec({"generate", "--model", d, "--image", kFx + "/image2.png", "--prompt", "Hi", "--max-new-tokens", "3",
+                "--ignore-eos", "--print-ids"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ' '), 2);
+}
+
+}  // namespace
