@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests need. Idempotent; needs root (or sudo).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential g++ cmake ninja-build ccache pkg-config git \
+  libhwy-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev \
+  libpng-dev libjpeg-dev libwebp-dev libtiff-dev \
+  libpoppler-cpp-dev libcpp-httplib-dev libcli11-dev libxxhash-dev libsqlite3-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev \
+  poppler-utils

@@ -1,0 +1,159 @@
+#include "pdf/pdf.h"
+
+#include <poppler-document.h>
+#include <poppler-global.h>
+#include <poppler-image.h>
+#include <poppler-page-renderer.h>
+#include <poppler-page.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/mapped_file.h"
+
+namespace mineru {
+namespace {
+
+void QuietPoppler() {
+  static std::once_flag once;
+  std::call_once(once, [] { poppler::set_debug_error_function([](const std::string&, void*) {}, nullptr); });
+}
+
+std::string Utf8(const poppler::ustring& s) {
+  poppler::byte_array b = s.to_utf8();
+  return std::string(b.begin(), b.end());
+}
+
+}  // namespace
+
+bool LooksLikePdf(const std::string& head) {
+  return head.substr(0, std::min<size_t>(head.size(), 1024)).find("%PDF-") != std::string::npos;
+}
+
+PdfDocument::~PdfDocument() { delete doc_; }
+
+StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Open(const std::string& path, const PdfLimits& limits) {
+  MINERU_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, size_t(2) << 30));
+  return OpenFromMemory(std::move(bytes), limits);
+}
+
+StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::OpenFromMemory(std::string bytes, const PdfLimits& limits) {
+  QuietPoppler();
+  if (bytes.empty()) return InvalidArgumentError("empty file");
+  if (!LooksLikePdf(bytes)) return InvalidArgumentError("not a PDF file");
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return ResourceExhaustedError("PDF larger than 2 GB");
+  poppler::document* doc = poppler::document::load_from_raw_data(bytes.data(), static_cast<int>(bytes.size()));
+  return Finish(doc, std::move(bytes), limits);
+}
+
+StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Finish(poppler::document* doc, std::string bytes,
+                                                           const PdfLimits& limits) {
+  if (doc == nullptr) return DataLossError("the PDF is corrupt or unreadable");
+  std::unique_ptr<PdfDocument> d(new PdfDocument());
+  d->doc_ = doc;
+  // load_from_raw_data keeps a pointer into the buffer: moving a std::string may move its
+  // heap block but never reallocates it, except for short (SSO) strings — too short to be PDFs.
+  d->bytes_ = std::move(bytes);
+  d->limits_ = limits;
+  if (doc->is_locked()) return InvalidArgumentError("the PDF is encrypted (password protected)");
+  d->num_pages_ = doc->pages();
+  if (d->num_pages_ <= 0) return InvalidArgumentError("the PDF has no pages");
+  if (d->num_pages_ > limits.max_pages) {
+    return ResourceExhaustedError("the PDF has " + std::to_string(d->num_pages_) + " pages, over the limit of " +
+                                  std::to_string(limits.max_pages));
+  }
+  return d;
+}
+
+StatusOr<std::pair<double, double>> PdfDocument::PageSize(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= num_pages_) return InvalidArgumentError("page index out of range");
+  std::unique_ptr<poppler::page> p(doc_->create_page(index));
+  if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));
+  poppler::rectf r = p->page_rect(poppler::crop_box);
+  double w = r.width(), h = r.height();
+  if (p->orientation() == poppler::page::landscape || p->orientation() == poppler::page::seascape) std::swap(w, h);
+  if (!(w > 0) || !(h > 0)) return DataLossError("page " + std::to_string(index + 1) + " has an empty size");
+  if (w > limits_.max_page_side_pt || h > limits_.max_page_side_pt) {
+    return ResourceExhaustedError("page " + std::to_string(index + 1) + " is larger than the page-size limit");
+  }
+  return std::make_pair(w, h);
+}
+
+StatusOr<RenderedPage> PdfDocument::RenderPage(int index, double dpi, int max_side) const {
+  MINERU_ASSIGN_OR_RETURN(auto size, PageSize(index));
+  RenderedPage out;
+  out.width_pt = size.first;
+  out.height_pt = size.second;
+  double scale = dpi / 72.0;
+  const double long_side = std::max(size.first, size.second);
+  if (long_side * scale > max_side) scale = max_side / long_side;
+  out.scale = scale;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<poppler::page> p(doc_->create_page(index));
+  if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));
+  poppler::page_renderer r;
+  r.set_render_hints(poppler::page_renderer::antialiasing | poppler::page_renderer::text_antialiasing |
+                     poppler::page_renderer::text_hinting);
+  r.set_image_format(poppler::image::format_rgb24);
+  r.set_paper_color(0xffffffff);
+  poppler::image img = r.render_page(p.get(), scale * 72.0, scale * 72.0);
+  if (!img.is_valid() || img.width() <= 0 || img.height() <= 0) {
+    return DataLossError("page " + std::to_string(index + 1) + " could not be rendered");
+  }
+  const int w = img.width(), h = img.height();
+  out.image.width = w;
+  out.image.height = h;
+  out.image.pixels.resize(static_cast<size_t>(w) * h * 3);
+  const char* src = img.const_data();
+  const int stride = img.bytes_per_row();
+  for (int y = 0; y < h; ++y) {
+    const uint8_t* row = reinterpret_cast<const uint8_t*>(src + static_cast<size_t>(y) * stride);
+    uint8_t* dst = out.image.pixels.data() + static_cast<size_t>(y) * w * 3;
+    if (img.format() == poppler::image::format_rgb24) {
+      // Stored as 32-bit 0xffRRGGBB words (little-endian: B, G, R, x).
+      for (int x = 0; x < w; ++x) {
+        dst[3 * x] = row[4 * x + 2];
+        dst[3 * x + 1] = row[4 * x + 1];
+        dst[3 * x + 2] = row[4 * x];
+      }
+    } else if (img.format() == poppler::image::format_argb32) {
+      for (int x = 0; x < w; ++x) {
+        dst[3 * x] = row[4 * x + 2];
+        dst[3 * x + 1] = row[4 * x + 1];
+        dst[3 * x + 2] = row[4 * x];
+      }
+    } else if (img.format() == poppler::image::format_bgr24) {
+      for (int x = 0; x < w; ++x) {
+        dst[3 * x] = row[3 * x + 2];
+        dst[3 * x + 1] = row[3 * x + 1];
+        dst[3 * x + 2] = row[3 * x];
+      }
+    } else {
+      return UnimplementedError("unexpected poppler image format");
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<PdfTextBox>> PdfDocument::PageText(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= num_pages_) return InvalidArgumentError("page index out of range");
+  std::unique_ptr<poppler::page> p(doc_->create_page(index));
+  if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));
+  std::vector<PdfTextBox> out;
+  for (const poppler::text_box& b : p->text_list()) {
+    poppler::rectf r = b.bbox();
+    PdfTextBox t;
+    t.text = Utf8(b.text());
+    t.x0 = r.left();
+    t.y0 = r.top();
+    t.x1 = r.right();
+    t.y1 = r.bottom();
+    if (!t.text.empty()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace mineru
