@@ -13,6 +13,7 @@ using Action = std::function<int()>;
 void AddGenerate(CLI::App& app, Action* run);
 void AddTokenize(CLI::App& app, Action* run);
 void AddGenModel(CLI::App& app, Action* run);
+void AddParse(CLI::App& app, Action* run);
 
 // Prints "error: <message>" on stderr and returns 1.
 int Fail(const std::string& message);

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     AddGenerate(app, &run);
     AddTokenize(app, &run);
     AddGenModel(app, &run);
+    AddParse(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

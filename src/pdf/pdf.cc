@@ -112,13 +112,10 @@ StatusOr<RenderedPage> PdfDocument::RenderPage(int index, double dpi, int max_si
     const uint8_t* row = reinterpret_cast<const uint8_t*>(src + static_cast<size_t>(y) * stride);
     uint8_t* dst = out.image.pixels.data() + static_cast<size_t>(y) * w * 3;
     if (img.format() == poppler::image::format_rgb24) {
-      // Stored as 32-bit 0xffRRGGBB words (little-endian: B, G, R, x).
-      for (int x = 0; x < w; ++x) {
-        dst[3 * x] = row[4 * x + 2];
-        dst[3 * x + 1] = row[4 * x + 1];
-        dst[3 * x + 2] = row[4 * x];
-      }
+      // Packed R, G, B bytes.
+      std::memcpy(dst, row, static_cast<size_t>(w) * 3);
     } else if (img.format() == poppler::image::format_argb32) {
+      // 32-bit 0xAARRGGBB words, little-endian in memory: B, G, R, A.
       for (int x = 0; x < w; ++x) {
         dst[3 * x] = row[4 * x + 2];
         dst[3 * x + 1] = row[4 * x + 1];

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -35,7 +36,7 @@ std::string Quote(const std::string& s) {
 
 CmdResult Exec(const std::vector<std::string>& args) {
   static int counter = 0;
-  const std::string errf = std::string(MINERU_BINARY_DIR) + "/cli_test_stderr_" + std::to_string(counter++);
+  const std::string errf = std::string(MINERU_BINARY_DIR) + "/cli_test_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
   std::string cmd = Quote(kBin);
   for (const auto& a : args) cmd += " " + Quote(a);
   cmd += " 2>" + Quote(errf);

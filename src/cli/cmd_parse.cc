@@ -1,0 +1,229 @@
+// cli/cmd_parse.cc — `mineru-cpp parse`: PDFs and images to MinerU's Markdown and JSON.
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/mapped_file.h"
+#include "base/thread_pool.h"
+#include "cli/common.h"
+#include "cli/commands.h"
+#include "pipeline/document.h"
+#include "pipeline/model_backend.h"
+
+namespace mineru::cli {
+namespace {
+
+struct ParseFlags {
+  std::vector<std::string> inputs;
+  std::string output = "output";
+  std::string model;
+  std::string replay;
+  std::string pages;
+  std::string text_source = "model";
+  bool quiet = false;
+  bool json = false;
+  bool yes = false;
+  bool no_layout_pictures = false;
+  int threads = 0;
+  int max_block_tokens = 4096;
+};
+
+bool HasDocExtension(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* ext : {".pdf", ".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff"}) {
+    const std::string e = ext;
+    if (lower.size() > e.size() && lower.compare(lower.size() - e.size(), e.size(), e) == 0) return true;
+  }
+  return false;
+}
+
+// Files as given; directories expanded to their supported documents (sorted, not recursive).
+StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const std::string& in : inputs) {
+    struct stat st {};
+    if (::stat(in.c_str(), &st) != 0) return NotFoundError("no such file or directory: " + in);
+    if (!S_ISDIR(st.st_mode)) {
+      out.push_back(in);
+      continue;
+    }
+    DIR* d = ::opendir(in.c_str());
+    if (!d) return IoError("cannot read directory " + in);
+    std::vector<std::string> found;
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name[0] != '.' && HasDocExtension(name)) found.push_back(in + "/" + name);
+    }
+    ::closedir(d);
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  if (out.empty()) return InvalidArgumentError("no input documents");
+  return out;
+}
+
+class Progress {
+ public:
+  Progress(const ParseFlags& f, const pipeline::Backend* backend, size_t files)
+      : quiet_(f.quiet), json_(f.json), tty_(::isatty(2) != 0), backend_(backend), files_(files),
+        start_(std::chrono::steady_clock::now()) {}
+
+  void operator()(const pipeline::ProgressEvent& e) {
+    using K = pipeline::ProgressEvent;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const int64_t tokens = backend_ ? backend_->stats().generated_tokens : 0;
+    if (e.kind == K::kDocumentStart) ++file_index_;
+    if (e.kind == K::kPageDone) {
+      ++pages_done_;
+      blocks_ += e.blocks;
+    }
+    if (json_) {
+      nlohmann::json j = {{"event", e.kind == K::kDocumentStart ? "document_start"
+                                     : e.kind == K::kPageDone    ? "page_done"
+                                                                 : "document_done"},
+                          {"input", e.input},
+                          {"pages_done", e.pages_done},
+                          {"pages_total", e.pages_total},
+                          {"elapsed_s", elapsed},
+                          {"generated_tokens", tokens}};
+      if (e.kind == K::kPageDone) {
+        j["page"] = e.page + 1;
+        j["blocks"] = e.blocks;
+        j["ok"] = e.page_ok;
+        if (!e.page_ok) j["error"] = e.error;
+      }
+      std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      std::fflush(stdout);
+      return;
+    }
+    if (quiet_) return;
+    if (e.kind == K::kPageDone && !e.page_ok) {
+      if (tty_) std::fprintf(stderr, "\r\033[K");
+      std::fprintf(stderr, "warning: %s page %d failed: %s\n", e.input.c_str(), e.page + 1, e.error.c_str());
+    }
+    if (e.kind != K::kPageDone) return;
+    const double per_page = pages_done_ > 0 ? elapsed / pages_done_ : 0;
+    const double eta = per_page * (e.pages_total - e.pages_done);
+    char line[512];
+    std::snprintf(line, sizeof(line), "[file %zu/%zu] page %d/%d | blocks %d | %.1f tok/s | %.1fs | ETA %.0fs",
+                  file_index_, files_, e.pages_done, e.pages_total, blocks_,
+                  elapsed > 0 ? tokens / elapsed : 0.0, elapsed, eta);
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", line);
+      if (e.pages_done == e.pages_total) std::fprintf(stderr, "\n");
+    } else {
+      std::fprintf(stderr, "%s\n", line);
+    }
+  }
+
+ private:
+  bool quiet_, json_, tty_;
+  const pipeline::Backend* backend_;
+  size_t files_, file_index_ = 0;
+  int pages_done_ = 0, blocks_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+int RunParse(const ParseFlags& f) {
+  pipeline::ParseOptions opt;
+  opt.output_dir = f.output;
+  opt.pages = f.pages;
+  opt.layout_pictures = !f.no_layout_pictures;
+  if (f.text_source == "model") opt.text_source = pipeline::TextSource::kModel;
+  else if (f.text_source == "pdf") opt.text_source = pipeline::TextSource::kPdf;
+  else if (f.text_source == "auto") opt.text_source = pipeline::TextSource::kAuto;
+  else return Fail("--text-source must be auto, pdf or model");
+  auto inputs = ExpandInputs(f.inputs);
+  if (!inputs.ok()) return Fail(inputs.status().message());
+
+  std::unique_ptr<pipeline::Backend> backend;
+  std::unique_ptr<Qwen2VLModel> model;
+  std::unique_ptr<Tokenizer> tok;
+  std::unique_ptr<ThreadPool> pool;
+  if (!f.replay.empty()) {
+    auto b = pipeline::MakeReplayBackend(f.replay);
+    if (!b.ok()) return Fail(b.status().ToString());
+    backend = std::move(b).value();
+  } else {
+    const std::string dir = ResolveModelDir(f.model);
+    if (!FileExists(dir + "/config.json")) {
+      return Fail("no model at " + dir + "; run `mineru-cpp download` first (or pass --model DIR)");
+    }
+    auto m = Qwen2VLModel::Load(dir);
+    if (!m.ok()) return Fail(m.status().ToString());
+    model = std::move(m).value();
+    auto t = LoadTokenizer(dir);
+    if (!t.ok()) return Fail(t.status().ToString());
+    tok = std::move(t).value();
+    pool = std::make_unique<ThreadPool>(ResolveThreads(f.threads));
+    pipeline::ModelBackendOptions mo;
+    mo.max_block_tokens = f.max_block_tokens;
+    mo.max_layout_tokens = f.max_block_tokens;
+    backend = pipeline::MakeModelBackend(*model, *tok, pool.get(), mo);
+  }
+
+  Progress progress(f, backend.get(), inputs->size());
+  int global_page = 0, failed_files = 0, failed_pages = 0, pages = 0;
+  for (const std::string& in : *inputs) {
+    pipeline::DocumentReport r = pipeline::ParseDocument(in, opt, *backend, &global_page, std::ref(progress));
+    pages += static_cast<int>(r.pages.size());
+    failed_pages += r.failed_pages();
+    if (!r.status.ok()) {
+      ++failed_files;
+      if (f.json) {
+        std::printf("%s\n", nlohmann::json({{"event", "document_failed"}, {"input", in}, {"error", r.status.ToString()}})
+                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                                .c_str());
+      } else {
+        std::fprintf(stderr, "error: %s: %s\n", in.c_str(), r.status.ToString().c_str());
+      }
+    } else if (!f.quiet && !f.json) {
+      std::fprintf(stderr, "%s -> %s (%zu pages, %d failed)\n", in.c_str(), r.output_dir.c_str(), r.pages.size(),
+                   r.failed_pages());
+    }
+  }
+  if (f.json) {
+    std::printf("%s\n", nlohmann::json({{"event", "done"},
+                                        {"files", inputs->size()},
+                                        {"failed_files", failed_files},
+                                        {"pages", pages},
+                                        {"failed_pages", failed_pages}})
+                            .dump()
+                            .c_str());
+  }
+  return failed_files == 0 && failed_pages == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddParse(CLI::App& app, Action* run) {
+  auto f = std::make_shared<ParseFlags>();
+  CLI::App* c = app.add_subcommand("parse", "Parse PDFs and images into MinerU Markdown and JSON");
+  c->add_option("inputs", f->inputs, "PDF/image files or directories")->required();
+  c->add_option("-o,--output", f->output, "Output directory (one folder per input)")->capture_default_str();
+  c->add_option("--model", f->model, "Model directory (default: $MINERU_MODEL or ~/.cache/mineru-cpp/...)");
+  c->add_option("--replay", f->replay, "Take the model's raw outputs from this JSON file instead of the model");
+  c->add_option("--pages", f->pages, "Page ranges, 1-based, e.g. 3-7,10");
+  c->add_option("--text-source", f->text_source, "auto | pdf | model: where text/title blocks get their text")
+      ->capture_default_str();
+  c->add_flag("--quiet", f->quiet, "No progress output");
+  c->add_flag("--json", f->json, "Progress and results as JSON lines on stdout");
+  c->add_flag("--yes", f->yes, "Answer yes to questions (e.g. downloading the model)");
+  c->add_flag("--no-layout-pictures", f->no_layout_pictures, "Do not draw layout/page_NNNN.png");
+  c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
+  c->add_option("--max-block-tokens", f->max_block_tokens, "Token limit per request")->capture_default_str();
+  c->callback([f, run] { *run = [f] { return RunParse(*f); }; });
+}
+
+}  // namespace mineru::cli

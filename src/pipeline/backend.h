@@ -1,0 +1,44 @@
+// pipeline/backend.h — what the document pipeline asks of a model: a layout pass on the 1036x1036
+// page image and the recognition of a page's block crops (submitted together so an engine can
+// batch them). Implementations: the engine (model_backend.cc) and recorded outputs (replay).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "image/image.h"
+#include "pipeline/layout.h"
+
+namespace mineru::pipeline {
+
+struct RecognitionTask {
+  const RgbImage* image = nullptr;  // the prepared crop (rotated, padded, upscaled)
+  std::string type;                 // layout block type
+  std::string prompt;               // e.g. "\nText Recognition:"
+  SamplingParams sampling;
+};
+
+struct BackendStats {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Called before the layout request of each page, in document order across all inputs.
+  virtual void BeginPage(int global_page) {}
+  // Raw layout output (special tokens kept) for the page's layout image.
+  virtual StatusOr<std::string> Layout(const RgbImage& layout_image) = 0;
+  // One raw output per task, in order; a failed task fails only itself.
+  virtual std::vector<StatusOr<std::string>> Recognize(const std::vector<RecognitionTask>& tasks) = 0;
+  virtual BackendStats stats() const { return {}; }
+};
+
+// Replays recorded raw outputs: a JSON list of pages, each {"layout": "...", "blocks": ["...", ...]}
+// with one entry per recognised block in layout order. Pages are consumed in document order.
+StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& replay_json_path);
+
+}  // namespace mineru::pipeline

@@ -1,0 +1,66 @@
+// pipeline/document.h — MinerU's two-stage parse of one input file into its output folder:
+//   DIR/NAME/NAME.md, NAME_content_list.json, NAME_middle.json, NAME_model.json,
+//   images/ (crops of image/table/equation spans), layout/page_NNNN.png (one per page).
+// Pages are processed one at a time: only the page in flight is held in memory. A page that fails
+// (render, layout, recognition) is reported and left empty; the rest of the document completes.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pipeline/backend.h"
+#include "pipeline/page_source.h"
+
+namespace mineru::pipeline {
+
+enum class TextSource { kModel, kPdf, kAuto };
+
+struct ParseOptions {
+  std::string output_dir = "output";
+  std::string pages;  // "3-7,10" (1-based); empty = all
+  TextSource text_source = TextSource::kModel;
+  bool layout_pictures = true;
+  int layout_image_size = 1036;
+  InputLimits limits;
+  std::string version_name = "2.5.4";
+};
+
+struct ProgressEvent {
+  enum Kind { kDocumentStart, kPageDone, kDocumentDone } kind = kPageDone;
+  std::string input;
+  int page = 0;         // 0-based page index within the document (kPageDone)
+  int pages_done = 0;   // pages finished in this document so far
+  int pages_total = 0;  // pages selected in this document
+  int blocks = 0;       // blocks on the page (kPageDone)
+  bool page_ok = true;
+  std::string error;    // why the page failed
+};
+using ProgressFn = std::function<void(const ProgressEvent&)>;
+
+struct PageReport {
+  int page = 0;  // 0-based
+  bool ok = true;
+  std::string error;
+  int blocks = 0;
+  int recognised = 0;
+  int from_pdf_text = 0;
+};
+
+struct DocumentReport {
+  std::string input, name, output_dir;
+  Status status;  // file-level failure (unreadable, encrypted, bad page range, cannot write)
+  std::vector<PageReport> pages;
+  int failed_pages() const;
+  bool ok() const { return status.ok() && failed_pages() == 0; }
+};
+
+// global_page: running page counter across all inputs of one run (replay pages follow it);
+// advanced by the number of selected pages even when the document fails part way.
+DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& options, Backend& backend,
+                             int* global_page, const ProgressFn& progress = {});
+
+// NAME of an input path: the file name without its last extension.
+std::string DocumentName(const std::string& input_path);
+
+}  // namespace mineru::pipeline

@@ -1,0 +1,77 @@
+// pipeline/replay_backend.cc — the model replaced by recorded outputs (tests, acceptance checks).
+
+#include <nlohmann/json.hpp>
+
+#include "base/mapped_file.h"
+#include "pipeline/backend.h"
+
+namespace mineru::pipeline {
+namespace {
+
+struct ReplayPage {
+  std::string layout;
+  std::vector<std::string> blocks;
+};
+
+class ReplayBackend : public Backend {
+ public:
+  explicit ReplayBackend(std::vector<ReplayPage> pages) : pages_(std::move(pages)) {}
+
+  void BeginPage(int global_page) override { page_ = global_page; }
+
+  StatusOr<std::string> Layout(const RgbImage&) override {
+    if (page_ < 0 || page_ >= static_cast<int>(pages_.size())) {
+      return NotFoundError("replay file has no entry for page " + std::to_string(page_ + 1));
+    }
+    return pages_[page_].layout;
+  }
+
+  std::vector<StatusOr<std::string>> Recognize(const std::vector<RecognitionTask>& tasks) override {
+    std::vector<StatusOr<std::string>> out;
+    const bool have = page_ >= 0 && page_ < static_cast<int>(pages_.size());
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (!have || i >= pages_[page_].blocks.size()) {
+        out.push_back(NotFoundError("replay file has no output for block " + std::to_string(i + 1) + " of page " +
+                                    std::to_string(page_ + 1)));
+      } else {
+        out.push_back(pages_[page_].blocks[i]);
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<ReplayPage> pages_;
+  int page_ = 0;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& path) {
+  MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, 256u << 20));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return InvalidArgumentError(path + ": not valid JSON");
+  if (j.is_object() && j.contains("pages")) j = j["pages"];
+  if (!j.is_array()) return InvalidArgumentError(path + ": expected a list of pages");
+  std::vector<ReplayPage> pages;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& p = j[i];
+    const std::string where = path + ": page " + std::to_string(i + 1);
+    if (!p.is_object() || !p.contains("layout") || !p["layout"].is_string()) {
+      return InvalidArgumentError(where + " needs a string 'layout'");
+    }
+    ReplayPage rp;
+    rp.layout = p["layout"].get<std::string>();
+    if (p.contains("blocks")) {
+      if (!p["blocks"].is_array()) return InvalidArgumentError(where + ": 'blocks' must be a list of strings");
+      for (const auto& b : p["blocks"]) {
+        if (!b.is_string()) return InvalidArgumentError(where + ": 'blocks' must be a list of strings");
+        rp.blocks.push_back(b.get<std::string>());
+      }
+    }
+    pages.push_back(std::move(rp));
+  }
+  return std::unique_ptr<Backend>(new ReplayBackend(std::move(pages)));
+}
+
+}  // namespace mineru::pipeline

@@ -1,0 +1,280 @@
+// End-to-end tests of `mineru-cpp parse`: replayed model outputs through the whole pipeline on PDFs
+// the test writes, the fixture model on a real page, page ranges, per-page isolation, and hostile
+// documents (corrupt, encrypted, empty, enormous pages, broken images) — each a clear error.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../util/pdf_writer.h"
+#include "base/mapped_file.h"
+
+namespace {
+
+using Json = nlohmann::json;
+using mineru::testing::MakePdf;
+using mineru::testing::PdfPage;
+
+const std::string kBin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
+const std::string kFx = MINERU_FIXTURES_DIR;
+
+struct Result {
+  int code = -1;
+  bool signaled = false;
+  std::string out, err;
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Result Exec(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string errf = std::string(MINERU_BINARY_DIR) + "/doc_test_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  std::string cmd = Quote(kBin);
+  for (const auto& a : args) cmd += " " + Quote(a);
+  cmd += " 2>" + Quote(errf);
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.signaled = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) >= 128);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.err = mineru::ReadFileToString(errf).value();
+  std::remove(errf.c_str());
+  return r;
+}
+
+std::string TmpDir(const std::string& name) {
+  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
+  ::mkdir(d.c_str(), 0755);
+  d += "/doc_" + name;
+  std::system(("rm -rf " + Quote(d)).c_str());
+  ::mkdir(d.c_str(), 0755);
+  return d;
+}
+
+bool Exists(const std::string& p) { return mineru::FileExists(p); }
+
+Json LoadJson(const std::string& p) {
+  auto s = mineru::ReadFileToString(p);
+  EXPECT_TRUE(s.ok()) << p;
+  Json j = Json::parse(s.ok() ? *s : std::string("null"), nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << p << " is not valid JSON";
+  return j;
+}
+
+int CountFiles(const std::string& dir, const std::string& suffix) {
+  std::string cmd = "ls " + Quote(dir) + " 2>/dev/null | grep -c " + Quote(suffix + "$");
+  FILE* p = popen(cmd.c_str(), "r");
+  int n = 0;
+  if (fscanf(p, "%d", &n) != 1) n = 0;
+  pclose(p);
+  return n;
+}
+
+PdfPage TextPage(const std::string& title, int lines) {
+  PdfPage p;
+  p.texts.push_back({72, 50, 20, title});
+  for (int i = 0; i < lines; ++i) {
+    p.texts.push_back({72, 110.0 + 14 * i, 10, "The quick brown fox jumps over the lazy dog, line " + std::to_string(i + 1) + "."});
+  }
+  p.rects.push_back({72, 600, 200, 120, 0.6});
+  return p;
+}
+
+// A realistic layout answer for a page: title, two columns, a table, a formula, a figure, a page
+// number, then lines the parser must drop (out of range, degenerate, unknown type, garbage).
+const char* kLayout =
+    "<|box_start|>100 050 900 090<|box_end|><|ref_start|>title<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>100 100 480 400<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>900 100 520 400<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>100 420 900 600<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>100 620 900 700<|box_end|><|ref_start|>equation<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>100 720 900 900<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>450 950 550 980<|box_end|><|ref_start|>page_number<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>100 100 1200 200<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>300 300 300 400<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>100 100 200 200<|box_end|><|ref_start|>sticker<|ref_end|><|rotate_up|>\n"
+    "not a layout line";
+
+Json ReplayPage(const std::string& title) {
+  return {{"layout", kLayout},
+          {"blocks",
+           {title, "Left column with \\(x^2\\) inline math.", "Right column text.",
+            "<fcel>A<fcel>B<nl><fcel>1<lcel><nl>", "\\[E = mc^2\\]", "7"}}};
+}
+
+TEST(DocumentE2E, ReplayTwoPagePdfWritesAllOutputs) {
+  const std::string d = TmpDir("replay");
+  mineru::WriteStringToFile(d + "/report.pdf", MakePdf({TextPage("First", 10), TextPage("Second", 5)}));
+  mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Title One"), ReplayPage("Title Two")}).dump());
+  Result r = Exec({"parse", d + "/report.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string o = d + "/out/report/report";
+  ASSERT_TRUE(Exists(o + ".md"));
+  Json model = LoadJson(o + "_model.json");
+  ASSERT_TRUE(model.is_array());
+  ASSERT_EQ(model.size(), 2u);
+  const Json& p0 = model[0];
+  ASSERT_EQ(p0.size(), 7u) << p0.dump();  // the 4 bad lines dropped
+  EXPECT_EQ(p0[0]["type"], "title");
+  EXPECT_EQ(p0[0]["content"], "Title One");
+  EXPECT_EQ(p0[2]["bbox"][0].get<double>(), 0.52);  // swapped x reordered
+  EXPECT_EQ(p0[2]["bbox"][2].get<double>(), 0.9);
+  EXPECT_EQ(p0[3]["type"], "table");
+  EXPECT_EQ(p0[3]["content"], "<table><tr><td>A</td><td>B</td></tr><tr><td colspan=\"2\">1</td></tr></table>");
+  EXPECT_EQ(p0[4]["type"], "equation");
+  EXPECT_EQ(p0[4]["content"], "\\[E = mc^2\\]");  // already bracketed: unchanged
+  EXPECT_EQ(p0[5]["type"], "image");
+  EXPECT_TRUE(p0[5]["content"].is_null());
+  EXPECT_EQ(p0[6]["type"], "page_number");
+  EXPECT_EQ(model[1][0]["content"], "Title Two");
+
+  Json middle = LoadJson(o + "_middle.json");
+  EXPECT_EQ(middle["_backend"], "vlm");
+  ASSERT_EQ(middle["pdf_info"].size(), 2u);
+  EXPECT_EQ(middle["pdf_info"][0]["page_size"], Json::array({612, 792}));
+  Json cl = LoadJson(o + "_content_list.json");
+  ASSERT_TRUE(cl.is_array());
+  EXPECT_FALSE(cl.empty());
+  for (const Json& e : cl) {
+    EXPECT_TRUE(e.contains("page_idx"));
+    EXPECT_TRUE(e.contains("type"));
+  }
+  const std::string md = mineru::ReadFileToString(o + ".md").value();
+  EXPECT_NE(md.find("# Title One"), std::string::npos) << md;
+  EXPECT_NE(md.find("$x^2$"), std::string::npos) << md;
+  EXPECT_NE(md.find("<table>"), std::string::npos) << md;
+  EXPECT_NE(md.find("$$\nE = mc^2\n$$"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Title One\n\n7"), std::string::npos) << "page number must not reach the markdown";
+  EXPECT_EQ(CountFiles(d + "/out/report/layout", ".png"), 2);
+  EXPECT_GE(CountFiles(d + "/out/report/images", ".jpg"), 2);  // image and table crops per page
+}
+
+TEST(DocumentE2E, PageRangeAndPerPageIsolation) {
+  const std::string d = TmpDir("isolation");
+  mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)}));
+  // Page 2's entry has too few block outputs: that page fails, the others complete.
+  Json bad = ReplayPage("B");
+  bad["blocks"] = Json::array({"only one"});
+  mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("A"), bad, ReplayPage("C")}).dump());
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_FALSE(r.signaled);
+  Json model = LoadJson(d + "/out/doc/doc_model.json");
+  ASSERT_EQ(model.size(), 3u);
+  EXPECT_EQ(model[0][0]["content"], "A");
+  EXPECT_EQ(model[2][0]["content"], "C");
+  EXPECT_NE(r.out.find("\"ok\":false"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"event\":\"done\""), std::string::npos) << r.out;
+
+  // --pages 3: only the third page, which consumes the first replay entry.
+  const std::string d2 = TmpDir("range");
+  mineru::WriteStringToFile(d2 + "/doc.pdf", MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)}));
+  mineru::WriteStringToFile(d2 + "/replay.json", Json::array({ReplayPage("only")}).dump());
+  Result r2 = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--replay", d2 + "/replay.json", "--pages", "3",
+                    "--quiet"});
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  Json m2 = LoadJson(d2 + "/out/doc/doc_model.json");
+  ASSERT_EQ(m2.size(), 1u);
+  EXPECT_EQ(CountFiles(d2 + "/out/doc/layout", ".png"), 1);
+  EXPECT_TRUE(Exists(d2 + "/out/doc/layout/page_0003.png"));
+  Result bad_range = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--replay", d2 + "/replay.json", "--pages",
+                           "9-12", "--quiet"});
+  EXPECT_NE(bad_range.code, 0);
+}
+
+TEST(DocumentE2E, FixtureModelParsesGeneratedPdf) {
+  const std::string d = TmpDir("model");
+  mineru::WriteStringToFile(d + "/page.pdf", MakePdf({TextPage("Model run", 6)}));
+  Result r = Exec({"parse", d + "/page.pdf", "-o", d + "/out", "--model", kFx + "/tinyvocab", "--max-block-tokens",
+                   "24", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string o = d + "/out/page/page";
+  for (const char* suffix : {".md", "_model.json", "_middle.json", "_content_list.json"}) {
+    EXPECT_TRUE(Exists(o + suffix)) << suffix;
+  }
+  EXPECT_TRUE(LoadJson(o + "_model.json").is_array());
+  EXPECT_TRUE(LoadJson(o + "_middle.json").is_object());
+  EXPECT_TRUE(LoadJson(o + "_content_list.json").is_array());
+  EXPECT_EQ(CountFiles(d + "/out/page/layout", ".png"), 1);
+}
+
+TEST(DocumentE2E, ImageInputAndDirectory) {
+  const std::string d = TmpDir("images");
+  ::mkdir((d + "/in").c_str(), 0755);
+  mineru::WriteStringToFile(d + "/in/scan.png", mineru::ReadFileToString(kFx + "/image2.png").value());
+  mineru::WriteStringToFile(d + "/in/notes.txt", "ignored");
+  mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Scan")}).dump());
+  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json middle = LoadJson(d + "/out/scan/scan_middle.json");
+  EXPECT_EQ(middle["pdf_info"][0]["page_size"], Json::array({200, 200}));  // 1 px = 1 pt
+  EXPECT_EQ(LoadJson(d + "/out/scan/scan_model.json")[0][0]["content"], "Scan");
+}
+
+TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
+  const std::string d = TmpDir("hostile");
+  mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("x"), ReplayPage("y")}).dump());
+  struct Case {
+    std::string name, bytes;
+  };
+  std::string pdf = MakePdf({TextPage("ok", 2)});
+  std::string corrupt = pdf.substr(0, 60) + std::string(200, '#');
+  // Encrypted: a Standard security handler whose empty user password does not authenticate.
+  std::string enc = pdf;
+  const size_t tr = enc.find("trailer\n<<");
+  enc.insert(tr + 10, " /Encrypt << /Filter /Standard /V 1 /R 2 /O <" + std::string(64, 'a') + "> /U <" +
+                          std::string(64, 'b') + "> /P -4 >> /ID [<0123456789abcdef0123456789abcdef> "
+                          "<0123456789abcdef0123456789abcdef>]");
+  PdfPage huge;
+  huge.width = 14400;
+  huge.height = 14400;
+  huge.texts.push_back({100, 100, 200, "Huge"});
+  std::vector<Case> cases = {{"empty.pdf", ""},
+                             {"corrupt.pdf", corrupt},
+                             {"encrypted.pdf", enc},
+                             {"broken.png", "\x89PNG\r\n\x1a\n garbage garbage"},
+                             {"zero_pages.pdf", "%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+                                                "2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n"
+                                                "trailer << /Root 1 0 R >>\n%%EOF\n"}};
+  for (const Case& c : cases) {
+    mineru::WriteStringToFile(d + "/" + c.name, c.bytes);
+    Result r = Exec({"parse", d + "/" + c.name, "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+    EXPECT_FALSE(r.signaled) << c.name;
+    EXPECT_EQ(r.code, 1) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find("error: "), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.name), std::string::npos) << c.name << ": " << r.err;
+  }
+  // An enormous page renders capped at 3500 px and completes.
+  mineru::WriteStringToFile(d + "/huge.pdf", MakePdf({huge}));
+  Result r = Exec({"parse", d + "/huge.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  // One bad file among good ones: the good one is still parsed, the exit code reports the failure.
+  mineru::WriteStringToFile(d + "/good.pdf", pdf);
+  Result mixed = Exec({"parse", d + "/corrupt.pdf", d + "/good.pdf", "-o", d + "/out2", "--replay",
+                       d + "/replay.json", "--quiet"});
+  EXPECT_EQ(mixed.code, 1);
+  EXPECT_TRUE(Exists(d + "/out2/good/good_model.json"));
+  Result missing = Exec({"parse", d + "/nope.pdf", "-o", d + "/out", "--replay", d + "/replay.json"});
+  EXPECT_EQ(missing.code, 1);
+  Result bad_replay = Exec({"parse", d + "/good.pdf", "-o", d + "/out", "--replay", d + "/hostile_missing.json"});
+  EXPECT_EQ(bad_replay.code, 1);
+  EXPECT_FALSE(bad_replay.signaled);
+}
+
+}  // namespace

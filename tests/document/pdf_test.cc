@@ -1,0 +1,66 @@
+// Unit tests of the PDF layer: page sizes, rendering scale and colours, the text layer, errors.
+#include <gtest/gtest.h>
+
+#include "../util/pdf_writer.h"
+#include "pdf/pdf.h"
+
+namespace mineru {
+namespace {
+
+using testing::MakePdf;
+using testing::PdfPage;
+
+TEST(PdfTest, RendersAt200DpiWithCorrectColours) {
+  PdfPage p;  // US letter
+  p.rects.push_back({72, 72, 144, 72, 0.0});  // black box 1in from the top-left, 2in x 1in
+  p.texts.push_back({72, 300, 12, "Hello PDF world"});
+  auto doc = PdfDocument::OpenFromMemory(MakePdf({p}));
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  EXPECT_EQ((*doc)->num_pages(), 1);
+  auto r = (*doc)->RenderPage(0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image.width, 1700);  // 8.5in * 200
+  EXPECT_EQ(r->image.height, 2200);
+  EXPECT_DOUBLE_EQ(r->width_pt, 612);
+  auto px = [&](int x, int y) { return &r->image.pixels[(static_cast<size_t>(y) * r->image.width + x) * 3]; };
+  const uint8_t* white = px(10, 10);
+  EXPECT_EQ(white[0], 255);
+  EXPECT_EQ(white[1], 255);
+  EXPECT_EQ(white[2], 255);
+  const uint8_t* black = px(400, 300);  // inside the box (1.5in, 1.25in from top-left... at 200 dpi)
+  EXPECT_EQ(black[0], 0);
+  EXPECT_EQ(black[2], 0);
+  auto words = (*doc)->PageText(0);
+  ASSERT_TRUE(words.ok());
+  ASSERT_EQ(words->size(), 3u);
+  EXPECT_EQ((*words)[0].text, "Hello");
+  EXPECT_NEAR((*words)[0].x0, 72, 1);
+  EXPECT_GT((*words)[0].y0, 290);  // top-left origin
+  EXPECT_LT((*words)[0].y1, 320);
+}
+
+TEST(PdfTest, LongSideCappedAt3500) {
+  PdfPage p;
+  p.width = 2000;
+  p.height = 4000;
+  auto doc = PdfDocument::OpenFromMemory(MakePdf({p}));
+  ASSERT_TRUE(doc.ok());
+  auto r = (*doc)->RenderPage(0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->image.height, 3500);
+  EXPECT_EQ(r->image.width, 1750);
+}
+
+TEST(PdfTest, Errors) {
+  EXPECT_FALSE(PdfDocument::OpenFromMemory("").ok());
+  EXPECT_FALSE(PdfDocument::OpenFromMemory("hello, not a pdf").ok());
+  EXPECT_FALSE(PdfDocument::OpenFromMemory("%PDF-1.4\n" + std::string(100, 'x')).ok());
+  EXPECT_FALSE(PdfDocument::Open("/nonexistent.pdf").ok());
+  auto doc = PdfDocument::OpenFromMemory(MakePdf({PdfPage{}}));
+  ASSERT_TRUE(doc.ok());
+  EXPECT_FALSE((*doc)->RenderPage(1).ok());
+  EXPECT_FALSE((*doc)->RenderPage(-1).ok());
+}
+
+}  // namespace
+}  // namespace mineru
