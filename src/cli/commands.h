@@ -14,6 +14,7 @@ void AddGenerate(CLI::App& app, Action* run);
 void AddTokenize(CLI::App& app, Action* run);
 void AddGenModel(CLI::App& app, Action* run);
 void AddParse(CLI::App& app, Action* run);
+void AddBench(CLI::App& app, Action* run);
 
 // Prints "error: <message>" on stderr and returns 1.
 int Fail(const std::string& message);

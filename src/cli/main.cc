@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     AddTokenize(app, &run);
     AddGenModel(app, &run);
     AddParse(app, &run);
+    AddBench(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job on a fresh machine: set up, build, get the model, parse the sample document.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+B=./build/src/cli/mineru-cpp
+MODEL="${MINERU_MODEL:-$HOME/.cache/mineru-cpp/MinerU2.5-2509-1.2B}"
+if [ ! -f "$MODEL/config.json" ]; then
+  "$B" download --model "$MODEL"
+fi
+"$B" parse samples/sample.pdf -o out/ --model "$MODEL"
+echo "Outputs in out/sample/"

@@ -1,0 +1,67 @@
+// cli/cmd_download.cc — `mineru-cpp download`: fetch the MinerU2.5 checkpoint from Hugging Face or
+// ModelScope into the model directory (resumable, verified; see download/download.h).
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "download/download.h"
+
+namespace mineru::cli {
+namespace {
+
+struct DownloadFlags {
+  std::string model, source = "huggingface", repo, revision, endpoint;
+  bool quiet = false, force = false;
+};
+
+int RunDownload(const DownloadFlags& f) {
+  StatusOr<HubSource> source = ParseHubSource(f.source);
+  if (!source.ok()) return Fail(source.status().message());
+  DownloadOptions o;
+  o.source = *source;
+  o.repo = f.repo;
+  o.revision = f.revision;
+  o.endpoint = f.endpoint;
+  o.model_dir = ResolveModelDir(f.model);
+  o.force = f.force;
+  DownloadSummary summary;
+  Status s;
+  {
+    ProgressFn progress = MakeTerminalProgress(f.quiet);
+    s = DownloadModel(o, progress, &summary);
+  }
+  if (!s.ok()) return Fail(s.message());
+  if (!f.quiet) {
+    if (summary.files_fetched == 0) {
+      std::fprintf(stderr, "model in %s is complete (%d files verified, nothing to download)\n",
+                   summary.model_dir.c_str(), summary.files_skipped);
+    } else {
+      std::fprintf(stderr, "downloaded %d file(s), %.1f MB from %s into %s\n", summary.files_fetched,
+                   summary.bytes_fetched / (1024.0 * 1024.0), summary.endpoint.c_str(), summary.model_dir.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddDownload(CLI::App& app, Action* run) {
+  auto f = std::make_shared<DownloadFlags>();
+  CLI::App* c = app.add_subcommand("download", "Fetch the MinerU2.5 weights from Hugging Face or ModelScope");
+  c->add_option("--model,-o,--output", f->model,
+                "Model directory (default: $MINERU_MODEL, else ~/.cache/mineru-cpp/MinerU2.5-2509-1.2B)");
+  c->add_option("--source", f->source, "huggingface or modelscope")->capture_default_str();
+  c->add_option("--repo", f->repo,
+                "Repository id (default: opendatalab/MinerU2.5-2509-1.2B; OpenDataLab/... on ModelScope)");
+  c->add_option("--revision", f->revision, "Branch, tag or commit (default: main; master on ModelScope)");
+  c->add_option("--endpoint", f->endpoint,
+                "Hub URL, e.g. a mirror (default: $HF_ENDPOINT / $MODELSCOPE_ENDPOINT, else the public hub)");
+  c->add_flag("--force", f->force, "Fetch every file again even when a verified copy is present");
+  c->add_flag("-q,--quiet", f->quiet, "No progress bar and no summary");
+  c->callback([f, run] { *run = [f] { return RunDownload(*f); }; });
+}
+
+}  // namespace mineru::cli
