@@ -1,6 +1,8 @@
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/kernels.h"
 
@@ -94,6 +96,81 @@ void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, cons
   }
   cache->len = total;
   kernels::RmsNorm(x.data(), n, Hd, w_.final_norm.data(), c_.rms_norm_eps, hidden_out);
+}
+
+void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segs, KvStore* kv,
+                           float* hidden_out, ThreadPool* pool) const {
+  const int64_t Hd = c_.hidden_size, D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
+  const int64_t QD = NH * D, KD = KV * D, I = c_.intermediate_size;
+  const int64_t bs = kv->block_size();
+  int64_t T = 0, max_ctx = 0;
+  std::vector<int64_t> pt, ph, pw;
+  for (const BatchSegment& s : segs) {
+    T += s.n;
+    max_ctx = std::max(max_ctx, s.past + s.n);
+    pt.insert(pt.end(), s.pos_t, s.pos_t + s.n);
+    ph.insert(ph.end(), s.pos_h, s.pos_h + s.n);
+    pw.insert(pw.end(), s.pos_w, s.pos_w + s.n);
+  }
+  if (T == 0) return;
+  std::vector<float> cos, sin;
+  RopeTables(T, pt.data(), ph.data(), pw.data(), &cos, &sin);
+
+  std::vector<float> x(embeds, embeds + T * Hd);
+  std::vector<float> normed(T * Hd), q(T * QD), k(T * KD), v(T * KD), attn(T * QD), tmp(T * Hd), gate(T * I),
+      up(T * I);
+  std::vector<float> kctx(max_ctx * KD), vctx(max_ctx * KD);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  for (int l = 0; l < c_.num_layers; ++l) {
+    const DecoderLayerWeights& L = w_.layers[l];
+    kernels::RmsNorm(x.data(), T, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data());
+    kernels::MatMul(normed.data(), T, L.q, L.q_b.data(), q.data(), pool);
+    kernels::MatMul(normed.data(), T, L.k, L.k_b.data(), k.data(), pool);
+    kernels::MatMul(normed.data(), T, L.v, L.v_b.data(), v.data(), pool);
+    for (int64_t i = 0; i < T; ++i) {
+      for (int64_t h = 0; h < NH; ++h) kernels::RopeRotateHalf(q.data() + i * QD + h * D, D, &cos[i * D], &sin[i * D]);
+      for (int64_t h = 0; h < KV; ++h) kernels::RopeRotateHalf(k.data() + i * KD + h * D, D, &cos[i * D], &sin[i * D]);
+    }
+    int64_t row = 0;
+    for (const BatchSegment& s : segs) {
+      // Write the new keys/values into their blocks, then gather the whole context contiguously.
+      for (int64_t i = 0; i < s.n; ++i) {
+        const int64_t p = s.past + i;
+        const int32_t b = s.block_table[p / bs];
+        std::memcpy(kv->Key(b, l) + (p % bs) * KD, &k[(row + i) * KD], sizeof(float) * KD);
+        std::memcpy(kv->Value(b, l) + (p % bs) * KD, &v[(row + i) * KD], sizeof(float) * KD);
+      }
+      const int64_t ctx = s.past + s.n;
+      for (int64_t start = 0; start < ctx; start += bs) {
+        const int32_t b = s.block_table[start / bs];
+        const int64_t len = std::min(bs, ctx - start);
+        std::memcpy(&kctx[start * KD], kv->Key(b, l), sizeof(float) * len * KD);
+        std::memcpy(&vctx[start * KD], kv->Value(b, l), sizeof(float) * len * KD);
+      }
+      kernels::AttentionShape a;
+      a.n_q = s.n;
+      a.n_kv = ctx;
+      a.num_heads = NH;
+      a.num_kv_heads = KV;
+      a.head_dim = D;
+      a.q_stride = QD;
+      a.kv_stride = KD;
+      a.out_stride = QD;
+      a.causal = true;
+      a.scale = scale;
+      kernels::Attention(q.data() + row * QD, kctx.data(), vctx.data(), a, attn.data() + row * QD, pool);
+      row += s.n;
+    }
+    kernels::MatMul(attn.data(), T, L.o, nullptr, tmp.data(), pool);
+    for (int64_t i = 0; i < T * Hd; ++i) x[i] += tmp[i];
+    kernels::RmsNorm(x.data(), T, Hd, L.post_attn_norm.data(), c_.rms_norm_eps, normed.data());
+    kernels::MatMul(normed.data(), T, L.gate, nullptr, gate.data(), pool);
+    kernels::MatMul(normed.data(), T, L.up, nullptr, up.data(), pool);
+    kernels::SiluMul(gate.data(), up.data(), T * I, gate.data());
+    kernels::MatMul(gate.data(), T, L.down, nullptr, tmp.data(), pool);
+    for (int64_t i = 0; i < T * Hd; ++i) x[i] += tmp[i];
+  }
+  kernels::RmsNorm(x.data(), T, Hd, w_.final_norm.data(), c_.rms_norm_eps, hidden_out);
 }
 
 void Decoder::Logits(const float* hidden, int64_t n, float* logits, ThreadPool* pool) const {

@@ -25,6 +25,26 @@ struct KvCache {
   }
 };
 
+// Paged KV storage (implemented by the engine's block pool): for a block and a layer, keys and
+// values [block_size, kv_heads * head_dim], keys stored after RoPE.
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+  virtual int block_size() const = 0;
+  virtual float* Key(int32_t block, int layer) = 0;
+  virtual float* Value(int32_t block, int layer) = 0;
+};
+
+// One sequence's share of a packed batch: its n new tokens are consecutive rows of the batch.
+struct BatchSegment {
+  int64_t n = 0;     // new tokens in this step
+  int64_t past = 0;  // tokens already in this sequence's cache
+  const int64_t* pos_t = nullptr;  // n entries each
+  const int64_t* pos_h = nullptr;
+  const int64_t* pos_w = nullptr;
+  const int32_t* block_table = nullptr;  // blocks covering past + n tokens
+};
+
 struct DecoderTrace {
   std::vector<float> layer0;  // [n, hidden] output of layer 0
 };
@@ -40,6 +60,11 @@ class Decoder {
   void Forward(const float* embeds, int64_t n, const int64_t* pos_t, const int64_t* pos_h,
                const int64_t* pos_w, KvCache* cache, float* hidden_out, ThreadPool* pool,
                DecoderTrace* trace = nullptr) const;
+
+  // Runs a packed batch of several sequences over a paged cache: matrix products over all rows
+  // at once, attention per sequence. Each row's result does not depend on the other rows.
+  void ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segments, KvStore* kv,
+                    float* hidden_out, ThreadPool* pool) const;
 
   // logits[n, vocab] = hidden[n, hidden] · lm_head^T.
   void Logits(const float* hidden, int64_t n, float* logits, ThreadPool* pool) const;

@@ -277,4 +277,31 @@ TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
   EXPECT_FALSE(bad_replay.signaled);
 }
 
+TEST(DocumentE2E, TextSourcePdfTakesTextLayer) {
+  const std::string d = TmpDir("textsource");
+  mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("Hybrid Title", 10)}));
+  const std::string layout =
+      "<|box_start|>100 055 600 100<|box_end|><|ref_start|>title<|ref_end|><|rotate_up|>\n"
+      "<|box_start|>100 130 900 330<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
+      "<|box_start|>100 740 600 920<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>";
+  // Only the table goes to the model: one block output.
+  mineru::WriteStringToFile(d + "/replay.json",
+                            Json::array({{{"layout", layout}, {"blocks", {"<fcel>x<nl>"}}}}).dump());
+  for (const char* source : {"pdf", "auto"}) {
+    Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_" + source, "--replay", d + "/replay.json",
+                     "--text-source", source, "--quiet"});
+    ASSERT_EQ(r.code, 0) << source << ": " << r.err;
+    Json m = LoadJson(d + "/out_" + std::string(source) + "/doc/doc_model.json");
+    ASSERT_EQ(m[0].size(), 3u);
+    EXPECT_EQ(m[0][0]["content"], "Hybrid Title") << source;
+    const std::string body = m[0][1]["content"];
+    EXPECT_EQ(body.rfind("The quick brown fox jumps over the lazy dog, line 1. The quick", 0), 0u) << body;
+    EXPECT_NE(body.find("line 10."), std::string::npos) << body;
+    EXPECT_EQ(m[0][2]["content"], "<table><tr><td>x</td></tr></table>");
+  }
+  // model: all three blocks go to the model, and this replay has only one output -> page fails.
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_model", "--replay", d + "/replay.json", "--quiet"});
+  EXPECT_EQ(r.code, 1);
+}
+
 }  // namespace

@@ -1,0 +1,106 @@
+#include "engine/block_pool.h"
+
+#include "base/check.h"
+
+namespace mineru {
+
+BlockPool::BlockPool(int num_blocks, int block_size, int num_layers, int kv_dim)
+    : num_blocks_(num_blocks), block_size_(block_size), num_layers_(num_layers), kv_dim_(kv_dim) {
+  floats_per_block_ = static_cast<size_t>(num_layers) * 2 * block_size * kv_dim;
+  bytes_per_block_ = floats_per_block_ * sizeof(float);
+  blocks_.resize(static_cast<size_t>(num_blocks));
+  free_.reserve(static_cast<size_t>(num_blocks));
+  for (int i = num_blocks - 1; i >= 0; --i) free_.push_back(i);
+}
+
+int BlockPool::free_blocks() const { return static_cast<int>(free_.size() + lru_.size()); }
+
+void BlockPool::FreeStorage(int32_t b) {
+  if (blocks_[b].data) {
+    blocks_[b].data.reset();
+    --allocated_blocks_;
+  }
+}
+
+std::optional<int32_t> BlockPool::Allocate() {
+  int32_t b;
+  if (!free_.empty()) {
+    b = free_.back();
+    free_.pop_back();
+  } else if (!lru_.empty()) {
+    b = lru_.front();  // evict the least recently used cached block
+    lru_.pop_front();
+    Block& e = blocks_[b];
+    e.in_lru = false;
+    if (e.has_hash) {
+      auto it = by_hash_.find(e.hash);
+      if (it != by_hash_.end() && it->second == b) by_hash_.erase(it);
+      e.has_hash = false;
+    }
+  } else {
+    return std::nullopt;
+  }
+  Block& blk = blocks_[b];
+  blk.refs = 1;
+  blk.has_hash = false;
+  if (!blk.data && floats_per_block_ > 0) {
+    blk.data.reset(new float[floats_per_block_]);
+    ++allocated_blocks_;
+  }
+  ++used_;
+  return b;
+}
+
+void BlockPool::Ref(int32_t b) {
+  Block& blk = blocks_[b];
+  if (blk.refs == 0) {
+    MINERU_CHECK(blk.in_lru);
+    lru_.erase(blk.lru_it);
+    blk.in_lru = false;
+    ++used_;
+  }
+  ++blk.refs;
+}
+
+void BlockPool::Release(int32_t b) {
+  Block& blk = blocks_[b];
+  MINERU_CHECK(blk.refs > 0);
+  if (--blk.refs > 0) return;
+  --used_;
+  if (blk.has_hash) {
+    lru_.push_back(b);
+    blk.lru_it = std::prev(lru_.end());
+    blk.in_lru = true;
+  } else {
+    FreeStorage(b);
+    free_.push_back(b);
+  }
+}
+
+std::optional<int32_t> BlockPool::Lookup(const BlockHash& h) {
+  ++lookups_;
+  auto it = by_hash_.find(h);
+  if (it == by_hash_.end()) return std::nullopt;
+  ++hits_;
+  Ref(it->second);
+  return it->second;
+}
+
+void BlockPool::Register(int32_t b, const BlockHash& h) {
+  Block& blk = blocks_[b];
+  if (blk.has_hash) return;
+  if (by_hash_.count(h)) return;  // an identical block is already cached
+  blk.has_hash = true;
+  blk.hash = h;
+  by_hash_[h] = b;
+}
+
+float* BlockPool::Key(int32_t b, int layer) {
+  return blocks_[b].data.get() + static_cast<size_t>(layer) * 2 * block_size_ * kv_dim_;
+}
+
+float* BlockPool::Value(int32_t b, int layer) {
+  return blocks_[b].data.get() + (static_cast<size_t>(layer) * 2 + 1) * block_size_ * kv_dim_;
+}
+
+}  // namespace mineru

@@ -1,0 +1,149 @@
+// engine/engine.h — THE public entry point of the library: a thread-safe engine that runs many
+// requests at once with continuous batching over a paged KV cache.
+//
+// Submit() validates and prepares a request on the caller's thread (tokenize, preprocess images)
+// and returns a handle; one background loop encodes new images in packed batches (cached by pixel
+// hash), plans each step with the Scheduler, runs one packed decoder pass for all scheduled
+// sequences and samples each sequence with its own sampler — so a request's output does not
+// depend on what else is in the batch. Handles stream tokens/text, can be cancelled, and complete
+// with a finish reason and timings.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "engine/block_pool.h"
+#include "engine/chat.h"
+#include "engine/image_cache.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "model/qwen2vl.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mineru {
+
+struct EngineConfig {
+  int threads = 0;               // 0 = all cores
+  int block_size = 16;           // tokens per KV block
+  size_t kv_cache_mb = 2048;     // upper bound of KV memory (allocated as used)
+  int kv_blocks = 0;             // if > 0, the number of KV blocks (overrides kv_cache_mb)
+  int max_batch_tokens = 512;    // tokens per step (chunked prefill budget)
+  int max_seqs = 64;             // sequences decoding together
+  size_t image_cache_mb = 256;   // vision embeddings cache
+  bool prefix_caching = true;
+  int64_t max_prompt_tokens = 16384;
+  int max_new_tokens = 16384;    // per request
+  size_t max_queued = 4096;      // requests waiting or running; more are refused
+};
+
+struct EngineRequest {
+  // Either chat messages (+ images referenced by index), rendered with the Qwen2-VL template...
+  std::vector<ChatMessage> messages;
+  std::vector<RgbImage> images;
+  // ...or prompt token ids with one image token per image in `images` (expanded here).
+  std::vector<int32_t> prompt_ids;
+  SamplingParams sampling;
+  int max_new_tokens = 256;
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_ids;  // in addition to the model's eos ids (unless ignore_eos)
+  bool skip_special_tokens = false;
+  double timeout_s = 0;  // 0 = none
+};
+
+struct Completion {
+  std::vector<int32_t> ids;      // generated ids (a final stop token included)
+  std::string text;              // decoded generated text (stop token excluded)
+  std::string finish_reason;     // stop | length | cancelled | error
+  std::string error;
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // served from the prefix cache
+  bool image_cache_hit = false;
+  double queue_s = 0, vision_s = 0, ttft_s = 0, total_s = 0;
+};
+
+class RequestHandle {
+ public:
+  // Waits for more output. Appends new text and ids; returns false once the request is done and
+  // everything has been delivered.
+  bool Next(std::string* text, std::vector<int32_t>* ids);
+  Completion Wait();
+  void Cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  int64_t id() const { return id_; }
+
+ private:
+  friend class Engine;
+  int64_t id_ = 0;
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string pending_text_;
+  std::vector<int32_t> pending_ids_;
+  bool done_ = false;
+  Completion completion_;
+};
+
+struct EngineStats {
+  int running = 0, waiting = 0;
+  int kv_blocks_used = 0, kv_blocks_total = 0, kv_blocks_cached = 0;
+  size_t kv_bytes_allocated = 0;
+  int64_t prefix_lookups = 0, prefix_hits = 0;
+  int64_t image_cache_hits = 0, image_cache_misses = 0;
+  int64_t generated_tokens = 0, computed_tokens = 0, steps = 0;
+  int64_t completed = 0;
+};
+
+class Engine {
+ public:
+  // tokenizer may be null (raw ids only, no text).
+  static StatusOr<std::unique_ptr<Engine>> Create(const Qwen2VLModel& model, const Tokenizer* tokenizer,
+                                                  const EngineConfig& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  StatusOr<std::shared_ptr<RequestHandle>> Submit(EngineRequest request);
+  EngineStats Stats() const;
+  const Qwen2VLModel& model() const { return model_; }
+  const Tokenizer* tokenizer() const { return tok_; }
+  ThreadPool* pool() { return pool_.get(); }
+
+ private:
+  struct Seq;
+  Engine(const Qwen2VLModel& model, const Tokenizer* tok, const EngineConfig& config);
+  void Loop();
+  void AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh);
+  void Finish(Seq& s, const std::string& reason, const std::string& error = "");
+  bool RunStep();
+
+  const Qwen2VLModel& model_;
+  const Tokenizer* tok_;
+  EngineConfig cfg_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<BlockPool> blocks_;
+  std::unique_ptr<Scheduler> sched_;
+  ImageCache image_cache_;
+  std::vector<int32_t> eos_ids_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Seq>> incoming_;
+  size_t live_ = 0;  // submitted and not finished
+  bool stop_ = false;
+  std::atomic<int64_t> next_id_{1};
+  std::unordered_map<int64_t, std::unique_ptr<Seq>> seqs_;  // loop thread only
+  EngineStats stats_;  // guarded by mu_
+  std::thread loop_;
+};
+
+}  // namespace mineru

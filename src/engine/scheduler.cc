@@ -1,0 +1,163 @@
+#include "engine/scheduler.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+
+namespace mineru {
+
+Scheduler::Scheduler(const SchedulerConfig& config, BlockPool* pool) : c_(config), pool_(pool) {}
+
+BlockHash Scheduler::HashBlock(const BlockHash& parent, const uint64_t* keys) const {
+  const int bs = pool_->block_size();
+  std::vector<uint64_t> buf(static_cast<size_t>(bs) + 2);
+  buf[0] = parent.lo;
+  buf[1] = parent.hi;
+  std::copy(keys, keys + bs, buf.begin() + 2);
+  XXH128_hash_t h = XXH3_128bits(buf.data(), buf.size() * sizeof(uint64_t));
+  return {h.low64, h.high64};
+}
+
+void Scheduler::Add(int64_t id, const std::vector<uint64_t>& keys) {
+  Seq s;
+  s.keys = keys;
+  seqs_[id] = std::move(s);
+  waiting_.push_back(id);
+}
+
+void Scheduler::Append(int64_t id, uint64_t key) { seqs_.at(id).keys.push_back(key); }
+
+void Scheduler::ReleaseBlocks(Seq& s) {
+  for (int32_t b : s.blocks) pool_->Release(b);
+  s.blocks.clear();
+  s.hashes.clear();
+  s.num_computed = 0;
+}
+
+void Scheduler::Remove(int64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  ReleaseBlocks(it->second);
+  running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), id), waiting_.end());
+  seqs_.erase(it);
+}
+
+bool Scheduler::EnsureBlocks(Seq& s, int64_t tokens) {
+  const int64_t bs = pool_->block_size();
+  const size_t need = static_cast<size_t>((tokens + bs - 1) / bs);
+  while (s.blocks.size() < need) {
+    auto b = pool_->Allocate();
+    if (!b) return false;
+    s.blocks.push_back(*b);
+  }
+  return true;
+}
+
+void Scheduler::Preempt(int64_t id) {
+  Seq& s = seqs_.at(id);
+  ReleaseBlocks(s);
+  s.running = false;
+  s.cached_tokens = 0;
+  running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
+  waiting_.push_front(id);
+}
+
+StepPlan Scheduler::Schedule() {
+  StepPlan plan;
+  int64_t budget = c_.max_batch_tokens;
+  const int64_t bs = pool_->block_size();
+
+  // 1. Running sequences, oldest first.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    const int64_t id = running_[i];
+    Seq& s = seqs_.at(id);
+    const int64_t need = static_cast<int64_t>(s.keys.size()) - s.num_computed;
+    const int64_t n = std::min(need, budget);
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    bool ok = EnsureBlocks(s, s.num_computed + n);
+    while (!ok) {
+      // Preempt the newest running sequence that is not already planned (possibly this one).
+      const int64_t victim = running_.back();
+      plan.preempted.push_back(victim);
+      Preempt(victim);
+      if (victim == id) break;
+      ok = EnsureBlocks(s, s.num_computed + n);
+    }
+    if (!ok) break;  // this sequence was preempted: everything after it is newer
+    plan.seqs.push_back({id, s.num_computed, n});
+    budget -= n;
+    ++i;
+  }
+
+  // 2. Waiting sequences in arrival order, unless this step had to preempt.
+  while (plan.preempted.empty() && budget > 0 && !waiting_.empty() &&
+         static_cast<int>(running_.size()) < c_.max_seqs) {
+    const int64_t id = waiting_.front();
+    Seq& s = seqs_.at(id);
+    const int64_t total = static_cast<int64_t>(s.keys.size());
+    // A sequence longer than the whole pool can never run.
+    if ((total + bs - 1) / bs > pool_->num_blocks()) {
+      waiting_.pop_front();
+      plan.rejected.push_back(id);
+      continue;
+    }
+    // Prefix cache: leading full blocks already computed by someone, leaving >= 1 token to compute.
+    if (c_.prefix_caching && s.blocks.empty()) {
+      BlockHash h;
+      const int64_t max_blocks = (total - 1) / bs;
+      for (int64_t b = 0; b < max_blocks; ++b) {
+        h = HashBlock(h, s.keys.data() + b * bs);
+        auto hit = pool_->Lookup(h);
+        if (!hit) break;
+        s.blocks.push_back(*hit);
+        s.hashes.push_back(h);
+      }
+      s.num_computed = static_cast<int64_t>(s.blocks.size()) * bs;
+      s.cached_tokens = s.num_computed;
+    }
+    const int64_t n = std::min(total - s.num_computed, budget);
+    if (!EnsureBlocks(s, s.num_computed + n)) {
+      ReleaseBlocks(s);  // give back the cache hits too; retry next step
+      s.cached_tokens = 0;
+      if (running_.empty() && plan.seqs.empty()) {
+        // Nothing runs and it still does not fit: the pool is held by cached blocks only, which
+        // Allocate() evicts — so this cannot happen unless the sequence is too large.
+        waiting_.pop_front();
+        plan.rejected.push_back(id);
+        continue;
+      }
+      break;
+    }
+    waiting_.pop_front();
+    s.running = true;
+    running_.push_back(id);
+    plan.seqs.push_back({id, s.num_computed, n});
+    budget -= n;
+  }
+  return plan;
+}
+
+void Scheduler::Commit(const StepPlan& plan) {
+  const int64_t bs = pool_->block_size();
+  for (const ScheduledSeq& p : plan.seqs) {
+    auto it = seqs_.find(p.id);
+    if (it == seqs_.end()) continue;
+    Seq& s = it->second;
+    s.num_computed = p.start + p.n;
+    if (!c_.prefix_caching) continue;
+    // Register every block that is now full, chaining hashes from the first block.
+    while (static_cast<int64_t>(s.hashes.size()) < s.num_computed / bs) {
+      const size_t b = s.hashes.size();
+      const BlockHash parent = b == 0 ? BlockHash{} : s.hashes[b - 1];
+      const BlockHash h = HashBlock(parent, s.keys.data() + b * bs);
+      pool_->Register(s.blocks[b], h);
+      s.hashes.push_back(h);
+    }
+  }
+}
+
+}  // namespace mineru

@@ -1,0 +1,251 @@
+// The batching engine on the fixture models: golden greedy ids under any batch composition
+// (concurrent goldens + unrelated requests, chunked prefill, a KV pool small enough to preempt),
+// seeded sampling independent of the batch, cancellation, limits, streaming, prefix/image caches.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "../model/golden_util.h"
+#include "engine/engine.h"
+#include "image/decode.h"
+
+namespace mineru {
+namespace {
+
+using testing::FixturePath;
+using testing::Golden;
+
+struct GoldenCase {
+  std::string model, name;
+  std::vector<int32_t> raw_ids;  // image runs compacted to one token
+  std::vector<RgbImage> images;
+  std::vector<int32_t> want;
+};
+
+std::vector<GoldenCase> LoadCases(const std::string& model, int32_t image_token) {
+  std::vector<GoldenCase> out;
+  for (const char* name : {"one_image", "two_images", "text_only"}) {
+    Golden g(model, name);
+    GoldenCase c{model, name, {}, {}, {}};
+    int64_t prev = -1;
+    for (int64_t id : g.I64("input_ids")) {
+      if (!(id == image_token && prev == image_token)) c.raw_ids.push_back(static_cast<int32_t>(id));
+      prev = id;
+    }
+    for (int64_t id : g.I64("generated_ids")) c.want.push_back(static_cast<int32_t>(id));
+    const std::string meta = ReadFileToString(FixturePath(model + "/golden_" + name + ".json")).value();
+    for (const char* img : {"image0.png", "image1.png", "image2.png"}) {
+      if (meta.find(img) != std::string::npos) c.images.push_back(DecodeImageFile(FixturePath(img)).value());
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+EngineRequest GreedyRequest(const GoldenCase& c) {
+  EngineRequest r;
+  r.prompt_ids = c.raw_ids;
+  r.images = c.images;
+  r.max_new_tokens = 16;
+  r.ignore_eos = true;
+  return r;
+}
+
+EngineRequest Unrelated(int i, int vocab) {
+  EngineRequest r;
+  for (int k = 0; k < 5 + 7 * i; ++k) r.prompt_ids.push_back((k * 37 + i * 101) % std::min(vocab, 1900));
+  r.max_new_tokens = 3 + 5 * i;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.8f;
+  r.sampling.top_k = 20;
+  r.sampling.seed = 1000 + i;
+  return r;
+}
+
+struct Variant {
+  int max_batch_tokens, kv_blocks, max_seqs;
+};
+
+class EngineGoldenTest : public ::testing::TestWithParam<std::tuple<std::string, Variant>> {};
+
+TEST_P(EngineGoldenTest, GoldensReproduceInAnyBatchComposition) {
+  const std::string model_name = std::get<0>(GetParam());
+  const Variant v = std::get<1>(GetParam());
+  auto model = Qwen2VLModel::Load(FixturePath(model_name)).value();
+  const int32_t image_token = model->config().image_token_id;
+  auto cases = LoadCases(model_name, image_token);
+  EngineConfig cfg;
+  cfg.threads = 2;
+  cfg.max_batch_tokens = v.max_batch_tokens;
+  cfg.kv_blocks = v.kv_blocks;
+  cfg.max_seqs = v.max_seqs;
+  auto engine = Engine::Create(*model, nullptr, cfg).value();
+  // Seeded requests alone first: their outputs must not change when batched with others.
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < 3; ++i) alone.push_back(engine->Submit(Unrelated(i, model->config().text.vocab_size)).value()->Wait().ids);
+  std::vector<std::shared_ptr<RequestHandle>> golden, noise;
+  for (int i = 0; i < 3; ++i) noise.push_back(engine->Submit(Unrelated(i, model->config().text.vocab_size)).value());
+  for (const auto& c : cases) golden.push_back(engine->Submit(GreedyRequest(c)).value());
+  for (const auto& c : cases) golden.push_back(engine->Submit(GreedyRequest(c)).value());  // duplicates share prefixes
+  for (size_t i = 0; i < golden.size(); ++i) {
+    Completion r = golden[i]->Wait();
+    EXPECT_EQ(r.finish_reason, "length") << r.error;
+    EXPECT_EQ(r.ids, cases[i % cases.size()].want) << cases[i % cases.size()].name;
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(noise[i]->Wait().ids, alone[i]) << "seeded request " << i;
+  EngineStats st = engine->Stats();
+  EXPECT_EQ(st.kv_blocks_used, 0);  // every block returned
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Compositions, EngineGoldenTest,
+    ::testing::Combine(::testing::Values("tiny", "tinyvocab"),
+                       ::testing::Values(Variant{512, 0, 64},   // everything at once
+                                         Variant{7, 0, 64},     // tiny chunks of prefill
+                                         Variant{64, 24, 3},    // small KV pool: preemption
+                                         Variant{33, 0, 1})),   // one sequence at a time
+    [](const auto& i) {
+      const Variant v = std::get<1>(i.param);
+      return std::get<0>(i.param) + "_b" + std::to_string(v.max_batch_tokens) + "_kv" + std::to_string(v.kv_blocks) +
+             "_s" + std::to_string(v.max_seqs);
+    });
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = Qwen2VLModel::Load(FixturePath("tinyvocab")).value();
+    tok_ = Tokenizer::LoadFromFile(FixturePath("tinyvocab/tokenizer.json")).value();
+  }
+  std::unique_ptr<Engine> Make(EngineConfig cfg = {}) {
+    cfg.threads = 2;
+    return Engine::Create(*model_, tok_.get(), cfg).value();
+  }
+  EngineRequest Chat(const std::string& text, bool image, int max_new = 24) {
+    EngineRequest r;
+    r.messages = SingleTurn(text, image ? 1 : 0);
+    if (image) r.images.push_back(DecodeImageFile(FixturePath("image2.png")).value());
+    r.max_new_tokens = max_new;
+    r.ignore_eos = true;
+    return r;
+  }
+  std::unique_ptr<Qwen2VLModel> model_;
+  std::unique_ptr<Tokenizer> tok_;
+};
+
+TEST_F(EngineTest, StreamingTextEqualsFinalText) {
+  auto e = Make();
+  auto h = e->Submit(Chat("Describe the picture.", true, 40)).value();
+  std::string streamed;
+  std::vector<int32_t> ids;
+  while (h->Next(&streamed, &ids)) {
+  }
+  Completion c = h->Wait();
+  EXPECT_EQ(streamed, c.text);
+  EXPECT_EQ(ids, c.ids);
+  EXPECT_EQ(c.ids.size(), 40u);
+  EXPECT_EQ(tok_->Decode(c.ids).value(), c.text);
+}
+
+TEST_F(EngineTest, CancellationStopsARequest) {
+  auto e = Make();
+  auto h = e->Submit(Chat("Go on forever.", false, 5000)).value();
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(h->Next(nullptr, &ids));  // at least one token arrived
+  h->Cancel();
+  Completion c = h->Wait();
+  EXPECT_EQ(c.finish_reason, "cancelled");
+  EXPECT_LT(c.ids.size(), 5000u);
+  // The engine keeps serving.
+  EXPECT_EQ(e->Submit(Chat("Hi", false, 3)).value()->Wait().ids.size(), 3u);
+  EXPECT_EQ(e->Stats().kv_blocks_used, 0);
+}
+
+TEST_F(EngineTest, LimitsAreErrorsNotCrashes) {
+  EngineConfig cfg;
+  cfg.max_prompt_tokens = 30;
+  cfg.max_new_tokens = 100;
+  cfg.kv_blocks = 8;  // 128 tokens
+  cfg.max_queued = 2;
+  auto e = Make(cfg);
+  EXPECT_EQ(e->Submit(Chat(std::string(200, 'a'), false)).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(e->Submit(Chat("hi", false, 101)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(e->Submit(Chat("hi", false, 0)).status().code(), StatusCode::kInvalidArgument);
+  EngineRequest bad;
+  bad.prompt_ids = {1, 999999};
+  EXPECT_FALSE(e->Submit(bad).ok());
+  EngineRequest img_without;
+  img_without.prompt_ids = {1, model_->config().image_token_id, 2};
+  EXPECT_FALSE(e->Submit(img_without).ok());
+  // Queue: two long requests in flight, the third is refused.
+  auto a = e->Submit(Chat("x", false, 100)).value();
+  auto b = e->Submit(Chat("y", false, 100)).value();
+  auto c = e->Submit(Chat("z", false, 5));
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  a->Cancel();
+  b->Cancel();
+  a->Wait();
+  b->Wait();
+}
+
+TEST_F(EngineTest, FollowUpTurnReusesImageAndPrefix) {
+  auto e = Make();
+  Completion first = e->Submit(Chat("Extract all text on this page.", true, 20)).value()->Wait();
+  EXPECT_FALSE(first.image_cache_hit);
+  // The follow-up conversation: first turn, its answer, a new question.
+  EngineRequest second;
+  ChatMessage u1{"user", {{ChatPart::kImage, "", 0}, {ChatPart::kText, "Extract all text on this page.", -1}}};
+  ChatMessage a1{"assistant", {{ChatPart::kText, first.text, -1}}};
+  ChatMessage u2{"user", {{ChatPart::kText, "Summarize the page in three sentences.", -1}}};
+  second.messages = {{"system", {{ChatPart::kText, kDefaultSystemPrompt, -1}}}, u1, a1, u2};
+  second.images.push_back(DecodeImageFile(FixturePath("image2.png")).value());
+  second.max_new_tokens = 10;
+  second.ignore_eos = true;
+  Completion c2 = e->Submit(second).value()->Wait();
+  EXPECT_TRUE(c2.image_cache_hit);
+  EXPECT_GT(c2.cached_prompt_tokens, 16);
+  // Same answer as an engine with no caches.
+  EngineConfig nocache;
+  nocache.prefix_caching = false;
+  nocache.image_cache_mb = 0;
+  auto fresh = Make(nocache);
+  Completion ref = fresh->Submit(second).value()->Wait();
+  EXPECT_EQ(ref.cached_prompt_tokens, 0);
+  EXPECT_FALSE(ref.image_cache_hit);
+  EXPECT_EQ(c2.ids, ref.ids);
+}
+
+TEST_F(EngineTest, OnePixelDifferentImageNeverSharesCacheEntries) {
+  auto e = Make();
+  RgbImage a = DecodeImageFile(FixturePath("image2.png")).value();
+  RgbImage b = a;
+  b.pixels[12345] ^= 1;
+  EXPECT_FALSE(HashImage(a, model_->image_config()) == HashImage(b, model_->image_config()));
+  EngineRequest ra = Chat("What is this?", true, 8);
+  ra.images = {a};
+  EngineRequest rb = ra;
+  rb.images = {b};
+  Completion ca = e->Submit(ra).value()->Wait();
+  Completion cb = e->Submit(rb).value()->Wait();
+  EXPECT_FALSE(cb.image_cache_hit);
+  // Only the text before the image may come from the prefix cache.
+  EXPECT_LT(cb.cached_prompt_tokens, 32);
+  // And a fresh engine gives b the same answer.
+  auto fresh = Make();
+  EXPECT_EQ(fresh->Submit(rb).value()->Wait().ids, cb.ids);
+}
+
+TEST_F(EngineTest, ManyConcurrentClientsFromManyThreads) {
+  auto e = Make();
+  std::vector<std::thread> threads;
+  std::vector<std::vector<int32_t>> results(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] { results[i] = e->Submit(Chat("Say something " + std::to_string(i % 2), false, 6)).value()->Wait().ids; });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 2; i < 8; ++i) EXPECT_EQ(results[i], results[i % 2]);
+  EXPECT_EQ(e->Stats().kv_blocks_used, 0);
+}
+
+}  // namespace
+}  // namespace mineru
