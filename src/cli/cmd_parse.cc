@@ -36,6 +36,8 @@ struct ParseFlags {
   bool no_layout_pictures = false;
   int threads = 0;
   int max_block_tokens = 4096;
+  int pages_in_flight = 2;
+  int kv_cache_mb = 2048;
 };
 
 bool HasDocExtension(const std::string& name) {
@@ -140,6 +142,8 @@ int RunParse(const ParseFlags& f) {
   opt.output_dir = f.output;
   opt.pages = f.pages;
   opt.layout_pictures = !f.no_layout_pictures;
+  if (f.pages_in_flight < 1 || f.pages_in_flight > 64) return Fail("--pages-in-flight must be 1..64");
+  opt.pages_in_flight = f.pages_in_flight;
   if (f.text_source == "model") opt.text_source = pipeline::TextSource::kModel;
   else if (f.text_source == "pdf") opt.text_source = pipeline::TextSource::kPdf;
   else if (f.text_source == "auto") opt.text_source = pipeline::TextSource::kAuto;
@@ -150,7 +154,7 @@ int RunParse(const ParseFlags& f) {
   std::unique_ptr<pipeline::Backend> backend;
   std::unique_ptr<Qwen2VLModel> model;
   std::unique_ptr<Tokenizer> tok;
-  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Engine> engine;
   if (!f.replay.empty()) {
     auto b = pipeline::MakeReplayBackend(f.replay);
     if (!b.ok()) return Fail(b.status().ToString());
@@ -166,11 +170,16 @@ int RunParse(const ParseFlags& f) {
     auto t = LoadTokenizer(dir);
     if (!t.ok()) return Fail(t.status().ToString());
     tok = std::move(t).value();
-    pool = std::make_unique<ThreadPool>(ResolveThreads(f.threads));
+    EngineConfig ec;
+    ec.threads = static_cast<int>(ResolveThreads(f.threads));
+    ec.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
+    auto e = Engine::Create(*model, tok.get(), ec);
+    if (!e.ok()) return Fail(e.status().ToString());
+    engine = std::move(e).value();
     pipeline::ModelBackendOptions mo;
     mo.max_block_tokens = f.max_block_tokens;
     mo.max_layout_tokens = f.max_block_tokens;
-    backend = pipeline::MakeModelBackend(*model, *tok, pool.get(), mo);
+    backend = pipeline::MakeModelBackend(engine.get(), mo);
   }
 
   Progress progress(f, backend.get(), inputs->size());
@@ -223,6 +232,8 @@ void AddParse(CLI::App& app, Action* run) {
   c->add_flag("--no-layout-pictures", f->no_layout_pictures, "Do not draw layout/page_NNNN.png");
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--max-block-tokens", f->max_block_tokens, "Token limit per request")->capture_default_str();
+  c->add_option("--pages-in-flight", f->pages_in_flight, "Pages processed concurrently")->capture_default_str();
+  c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   c->callback([f, run] { *run = [f] { return RunParse(*f); }; });
 }
 

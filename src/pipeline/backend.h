@@ -28,12 +28,13 @@ struct BackendStats {
 class Backend {
  public:
   virtual ~Backend() = default;
-  // Called before the layout request of each page, in document order across all inputs.
-  virtual void BeginPage(int global_page) {}
-  // Raw layout output (special tokens kept) for the page's layout image.
-  virtual StatusOr<std::string> Layout(const RgbImage& layout_image) = 0;
-  // One raw output per task, in order; a failed task fails only itself.
-  virtual std::vector<StatusOr<std::string>> Recognize(const std::vector<RecognitionTask>& tasks) = 0;
+  // Raw layout output (special tokens kept) for the page's layout image. global_page numbers the
+  // pages of one run in document order across all inputs. Must be thread-safe: several pages are
+  // in flight at once.
+  virtual StatusOr<std::string> Layout(int global_page, const RgbImage& layout_image) = 0;
+  // One raw output per task, in order; a failed task fails only itself. All tasks of a page are
+  // submitted together so an engine can batch them.
+  virtual std::vector<StatusOr<std::string>> Recognize(int global_page, const std::vector<RecognitionTask>& tasks) = 0;
   virtual BackendStats stats() const { return {}; }
 };
 

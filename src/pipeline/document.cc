@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <optional>
 
@@ -83,6 +84,124 @@ std::string DocumentName(const std::string& input_path) {
   return base.empty() ? "document" : base;
 }
 
+namespace {
+
+// Everything one page produces; the page image itself is dropped before this is kept.
+struct PageResult {
+  PageReport report;
+  PageInput input;
+  std::string md5;
+};
+
+PageResult ProcessPage(const InputDocument& doc, int page, int page_idx, int global_page, const ParseOptions& opt,
+                       Backend& backend, const std::string& images_dir, const std::string& layout_dir) {
+  PageResult res;
+  PageReport& pr = res.report;
+  pr.page = page;
+  PageInput& pin = res.input;
+  pin.page_idx = page_idx;
+  auto fail = [&](const Status& s) {
+    if (!pr.ok) return;
+    pr.ok = false;
+    pr.error = s.ToString();
+  };
+  auto img = doc.LoadPage(page);
+  if (!img.ok()) {
+    fail(img.status());
+    return res;
+  }
+  const PageImage& pg = *img;
+  pin.width_pt = pg.width_pt;
+  pin.height_pt = pg.height_pt;
+  res.md5 = Md5Hex(pg.image.pixels.data(), pg.image.pixels.size());
+  RgbImage layout_image = ResizeBicubic(pg.image, opt.layout_image_size, opt.layout_image_size);
+  auto raw = backend.Layout(global_page, layout_image);
+  if (!raw.ok()) {
+    fail(raw.status().WithPrefix("layout"));
+    return res;
+  }
+  std::vector<LayoutBlock> layout = ParseLayoutOutput(*raw);
+  pr.blocks = static_cast<int>(layout.size());
+  std::vector<std::optional<std::string>> recognised(layout.size());
+  std::vector<size_t> todo = RecognitionIndices(layout);
+
+  // Hybrid text source: text/title blocks from the PDF text layer.
+  bool use_pdf = false;
+  std::vector<PdfTextBox> words;
+  if (opt.text_source != TextSource::kModel && doc.is_pdf()) {
+    auto w = doc.PageText(page);
+    if (w.ok()) words = std::move(w).value();
+    use_pdf = opt.text_source == TextSource::kPdf || PageTextLayerUsable(words, layout, pg.width_pt, pg.height_pt);
+  }
+  std::vector<size_t> model_idx;
+  for (size_t idx : todo) {
+    if (use_pdf && TextFromPdfAllowed(layout[idx].type)) {
+      if (auto t = TextInBlock(words, layout[idx], pg.width_pt, pg.height_pt)) {
+        recognised[idx] = *t;
+        ++pr.from_pdf_text;
+        continue;
+      }
+    }
+    model_idx.push_back(idx);
+  }
+
+  // Stage II: every crop of the page in one submission.
+  std::vector<RgbImage> crops;
+  std::vector<size_t> task_idx;
+  crops.reserve(model_idx.size());
+  for (size_t idx : model_idx) {
+    const LayoutBlock& b = layout[idx];
+    CropPlan plan = PlanBlockCrop(b.x1, b.y1, b.x2, b.y2, b.angle, pg.image.width, pg.image.height);
+    if (plan.empty) {
+      recognised[idx] = std::string();
+      continue;
+    }
+    crops.push_back(PrepareCrop(pg.image, plan));
+    task_idx.push_back(idx);
+  }
+  std::vector<RecognitionTask> tasks;
+  for (size_t k = 0; k < task_idx.size(); ++k) {
+    const LayoutBlock& b = layout[task_idx[k]];
+    tasks.push_back({&crops[k], b.type, std::string(PromptForType(b.type)), SamplingForType(b.type)});
+  }
+  auto outs = backend.Recognize(global_page, tasks);
+  for (size_t k = 0; k < task_idx.size(); ++k) {
+    if (k < outs.size() && outs[k].ok()) {
+      recognised[task_idx[k]] = outs[k].value();
+      ++pr.recognised;
+    } else {
+      recognised[task_idx[k]] = std::string();
+      fail((k < outs.size() ? outs[k].status() : InternalError("no output"))
+               .WithPrefix("block " + std::to_string(task_idx[k] + 1)));
+    }
+  }
+  pin.blocks = PostProcessPage(layout, recognised);
+
+  // Crops for images/ (image, table, equation spans) are cut now, while the page is here.
+  AssembleOptions save;
+  save.version_name = opt.version_name;
+  save.image_path = [&](const CropRequest& c) {
+    const std::string name = CropFileName(c.span_type, res.md5, c.page_idx, c.bbox);
+    const std::string path = images_dir + "/" + name;
+    if (!FileExists(path)) {
+      PixelBox box = AssemblyCropBox(c.bbox, pg.scale);
+      RgbImage crop = Crop(pg.image, box.x0, box.y0, box.x1, box.y1);
+      if (crop.width > 0 && crop.height > 0) (void)WriteJpegFile(crop, path, 95);
+    }
+    return name;
+  };
+  (void)PageInfoJson(pin, save);
+  if (opt.layout_pictures) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "/page_%04d.png", page + 1);
+    Status s = WritePngFile(DrawLayout(pg.image, layout), layout_dir + name);
+    if (!s.ok()) fail(s);
+  }
+  return res;
+}
+
+}  // namespace
+
 DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& opt, Backend& backend,
                              int* global_page, const ProgressFn& progress) {
   DocumentReport rep;
@@ -100,159 +219,68 @@ DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& 
     rep.status = pages.status();
     return rep;
   }
+  const int first_global = *global_page;
+  *global_page += static_cast<int>(pages->size());
   const std::string images_dir = rep.output_dir + "/images";
   const std::string layout_dir = rep.output_dir + "/layout";
   for (const std::string& d : {rep.output_dir, images_dir, layout_dir}) {
     Status s = MakeDirs(d);
     if (!s.ok()) {
       rep.status = s;
-      *global_page += static_cast<int>(pages->size());
       return rep;
     }
   }
+  const int total = static_cast<int>(pages->size());
   if (progress) {
     ProgressEvent e;
     e.kind = ProgressEvent::kDocumentStart;
     e.input = input_path;
-    e.pages_total = static_cast<int>(pages->size());
+    e.pages_total = total;
     progress(e);
   }
 
-  std::vector<std::vector<ContentBlock>> model_pages;
-  std::vector<PageInput> page_inputs;
-  std::vector<std::string> page_md5;
-  for (size_t pi = 0; pi < pages->size(); ++pi) {
-    const int page = (*pages)[pi];
-    backend.BeginPage((*global_page)++);
-    PageReport pr;
-    pr.page = page;
-    PageInput pin;
-    pin.page_idx = static_cast<int>(pi);
-    std::string md5;
-    std::vector<LayoutBlock> layout;
-    auto fail = [&](const Status& s) {
-      pr.ok = false;
-      pr.error = s.ToString();
-    };
-    auto img = (*doc)->LoadPage(page);
-    if (!img.ok()) {
-      fail(img.status());
-    } else {
-      const PageImage& pg = *img;
-      pin.width_pt = pg.width_pt;
-      pin.height_pt = pg.height_pt;
-      md5 = Md5Hex(pg.image.pixels.data(), pg.image.pixels.size());
-      RgbImage layout_image = ResizeBicubic(pg.image, opt.layout_image_size, opt.layout_image_size);
-      auto raw = backend.Layout(layout_image);
-      if (!raw.ok()) {
-        fail(raw.status().WithPrefix("layout"));
-      } else {
-        layout = ParseLayoutOutput(*raw);
-        pr.blocks = static_cast<int>(layout.size());
-        std::vector<std::optional<std::string>> recognised(layout.size());
-        std::vector<size_t> todo = RecognitionIndices(layout);
-
-        // Hybrid text source: text/title blocks from the PDF text layer.
-        bool use_pdf = false;
-        std::vector<PdfTextBox> words;
-        if (opt.text_source != TextSource::kModel && (*doc)->is_pdf()) {
-          auto w = (*doc)->PageText(page);
-          if (w.ok()) words = std::move(w).value();
-          use_pdf = opt.text_source == TextSource::kPdf ||
-                    PageTextLayerUsable(words, layout, pg.width_pt, pg.height_pt);
-        }
-        std::vector<size_t> model_idx;
-        for (size_t idx : todo) {
-          if (use_pdf && TextFromPdfAllowed(layout[idx].type)) {
-            auto t = TextInBlock(words, layout[idx], pg.width_pt, pg.height_pt);
-            if (t) {
-              recognised[idx] = *t;
-              ++pr.from_pdf_text;
-              continue;
-            }
-          }
-          model_idx.push_back(idx);
-        }
-
-        // Stage II: every crop of the page in one submission.
-        std::vector<RgbImage> crops;
-        std::vector<size_t> task_idx;
-        crops.reserve(model_idx.size());
-        for (size_t idx : model_idx) {
-          const LayoutBlock& b = layout[idx];
-          CropPlan plan = PlanBlockCrop(b.x1, b.y1, b.x2, b.y2, b.angle, pg.image.width, pg.image.height);
-          if (plan.empty) {
-            recognised[idx] = std::string();
-            continue;
-          }
-          crops.push_back(PrepareCrop(pg.image, plan));
-          task_idx.push_back(idx);
-        }
-        std::vector<RecognitionTask> tasks;
-        for (size_t k = 0; k < task_idx.size(); ++k) {
-          const LayoutBlock& b = layout[task_idx[k]];
-          tasks.push_back({&crops[k], b.type, std::string(PromptForType(b.type)), SamplingForType(b.type)});
-        }
-        auto outs = backend.Recognize(tasks);
-        for (size_t k = 0; k < task_idx.size(); ++k) {
-          if (k < outs.size() && outs[k].ok()) {
-            recognised[task_idx[k]] = outs[k].value();
-            ++pr.recognised;
-          } else {
-            recognised[task_idx[k]] = std::string();
-            if (pr.ok) fail((k < outs.size() ? outs[k].status() : InternalError("no output")).WithPrefix(
-                "block " + std::to_string(task_idx[k] + 1)));
-          }
-        }
-        pin.blocks = PostProcessPage(layout, recognised);
-
-        // Crops for images/ (image, table, equation spans) are cut now, while the page is here.
-        AssembleOptions save;
-        save.version_name = opt.version_name;
-        save.image_path = [&](const CropRequest& c) {
-          const std::string name = CropFileName(c.span_type, md5, c.page_idx, c.bbox);
-          const std::string path = images_dir + "/" + name;
-          if (!FileExists(path)) {
-            PixelBox box = AssemblyCropBox(c.bbox, pg.scale);
-            RgbImage crop = Crop(pg.image, box.x0, box.y0, box.x1, box.y1);
-            if (crop.width > 0 && crop.height > 0) (void)WriteJpegFile(crop, path, 95);
-          }
-          return name;
-        };
-        (void)PageInfoJson(pin, save);
-        if (opt.layout_pictures) {
-          char name[64];
-          std::snprintf(name, sizeof(name), "/page_%04d.png", page + 1);
-          Status s = WritePngFile(DrawLayout(pg.image, layout), layout_dir + name);
-          if (!s.ok() && pr.ok) fail(s);
-        }
-      }
-    }
-    model_pages.push_back(pin.blocks);
-    page_inputs.push_back(pin);
-    page_md5.push_back(md5);
-    rep.pages.push_back(pr);
+  // A sliding window of pages in flight; results are collected in page order.
+  std::vector<PageResult> results(static_cast<size_t>(total));
+  std::vector<std::future<PageResult>> running(static_cast<size_t>(total));
+  const int window = std::max(1, opt.pages_in_flight);
+  int next = 0;
+  auto launch = [&](int i) {
+    running[i] = std::async(std::launch::async, [&, i] {
+      return ProcessPage(**doc, (*pages)[i], i, first_global + i, opt, backend, images_dir, layout_dir);
+    });
+  };
+  for (; next < total && next < window; ++next) launch(next);
+  for (int i = 0; i < total; ++i) {
+    results[i] = running[i].get();
+    if (next < total) launch(next++);
+    const PageResult& r = results[i];
+    rep.pages.push_back(r.report);
     if (progress) {
       ProgressEvent e;
       e.kind = ProgressEvent::kPageDone;
       e.input = input_path;
-      e.page = page;
-      e.pages_done = static_cast<int>(pi + 1);
-      e.pages_total = static_cast<int>(pages->size());
-      e.blocks = pr.blocks;
-      e.page_ok = pr.ok;
-      e.error = pr.error;
+      e.page = r.report.page;
+      e.pages_done = i + 1;
+      e.pages_total = total;
+      e.blocks = r.report.blocks;
+      e.page_ok = r.report.ok;
+      e.error = r.report.error;
       progress(e);
     }
   }
 
   // Assembly over all pages (cross-page steps); crop names are recomputed from the page digests.
+  std::vector<std::vector<ContentBlock>> model_pages;
+  std::vector<PageInput> page_inputs;
+  for (const PageResult& r : results) {
+    model_pages.push_back(r.input.blocks);
+    page_inputs.push_back(r.input);
+  }
   AssembleOptions names;
   names.version_name = opt.version_name;
   names.image_path = [&](const CropRequest& c) {
-    const std::string& md5 = c.page_idx >= 0 && c.page_idx < static_cast<int>(page_md5.size()) ? page_md5[c.page_idx]
-                                                                                                : std::string();
-    return CropFileName(c.span_type, md5, c.page_idx, c.bbox);
+    const bool known = c.page_idx >= 0 && c.page_idx < total;
+    return CropFileName(c.span_type, known ? results[c.page_idx].md5 : std::string(), c.page_idx, c.bbox);
   };
   Json middle = MiddleJson(page_inputs, names);
   const std::string base = rep.output_dir + "/" + rep.name;
@@ -265,7 +293,7 @@ DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& 
     ProgressEvent e;
     e.kind = ProgressEvent::kDocumentDone;
     e.input = input_path;
-    e.pages_done = e.pages_total = static_cast<int>(pages->size());
+    e.pages_done = e.pages_total = total;
     progress(e);
   }
   return rep;

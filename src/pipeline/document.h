@@ -24,6 +24,9 @@ struct ParseOptions {
   int layout_image_size = 1036;
   InputLimits limits;
   std::string version_name = "2.5.4";
+  // Pages processed concurrently (their requests batch together in the engine). Memory holds at
+  // most this many page images at once.
+  int pages_in_flight = 2;
 };
 
 struct ProgressEvent {
@@ -57,6 +60,7 @@ struct DocumentReport {
 
 // global_page: running page counter across all inputs of one run (replay pages follow it);
 // advanced by the number of selected pages even when the document fails part way.
+// progress is called from the calling thread only.
 DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& options, Backend& backend,
                              int* global_page, const ProgressFn& progress = {});
 

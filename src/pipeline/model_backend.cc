@@ -1,70 +1,70 @@
 // pipeline/model_backend.cc — layout and recognition requests through the engine, with MinerU's
-// prompts and sampling, decoded with special tokens kept and the end token removed.
+// prompts and sampling, decoded with special tokens kept and the end token removed (as the
+// transformers client does).
 
 #include "pipeline/model_backend.h"
 
 #include <atomic>
-
-#include "engine/chat.h"
-#include "engine/generate.h"
 
 namespace mineru::pipeline {
 namespace {
 
 class ModelBackend : public Backend {
  public:
-  ModelBackend(const Qwen2VLModel& m, const Tokenizer& t, ThreadPool* pool, const ModelBackendOptions& o)
-      : model_(m), tok_(t), pool_(pool), opt_(o) {}
+  ModelBackend(Engine* e, const ModelBackendOptions& o) : engine_(e), opt_(o) {}
 
-  StatusOr<std::string> Layout(const RgbImage& image) override {
-    SamplingParams s = SamplingForTask(Task::kLayout);
-    return Run(image, std::string(PromptForTask(Task::kLayout)), s, opt_.max_layout_tokens);
+  StatusOr<std::string> Layout(int, const RgbImage& image) override {
+    auto h = Submit(image, std::string(PromptForTask(Task::kLayout)), SamplingForTask(Task::kLayout),
+                    opt_.max_layout_tokens);
+    if (!h.ok()) return h.status();
+    return Collect(**h);
   }
 
-  std::vector<StatusOr<std::string>> Recognize(const std::vector<RecognitionTask>& tasks) override {
-    std::vector<StatusOr<std::string>> out;
+  std::vector<StatusOr<std::string>> Recognize(int, const std::vector<RecognitionTask>& tasks) override {
+    // Submit every crop first so they batch, then collect in order.
+    std::vector<StatusOr<std::shared_ptr<RequestHandle>>> handles;
     for (const RecognitionTask& t : tasks) {
       if (!t.image) {
-        out.push_back(InvalidArgumentError("missing crop"));
+        handles.push_back(InvalidArgumentError("missing crop"));
         continue;
       }
-      out.push_back(Run(*t.image, t.prompt, t.sampling, opt_.max_block_tokens));
+      handles.push_back(Submit(*t.image, t.prompt, t.sampling, opt_.max_block_tokens));
+    }
+    std::vector<StatusOr<std::string>> out;
+    for (auto& h : handles) {
+      if (!h.ok()) out.push_back(h.status());
+      else out.push_back(Collect(**h));
     }
     return out;
   }
 
-  BackendStats stats() const override { return {prompt_tokens_.load(), generated_tokens_.load()}; }
-
- private:
-  StatusOr<std::string> Run(const RgbImage& image, const std::string& prompt, const SamplingParams& s,
-                            int default_cap) {
-    MINERU_ASSIGN_OR_RETURN(PreparedPrompt p, PreparePrompt(model_, tok_, SingleTurn(prompt, 1), {&image}));
-    GenerateOptions g;
-    g.sampling = ToEngineSampling(s);
-    g.max_new_tokens = s.max_new_tokens > 0 ? s.max_new_tokens : default_cap;
-    // Stop at <|im_end|> or <|endoftext|> (and the config's eos ids).
-    g.stop_ids = model_.config().eos_token_ids;
-    for (const char* tok : {"<|im_end|>", "<|endoftext|>"}) {
-      if (auto id = tok_.TokenToId(tok)) g.stop_ids.push_back(*id);
-    }
-    MINERU_ASSIGN_OR_RETURN(GenerateResult r, Generate(model_, p.ids, p.images, g, pool_));
-    prompt_tokens_ += r.prompt_tokens;
-    generated_tokens_ += static_cast<int64_t>(r.ids.size());
-    // As the transformers client: drop the end/pad tokens, keep every other special token.
-    std::vector<int32_t> ids;
-    for (int32_t id : r.ids) {
-      bool stop = false;
-      for (int32_t s2 : g.stop_ids) stop = stop || id == s2;
-      if (!stop) ids.push_back(id);
-    }
-    return tok_.Decode(ids, /*skip_special_tokens=*/false);
+  BackendStats stats() const override {
+    EngineStats s = engine_->Stats();
+    return {s.computed_tokens, s.generated_tokens};
   }
 
-  const Qwen2VLModel& model_;
-  const Tokenizer& tok_;
-  ThreadPool* pool_;
+ private:
+  StatusOr<std::shared_ptr<RequestHandle>> Submit(const RgbImage& image, const std::string& prompt,
+                                                  const SamplingParams& s, int default_cap) {
+    EngineRequest r;
+    r.messages = SingleTurn(prompt, 1);
+    r.images.push_back(image);
+    r.sampling = ToEngineSampling(s);
+    r.max_new_tokens = s.max_new_tokens > 0 ? s.max_new_tokens : default_cap;
+    r.skip_special_tokens = false;
+    return engine_->Submit(std::move(r));
+  }
+
+  static StatusOr<std::string> Collect(RequestHandle& h) {
+    Completion c = h.Wait();
+    if (c.finish_reason == "error" || c.finish_reason == "cancelled") {
+      return InternalError(c.error.empty() ? "request " + c.finish_reason : c.error);
+    }
+    return c.text;  // stop tokens are never part of the text
+  }
+
+  Engine* engine_;
   ModelBackendOptions opt_;
-  std::atomic<int64_t> prompt_tokens_{0}, generated_tokens_{0};
 };
 
 }  // namespace
@@ -81,9 +81,8 @@ mineru::SamplingParams ToEngineSampling(const SamplingParams& p) {
   return e;
 }
 
-std::unique_ptr<Backend> MakeModelBackend(const Qwen2VLModel& model, const Tokenizer& tokenizer, ThreadPool* pool,
-                                          const ModelBackendOptions& options) {
-  return std::make_unique<ModelBackend>(model, tokenizer, pool, options);
+std::unique_ptr<Backend> MakeModelBackend(Engine* engine, const ModelBackendOptions& options) {
+  return std::make_unique<ModelBackend>(engine, options);
 }
 
 }  // namespace mineru::pipeline

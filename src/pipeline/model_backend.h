@@ -1,13 +1,12 @@
-// pipeline/model_backend.h — the Backend that runs the MinerU2.5 model through the engine.
+// pipeline/model_backend.h — the Backend that runs the MinerU2.5 model through the batching
+// Engine: a page's crops are submitted together and decode in one batch; several pages may be in
+// flight at once.
 #pragma once
 
 #include <memory>
 
-#include "base/thread_pool.h"
-#include "engine/sampler.h"
-#include "model/qwen2vl.h"
+#include "engine/engine.h"
 #include "pipeline/backend.h"
-#include "tokenizer/tokenizer.h"
 
 namespace mineru::pipeline {
 
@@ -16,9 +15,8 @@ struct ModelBackendOptions {
   int max_block_tokens = 4096;
 };
 
-// model, tokenizer and pool must outlive the backend.
-std::unique_ptr<Backend> MakeModelBackend(const Qwen2VLModel& model, const Tokenizer& tokenizer, ThreadPool* pool,
-                                          const ModelBackendOptions& options = {});
+// engine must outlive the backend.
+std::unique_ptr<Backend> MakeModelBackend(Engine* engine, const ModelBackendOptions& options = {});
 
 // Converts the pipeline's per-task sampling settings to the engine's.
 mineru::SamplingParams ToEngineSampling(const SamplingParams& p);

@@ -17,32 +17,29 @@ class ReplayBackend : public Backend {
  public:
   explicit ReplayBackend(std::vector<ReplayPage> pages) : pages_(std::move(pages)) {}
 
-  void BeginPage(int global_page) override { page_ = global_page; }
-
-  StatusOr<std::string> Layout(const RgbImage&) override {
-    if (page_ < 0 || page_ >= static_cast<int>(pages_.size())) {
-      return NotFoundError("replay file has no entry for page " + std::to_string(page_ + 1));
+  StatusOr<std::string> Layout(int page, const RgbImage&) override {
+    if (page < 0 || page >= static_cast<int>(pages_.size())) {
+      return NotFoundError("replay file has no entry for page " + std::to_string(page + 1));
     }
-    return pages_[page_].layout;
+    return pages_[page].layout;
   }
 
-  std::vector<StatusOr<std::string>> Recognize(const std::vector<RecognitionTask>& tasks) override {
+  std::vector<StatusOr<std::string>> Recognize(int page, const std::vector<RecognitionTask>& tasks) override {
     std::vector<StatusOr<std::string>> out;
-    const bool have = page_ >= 0 && page_ < static_cast<int>(pages_.size());
+    const bool have = page >= 0 && page < static_cast<int>(pages_.size());
     for (size_t i = 0; i < tasks.size(); ++i) {
-      if (!have || i >= pages_[page_].blocks.size()) {
+      if (!have || i >= pages_[page].blocks.size()) {
         out.push_back(NotFoundError("replay file has no output for block " + std::to_string(i + 1) + " of page " +
-                                    std::to_string(page_ + 1)));
+                                    std::to_string(page + 1)));
       } else {
-        out.push_back(pages_[page_].blocks[i]);
+        out.push_back(pages_[page].blocks[i]);
       }
     }
     return out;
   }
 
  private:
-  std::vector<ReplayPage> pages_;
-  int page_ = 0;
+  const std::vector<ReplayPage> pages_;  // read-only: safe from many threads
 };
 
 }  // namespace
