@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     AddGenModel(app, &run);
     AddParse(app, &run);
     AddBench(app, &run);
+    AddChat(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -443,6 +443,7 @@ void Engine::Loop() {
       stats_.kv_blocks_used = blocks_->used_blocks();
       stats_.kv_blocks_cached = blocks_->cached_blocks();
       stats_.kv_bytes_allocated = blocks_->allocated_bytes();
+      stats_.kv_bytes_peak = std::max(stats_.kv_bytes_peak, stats_.kv_bytes_allocated);
       stats_.prefix_lookups = blocks_->lookups();
       stats_.prefix_hits = blocks_->hits();
       stats_.image_cache_hits = image_cache_.hits();

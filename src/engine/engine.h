@@ -97,6 +97,7 @@ struct EngineStats {
   int running = 0, waiting = 0;
   int kv_blocks_used = 0, kv_blocks_total = 0, kv_blocks_cached = 0;
   size_t kv_bytes_allocated = 0;
+  size_t kv_bytes_peak = 0;
   int64_t prefix_lookups = 0, prefix_hits = 0;
   int64_t image_cache_hits = 0, image_cache_misses = 0;
   int64_t generated_tokens = 0, computed_tokens = 0, steps = 0;
