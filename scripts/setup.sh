@@ -11,4 +11,4 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev \
   libpoppler-cpp-dev libcpp-httplib-dev libcli11-dev libxxhash-dev libsqlite3-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  poppler-utils
+  libcurl4-openssl-dev poppler-utils chromium nodejs npm

@@ -18,6 +18,7 @@
 #include "cli/common.h"
 #include "cli/commands.h"
 #include "pipeline/document.h"
+#include "download/download.h"
 #include "pipeline/model_backend.h"
 
 namespace mineru::cli {
@@ -161,8 +162,20 @@ int RunParse(const ParseFlags& f) {
     backend = std::move(b).value();
   } else {
     const std::string dir = ResolveModelDir(f.model);
-    if (!FileExists(dir + "/config.json")) {
-      return Fail("no model at " + dir + "; run `mineru-cpp download` first (or pass --model DIR)");
+    if (!ModelLooksComplete(dir)) {
+      bool go = f.yes;
+      if (!go && ::isatty(0) && ::isatty(2)) {
+        std::fprintf(stderr, "The model is not in %s. Download MinerU2.5 (about 2.3 GB) now? [y/N] ", dir.c_str());
+        char answer[16] = {0};
+        go = std::fgets(answer, sizeof(answer), stdin) && (answer[0] == 'y' || answer[0] == 'Y');
+      }
+      if (!go) {
+        return Fail("no model at " + dir + "; run `mineru-cpp download` (or pass --yes, or --model DIR)");
+      }
+      DownloadOptions d;
+      d.model_dir = dir;
+      Status s = DownloadModel(d, MakeTerminalProgress(f.quiet || f.json));
+      if (!s.ok()) return Fail(s.message());
     }
     auto m = Qwen2VLModel::Load(dir);
     if (!m.ok()) return Fail(m.status().ToString());

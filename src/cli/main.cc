@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
     AddParse(app, &run);
     AddBench(app, &run);
     AddChat(app, &run);
+    AddServe(app, &run);
+    AddDownload(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -60,6 +60,13 @@ Completion RequestHandle::Wait() {
   return completion_;
 }
 
+bool RequestHandle::WaitFor(double seconds, Completion* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done_; })) return false;
+  if (out) *out = completion_;
+  return true;
+}
+
 Engine::Engine(const Qwen2VLModel& model, const Tokenizer* tok, const EngineConfig& config)
     : model_(model), tok_(tok), cfg_(config), image_cache_(config.image_cache_mb << 20) {}
 
@@ -213,14 +220,20 @@ void Engine::Finish(Seq& s, const std::string& reason, const std::string& error)
     sched_->Remove(s.id);
   }
   {
+    // Before the handle completes, so a caller that waited sees its blocks returned in Stats().
+    std::lock_guard<std::mutex> lock(mu_);
+    --live_;
+    ++stats_.completed;
+    stats_.kv_blocks_used = blocks_->used_blocks();
+    stats_.kv_blocks_cached = blocks_->cached_blocks();
+    stats_.kv_bytes_allocated = blocks_->allocated_bytes();
+  }
+  {
     std::lock_guard<std::mutex> lock(s.handle->mu_);
     s.handle->completion_ = s.comp;
     s.handle->done_ = true;
   }
   s.handle->cv_.notify_all();
-  std::lock_guard<std::mutex> lock(mu_);
-  --live_;
-  ++stats_.completed;
 }
 
 void Engine::AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh) {

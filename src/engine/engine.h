@@ -77,6 +77,8 @@ class RequestHandle {
   // everything has been delivered.
   bool Next(std::string* text, std::vector<int32_t>* ids);
   Completion Wait();
+  // Waits up to `seconds`; returns true with *out filled once the request is done.
+  bool WaitFor(double seconds, Completion* out);
   void Cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
   int64_t id() const { return id_; }

@@ -191,10 +191,14 @@ PageResult ProcessPage(const InputDocument& doc, int page, int page_idx, int glo
     return name;
   };
   (void)PageInfoJson(pin, save);
+  char name[64];
+  std::snprintf(name, sizeof(name), "/page_%04d.png", page + 1);
   if (opt.layout_pictures) {
-    char name[64];
-    std::snprintf(name, sizeof(name), "/page_%04d.png", page + 1);
     Status s = WritePngFile(DrawLayout(pg.image, layout), layout_dir + name);
+    if (!s.ok()) fail(s);
+  }
+  if (opt.page_images) {
+    Status s = WritePngFile(DrawLayout(pg.image, {}), layout_dir + "/../pages" + name);
     if (!s.ok()) fail(s);
   }
   return res;
@@ -223,7 +227,8 @@ DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& 
   *global_page += static_cast<int>(pages->size());
   const std::string images_dir = rep.output_dir + "/images";
   const std::string layout_dir = rep.output_dir + "/layout";
-  for (const std::string& d : {rep.output_dir, images_dir, layout_dir}) {
+  for (const std::string& d : {rep.output_dir, images_dir, layout_dir, rep.output_dir + "/pages"}) {
+    if (!opt.page_images && d == rep.output_dir + "/pages") continue;
     Status s = MakeDirs(d);
     if (!s.ok()) {
       rep.status = s;
@@ -250,9 +255,14 @@ DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& 
     });
   };
   for (; next < total && next < window; ++next) launch(next);
+  bool cancelled = false;
   for (int i = 0; i < total; ++i) {
+    if (!running[i].valid()) {  // never launched: cancelled before it started
+      cancelled = true;
+      break;
+    }
     results[i] = running[i].get();
-    if (next < total) launch(next++);
+    if (next < total && !(opt.cancel && opt.cancel->load())) launch(next++);
     const PageResult& r = results[i];
     rep.pages.push_back(r.report);
     if (progress) {
@@ -267,6 +277,14 @@ DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& 
       e.error = r.report.error;
       progress(e);
     }
+  }
+
+  if (cancelled) {
+    for (auto& f : running) {
+      if (f.valid()) f.wait();
+    }
+    rep.status = CancelledError("cancelled before all pages were processed");
+    return rep;
   }
 
   // Assembly over all pages (cross-page steps); crop names are recomputed from the page digests.

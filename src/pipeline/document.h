@@ -5,6 +5,7 @@
 // (render, layout, recognition) is reported and left empty; the rest of the document completes.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -21,12 +22,15 @@ struct ParseOptions {
   std::string pages;  // "3-7,10" (1-based); empty = all
   TextSource text_source = TextSource::kModel;
   bool layout_pictures = true;
+  bool page_images = false;  // also write pages/page_NNNN.png (the page, long side <= 1600 px)
   int layout_image_size = 1036;
   InputLimits limits;
   std::string version_name = "2.5.4";
   // Pages processed concurrently (their requests batch together in the engine). Memory holds at
   // most this many page images at once.
   int pages_in_flight = 2;
+  // When set (e.g. the server is draining), no new page starts; the report's status is Cancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ProgressEvent {

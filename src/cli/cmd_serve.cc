@@ -1,0 +1,103 @@
+// cli/cmd_serve.cc — `mineru-cpp serve`: the HTTP service. SIGTERM/SIGINT drain gracefully: stop
+// accepting, let in-flight requests finish, leave unfinished jobs for the next start.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "cli/common.h"
+#include "cli/commands.h"
+#include "server/server.h"
+
+#ifndef MINERU_SOURCE_DIR
+#define MINERU_SOURCE_DIR "."
+#endif
+
+namespace mineru::cli {
+namespace {
+
+struct ServeFlags {
+  server::ServerOptions o;
+  std::string model;
+  int threads = 0;
+  double drain_s = 30;
+  int kv_cache_mb = 2048;
+};
+
+int RunServe(ServeFlags f) {
+  f.o.model_dir = ResolveModelDir(f.model);
+  f.o.engine.threads = static_cast<int>(ResolveThreads(f.threads));
+  f.o.engine.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
+  if (f.o.web_dir.empty()) f.o.web_dir = std::string(MINERU_SOURCE_DIR) + "/web/dist";
+  if (f.o.port < 0 || f.o.port > 65535) return Fail("--port must be 0..65535");
+  // Signals are taken by one thread with sigwait, so no handler runs inside library code.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  server::Server srv(f.o);
+  auto port = srv.Start();
+  if (!port.ok()) return Fail(port.status().ToString());
+  std::fprintf(stderr, "listening on http://%s:%d (model %s)\n", f.o.host.c_str(), *port, f.o.model_dir.c_str());
+  std::fflush(stderr);
+  std::thread sig([&] {
+    int s = 0;
+    sigwait(&set, &s);
+    std::fprintf(stderr, "signal %d: draining\n", s);
+    // A second signal, or the drain deadline, ends the process at once.
+    std::thread hard([&] {
+      int s2 = 0;
+      sigwait(&set, &s2);
+      std::_Exit(1);
+    });
+    hard.detach();
+    std::thread watchdog([d = f.drain_s] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(d + 10));
+      std::_Exit(1);
+    });
+    watchdog.detach();
+    srv.Drain(f.drain_s);
+  });
+  srv.Wait();
+  sig.detach();
+  std::fprintf(stderr, "stopped\n");
+  std::_Exit(0);  // in-flight work is done or left to the job store; skip global destructors
+}
+
+}  // namespace
+
+void AddServe(CLI::App& app, Action* run) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* c = app.add_subcommand("serve", "HTTP server: OpenAI-style API, /file_parse, /tasks, web page");
+  c->add_option("--model", f->model, "Model directory");
+  c->add_option("--host", f->o.host, "Address to bind")->capture_default_str();
+  c->add_option("--port", f->o.port, "Port (0 = any free port)")->capture_default_str();
+  c->add_option("--model-name", f->o.model_name, "Model id in /v1/models (default: the directory name)");
+  c->add_option("--api-key", f->o.api_key, "Require Authorization: Bearer <key>");
+  c->add_flag("--allow-remote-images", f->o.allow_remote_images, "Accept http(s) image URLs");
+  c->add_option("--data-dir", f->o.data_dir, "Uploads and job outputs")->capture_default_str();
+  c->add_option("--jobs-db", f->o.jobs_db, "SQLite job store (default: DATA_DIR/jobs.sqlite3)");
+  c->add_option("--retention-hours", f->o.retention_hours, "Keep finished jobs this long")->capture_default_str();
+  c->add_option("--job-workers", f->o.job_workers, "Documents parsed concurrently")->capture_default_str();
+  c->add_option("--max-queued-jobs", f->o.max_queued_jobs, "More queued jobs get 429")->capture_default_str();
+  c->add_option("--max-body-mb", f->o.max_body_mb, "Request body limit")->capture_default_str();
+  c->add_option("--max-image-pixels", f->o.max_image_pixels, "Per image")->capture_default_str();
+  c->add_option("--max-pages", f->o.max_pages, "Per document")->capture_default_str();
+  c->add_option("--max-tokens", f->o.default_max_tokens, "Generation limit when a request sets none")->capture_default_str();
+  c->add_option("--max-queued-requests", f->o.engine.max_queued, "Chat requests in flight; more get 429")->capture_default_str();
+  c->add_option("--max-prompt-tokens", f->o.engine.max_prompt_tokens, "Per request")->capture_default_str();
+  c->add_option("--request-timeout", f->o.request_timeout_s, "Seconds per chat request")->capture_default_str();
+  c->add_option("--http-threads", f->o.http_threads, "Connections served at once")->capture_default_str();
+  c->add_option("--threads", f->threads, "Compute threads (default: all cores)");
+  c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
+  c->add_option("--replay", f->o.replay, "Document jobs use recorded outputs (tests)");
+  c->add_option("--web-dir", f->o.web_dir, "Built web page (default: web/dist of the source tree)");
+  c->add_option("--drain-seconds", f->drain_s, "Graceful shutdown budget")->capture_default_str();
+  c->callback([f, run] { *run = [f] { return RunServe(*f); }; });
+}
+
+}  // namespace mineru::cli

@@ -1,0 +1,718 @@
+// download/download.cc — hub listing, file selection, resumable verified transfers.
+#include "download/download.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "base/hash.h"
+#include "base/mapped_file.h"
+#include "download/http.h"
+
+namespace mineru {
+
+using download_internal::HttpClient;
+using download_internal::HttpFailure;
+using download_internal::HttpOptions;
+using download_internal::HttpResult;
+using download_internal::ResponseHead;
+using download_internal::UrlHost;
+
+namespace {
+
+constexpr const char* kIndexName = "model.safetensors.index.json";
+constexpr const char* kSingleName = "model.safetensors";
+// Small files the engine reads, in download order. The first three are required.
+constexpr const char* kSmallFiles[] = {"config.json",           "preprocessor_config.json", "tokenizer.json",
+                                       "generation_config.json", "tokenizer_config.json",    "chat_template.json"};
+constexpr int kRequiredSmall = 3;
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool IsHex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+std::string HumanBytes(uint64_t n) {
+  char buf[32];
+  if (n >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GB", n / double(uint64_t(1) << 30));
+  else if (n >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MB", n / double(uint64_t(1) << 20));
+  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(n));
+  return buf;
+}
+
+// A shard name from an index: a plain file name in the repo root ending in .safetensors.
+bool IsSafeShardName(const std::string& name) {
+  if (name.empty() || name.size() > 255 || name[0] == '.') return false;
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos) return false;
+  if (name.find('\0') != std::string::npos) return false;
+  const std::string suffix = ".safetensors";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::optional<uint64_t> FileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// Adds an fd's whole contents (from offset 0) to *h; leaves the offset at the end.
+bool HashFd(int fd, Sha256* h, uint64_t* bytes) {
+  std::vector<char> buf(1 << 20);
+  *bytes = 0;
+  if (::lseek(fd, 0, SEEK_SET) < 0) return false;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) return true;
+    h->Update(buf.data(), static_cast<size_t>(n));
+    *bytes += static_cast<uint64_t>(n);
+  }
+}
+
+StatusOr<std::string> HashFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open " + path + ": " + std::strerror(errno));
+  Sha256 h;
+  uint64_t n = 0;
+  const bool ok = HashFd(fd, &h, &n);
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return IoError("cannot read " + path + ": " + std::strerror(err));
+  return h.HexDigest();
+}
+
+// Shard file names listed by an index's weight_map, sorted and unique.
+StatusOr<std::vector<std::string>> ShardsOfIndex(const std::string& index_path) {
+  MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path, size_t(64) << 20));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+    return DataLossError(index_path + " has no weight_map object");
+  }
+  std::set<std::string> names;
+  for (const auto& kv : j["weight_map"].items()) {
+    if (!kv.value().is_string()) return DataLossError(index_path + ": weight_map value is not a file name");
+    const std::string name = kv.value().get<std::string>();
+    if (!IsSafeShardName(name)) return DataLossError(index_path + ": unacceptable shard name '" + name + "'");
+    names.insert(name);
+  }
+  if (names.empty()) return DataLossError(index_path + ": empty weight_map");
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+struct RemoteFile {
+  std::string path;
+  std::optional<uint64_t> size;
+  std::string sha256;  // lower-case hex, empty when unknown
+};
+
+// The .part file of one download: an fd positioned at its end and the SHA-256 of its contents.
+class PartFile {
+ public:
+  ~PartFile() { Close(); }
+  Status Open(const std::string& path) {
+    path_ = path;
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return IoError("cannot open " + path + ": " + std::strerror(errno));
+    uint64_t n = 0;
+    if (!HashFd(fd_, &hash_, &n)) return IoError("cannot read " + path + ": " + std::strerror(errno));
+    size_ = n;
+    return Status::Ok();
+  }
+  Status Truncate() {
+    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) < 0) {
+      return IoError("cannot truncate " + path_ + ": " + std::strerror(errno));
+    }
+    hash_ = Sha256();
+    size_ = 0;
+    return Status::Ok();
+  }
+  bool Append(const char* p, size_t n) {
+    hash_.Update(p, n);
+    size_ += n;
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        write_errno_ = errno;
+        return false;
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+    return true;
+  }
+  Status Sync() {
+    if (::fsync(fd_) != 0) return IoError("cannot sync " + path_ + ": " + std::strerror(errno));
+    return Status::Ok();
+  }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  void Remove() {
+    Close();
+    ::unlink(path_.c_str());
+  }
+  std::string Digest() { return hash_.HexDigest(); }
+  uint64_t size() const { return size_; }
+  int write_errno() const { return write_errno_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  Sha256 hash_;
+  uint64_t size_ = 0;
+  int write_errno_ = 0;
+};
+
+// flock on the model directory, so two downloads never write the same .part.
+class DirLock {
+ public:
+  ~DirLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  Status Acquire(const std::string& dir) {
+    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) return IoError("cannot open " + dir + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) {
+        return Status(StatusCode::kUnavailable, "another download is writing into " + dir + "; wait for it to finish");
+      }
+      return IoError("cannot lock " + dir + ": " + std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+class Job {
+ public:
+  Job(const DownloadOptions& o, const ProgressFn& progress) : o_(o), progress_(progress) {
+    if (o_.repo.empty()) o_.repo = DefaultRepo(o_.source);
+    if (o_.revision.empty()) o_.revision = DefaultRevision(o_.source);
+    if (o_.model_dir.empty()) o_.model_dir = DefaultModelDir();
+    while (o_.model_dir.size() > 1 && o_.model_dir.back() == '/') o_.model_dir.pop_back();
+    endpoint_ = ResolveEndpoint(o_);
+    HttpOptions h;
+    h.connect_timeout_s = o_.connect_timeout_s;
+    h.low_speed_bytes_s = o_.low_speed_bytes_s;
+    h.low_speed_time_s = o_.low_speed_time_s;
+    if (o_.source == HubSource::kHuggingFace) {
+      if (const char* t = std::getenv("HF_TOKEN"); t && *t) h.bearer_token = t;
+      else if (const char* t2 = std::getenv("HUGGING_FACE_HUB_TOKEN"); t2 && *t2) h.bearer_token = t2;
+    }
+    http_ = std::make_unique<HttpClient>(h);
+    if (o_.max_attempts < 1) o_.max_attempts = 1;
+  }
+
+  Status Run(DownloadSummary* summary) {
+    Status s = RunInner();
+    Emit(DownloadProgress::Event::kFinished, "", 0, 0);
+    if (summary) {
+      summary->model_dir = o_.model_dir;
+      summary->endpoint = endpoint_;
+      summary->files_fetched = fetched_;
+      summary->files_skipped = skipped_;
+      summary->bytes_fetched = net_bytes_;
+    }
+    return s;
+  }
+
+ private:
+  Status RunInner() {
+    if (!http_->ok()) return InternalError("cannot initialise libcurl");
+    Emit(DownloadProgress::Event::kListing, "", 0, 0);
+    MINERU_ASSIGN_OR_RETURN(std::vector<RemoteFile> listing, List());
+    auto find = [&](const std::string& name) -> const RemoteFile* {
+      for (const auto& f : listing) {
+        if (f.path == name) return &f;
+      }
+      return nullptr;
+    };
+    const std::string where = o_.repo + "@" + o_.revision + " on " + UrlHost(endpoint_);
+    for (int i = 0; i < kRequiredSmall; ++i) {
+      if (!find(kSmallFiles[i])) return NotFoundError(where + " has no " + kSmallFiles[i] + "; is this a MinerU2.5 checkpoint?");
+    }
+    const RemoteFile* single = find(kSingleName);
+    const RemoteFile* index = find(kIndexName);
+    if (!single && !index) return NotFoundError(where + " has neither model.safetensors nor model.safetensors.index.json");
+
+    std::error_code ec;
+    std::filesystem::create_directories(o_.model_dir, ec);
+    if (ec) return IoError("cannot create " + o_.model_dir + ": " + ec.message());
+    DirLock lock;
+    MINERU_RETURN_IF_ERROR(lock.Acquire(o_.model_dir));
+
+    for (const char* name : kSmallFiles) {
+      if (const RemoteFile* f = find(name)) plan_.push_back(*f);
+    }
+    if (single) {
+      plan_.push_back(*single);
+    } else {
+      plan_.push_back(*index);
+    }
+    UpdateTotals();
+    MINERU_RETURN_IF_ERROR(CheckDiskSpace(0));
+
+    size_t next = 0;
+    // With a sharded checkpoint, fetch the small files and the index first, then add the shards.
+    for (; next < plan_.size(); ++next) MINERU_RETURN_IF_ERROR(Fetch(next));
+    if (!single) {
+      MINERU_ASSIGN_OR_RETURN(std::vector<std::string> shards, ShardsOfIndex(o_.model_dir + "/" + kIndexName));
+      for (const std::string& s : shards) {
+        const RemoteFile* f = find(s);
+        if (!f) return NotFoundError("the index names " + s + " but " + where + " does not have it");
+        plan_.push_back(*f);
+      }
+      UpdateTotals();
+      MINERU_RETURN_IF_ERROR(CheckDiskSpace(next));
+      for (; next < plan_.size(); ++next) MINERU_RETURN_IF_ERROR(Fetch(next));
+    }
+    return Status::Ok();
+  }
+
+  void UpdateTotals() {
+    total_ = 0;
+    for (const auto& f : plan_) total_ += f.size.value_or(0);
+  }
+
+  // Before the big files: is there room for what is still missing?
+  Status CheckDiskSpace(size_t from) {
+    uint64_t need = 0;
+    for (size_t i = from; i < plan_.size(); ++i) {
+      const auto& f = plan_[i];
+      if (!f.size) continue;
+      const std::string final_path = o_.model_dir + "/" + f.path;
+      if (!o_.force && FileSize(final_path) == f.size) continue;
+      const uint64_t have = FileSize(final_path + ".part").value_or(0);
+      if (have < *f.size) need += *f.size - have;
+    }
+    struct statvfs vfs;
+    if (need == 0 || ::statvfs(o_.model_dir.c_str(), &vfs) != 0) return Status::Ok();
+    const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (avail < need) {
+      return ResourceExhaustedError("not enough disk space in " + o_.model_dir + ": the model needs " + HumanBytes(need) +
+                                    " more, " + HumanBytes(avail) + " free");
+    }
+    return Status::Ok();
+  }
+
+  void Emit(DownloadProgress::Event ev, const std::string& file, uint64_t file_bytes, uint64_t file_total) {
+    if (!progress_) return;
+    DownloadProgress p;
+    p.event = ev;
+    p.file = file;
+    p.file_index = static_cast<int>(current_) + 1;
+    p.file_count = static_cast<int>(plan_.size());
+    p.file_bytes = file_bytes;
+    p.file_total = file_total;
+    p.bytes_done = done_before_ + file_bytes;
+    p.bytes_total = total_;
+    p.bytes_received = net_bytes_;
+    progress_(p);
+  }
+
+  Status Unreachable(const std::string& url, const std::string& err) const {
+    const std::string host = UrlHost(url);
+    const std::string& dir = o_.model_dir;
+    std::string what;
+    if (o_.source == HubSource::kHuggingFace) {
+      what = "check the network (and proxy settings), set HF_ENDPOINT to a mirror (e.g. https://hf-mirror.com), use "
+             "--source modelscope, or copy a snapshot into " + dir + " and pass --model " + dir;
+    } else {
+      what = "check the network (and proxy settings), set MODELSCOPE_ENDPOINT, use --source huggingface, or copy a "
+             "snapshot into " + dir + " and pass --model " + dir;
+    }
+    return Status(StatusCode::kUnavailable, "cannot reach " + host + ": " + err + "; " + what);
+  }
+
+  static Status HttpError(const std::string& url, const ResponseHead& h, const std::string& what) {
+    std::string m = what + ": HTTP " + std::to_string(h.status) + " from " + url;
+    if (!h.error_message.empty()) m += " (" + h.error_message + ")";
+    if (h.status == 401 || h.status == 403) m += "; the repo may be private or gated (set HF_TOKEN) or the name is wrong";
+    if (h.status == 404) return NotFoundError(m);
+    return Status(StatusCode::kUnavailable, m);
+  }
+
+  void Backoff(int attempt) const {
+    if (o_.retry_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(attempt) * o_.retry_delay_ms));
+  }
+
+  static bool Transient(long status) { return status == 429 || status >= 500; }
+
+  // GET a small JSON document, retrying broken transfers and 5xx/429 answers. *status gets the
+  // HTTP status of the last answer (0 when none came).
+  StatusOr<std::string> GetJson(const std::string& url, const std::string& what, long* status) {
+    std::string body, last;
+    *status = 0;
+    for (int attempt = 1; attempt <= o_.max_attempts; ++attempt) {
+      HttpResult r = http_->GetSmall(url, &body, size_t(64) << 20, o_.api_timeout_s);
+      if (r.failure == HttpFailure::kUnreachable) return Unreachable(url, r.error);
+      if (r.failure == HttpFailure::kNone) {
+        *status = r.head.status;
+        if (r.head.status < 400) return body;
+        if (!Transient(r.head.status) || attempt == o_.max_attempts) return HttpError(url, r.head, what);
+        last = "HTTP " + std::to_string(r.head.status);
+      } else {
+        last = r.error;
+        if (r.failure != HttpFailure::kTransfer) break;
+      }
+      if (attempt < o_.max_attempts) Backoff(attempt);
+    }
+    return Status(StatusCode::kUnavailable, what + " failed: " + last + " (" + url + ")");
+  }
+
+  StatusOr<std::vector<RemoteFile>> List() {
+    return o_.source == HubSource::kHuggingFace ? ListHuggingFace() : ListModelScope();
+  }
+
+  StatusOr<std::vector<RemoteFile>> ListHuggingFace() {
+    const std::string base = endpoint_ + "/api/models/" + UrlEncode(o_.repo, true) + "/revision/" +
+                             UrlEncode(o_.revision, false);
+    long status = 0;
+    StatusOr<std::string> body = GetJson(base + "?blobs=true", "listing the files of " + o_.repo, &status);
+    if (!body.ok() && status >= 400 && status != 401 && status != 403 && status != 404 && !Transient(status)) {
+      // Some mirrors do not implement ?blobs=true; the plain listing still names the files.
+      body = GetJson(base, "listing the files of " + o_.repo, &status);
+    }
+    if (!body.ok()) return body.status();
+    nlohmann::json j = nlohmann::json::parse(*body, nullptr, false);
+    if (!j.is_object() || !j.contains("siblings") || !j["siblings"].is_array()) {
+      return DataLossError("unexpected answer from " + base + " (no siblings list); is " + endpoint_ +
+                           " a Hugging Face endpoint?");
+    }
+    std::vector<RemoteFile> out;
+    for (const auto& s : j["siblings"]) {
+      if (!s.is_object() || !s.contains("rfilename") || !s["rfilename"].is_string()) continue;
+      RemoteFile f;
+      f.path = s["rfilename"].get<std::string>();
+      if (s.contains("size") && s["size"].is_number_unsigned()) f.size = s["size"].get<uint64_t>();
+      if (s.contains("lfs") && s["lfs"].is_object()) {
+        const auto& lfs = s["lfs"];
+        if (lfs.contains("sha256") && lfs["sha256"].is_string() && IsHex64(lfs["sha256"].get<std::string>())) {
+          f.sha256 = Lower(lfs["sha256"].get<std::string>());
+        }
+        if (lfs.contains("size") && lfs["size"].is_number_unsigned()) f.size = lfs["size"].get<uint64_t>();
+      }
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+
+  StatusOr<std::vector<RemoteFile>> ListModelScope() {
+    const std::string url = endpoint_ + "/api/v1/models/" + UrlEncode(o_.repo, true) + "/repo/files?Revision=" +
+                            UrlEncode(o_.revision, false) + "&Recursive=true";
+    long status = 0;
+    MINERU_ASSIGN_OR_RETURN(std::string body, GetJson(url, "listing the files of " + o_.repo, &status));
+    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object()) return DataLossError("unexpected answer from " + url + " (not a JSON object)");
+    if (j.contains("Code") && j["Code"].is_number() && j["Code"].get<int64_t>() != 200) {
+      std::string msg = j.contains("Message") && j["Message"].is_string() ? j["Message"].get<std::string>() : "";
+      return NotFoundError("listing the files of " + o_.repo + "@" + o_.revision + " failed: " +
+                           (msg.empty() ? "code " + std::to_string(j["Code"].get<int64_t>()) : msg));
+    }
+    if (!j.contains("Data") || !j["Data"].is_object() || !j["Data"].contains("Files") || !j["Data"]["Files"].is_array()) {
+      return DataLossError("unexpected answer from " + url + " (no Data.Files list); is " + endpoint_ +
+                           " a ModelScope endpoint?");
+    }
+    std::vector<RemoteFile> out;
+    for (const auto& e : j["Data"]["Files"]) {
+      if (!e.is_object()) continue;
+      if (e.contains("Type") && e["Type"].is_string() && e["Type"].get<std::string>() == "tree") continue;
+      RemoteFile f;
+      if (e.contains("Path") && e["Path"].is_string()) f.path = e["Path"].get<std::string>();
+      else if (e.contains("Name") && e["Name"].is_string()) f.path = e["Name"].get<std::string>();
+      else continue;
+      if (e.contains("Size") && e["Size"].is_number_unsigned()) f.size = e["Size"].get<uint64_t>();
+      if (e.contains("Sha256") && e["Sha256"].is_string() && IsHex64(e["Sha256"].get<std::string>())) {
+        f.sha256 = Lower(e["Sha256"].get<std::string>());
+      }
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+
+  std::string FileUrl(const std::string& path) const {
+    if (o_.source == HubSource::kHuggingFace) {
+      return endpoint_ + "/" + UrlEncode(o_.repo, true) + "/resolve/" + UrlEncode(o_.revision, false) + "/" +
+             UrlEncode(path, true);
+    }
+    return endpoint_ + "/api/v1/models/" + UrlEncode(o_.repo, true) + "/repo?Revision=" + UrlEncode(o_.revision, false) +
+           "&FilePath=" + UrlEncode(path, false);
+  }
+
+  Status Fetch(size_t i) {
+    current_ = i;
+    done_before_ = 0;
+    for (size_t k = 0; k < i; ++k) done_before_ += plan_[k].size.value_or(0);
+    RemoteFile& f = plan_[i];
+    const std::string final_path = o_.model_dir + "/" + f.path;
+    const std::string part_path = final_path + ".part";
+
+    // Already there?
+    if (!o_.force) {
+      std::optional<uint64_t> have = FileSize(final_path);
+      if (have && (!f.size || *have == *f.size)) {
+        bool good = true;
+        if (!f.sha256.empty()) {
+          Emit(DownloadProgress::Event::kVerifying, f.path, *have, f.size.value_or(*have));
+          MINERU_ASSIGN_OR_RETURN(std::string digest, HashFile(final_path));
+          good = digest == f.sha256;
+        }
+        if (good) {
+          ++skipped_;
+          Emit(DownloadProgress::Event::kSkipped, f.path, *have, f.size.value_or(*have));
+          return Status::Ok();
+        }
+      }
+    }
+
+    PartFile part;
+    MINERU_RETURN_IF_ERROR(part.Open(part_path));
+    if (f.size && part.size() > *f.size) MINERU_RETURN_IF_ERROR(part.Truncate());
+    Emit(DownloadProgress::Event::kStart, f.path, part.size(), f.size.value_or(0));
+
+    const std::string url = FileUrl(f.path);
+    std::string last_error;
+    bool complete = false;
+    int attempt = 0;
+    while (!complete && attempt < o_.max_attempts) {
+      ++attempt;
+      if (f.size && part.size() == *f.size) {
+        complete = true;
+        break;
+      }
+      const uint64_t start = part.size();
+      std::optional<ResponseHead> bad_status;
+      bool bad_range = false, range_done = false, write_failed = false;
+      Status local = Status::Ok();
+      auto on_head = [&](const ResponseHead& h) -> bool {
+        if (h.status == 416 && start > 0) {
+          // Nothing left after `start`: the .part is complete when the total says so.
+          if (h.range_total && *h.range_total == start) range_done = true;
+          else bad_range = true;
+          return false;
+        }
+        if (h.status >= 300 || h.status < 200) {
+          bad_status = h;
+          return false;
+        }
+        std::optional<uint64_t> remote_total;
+        if (h.status == 206) {
+          if (!h.range_start || *h.range_start != start) {
+            bad_range = true;
+            return false;
+          }
+          remote_total = h.range_total;
+        } else {
+          if (start > 0) {  // the server ignored Range: start over
+            local = part.Truncate();
+            if (!local.ok()) return false;
+          }
+          remote_total = h.content_length;
+        }
+        if (!f.size) f.size = h.linked_size ? h.linked_size : remote_total;
+        if (f.sha256.empty() && IsHex64(h.linked_etag)) f.sha256 = Lower(h.linked_etag);
+        UpdateTotals();
+        Emit(DownloadProgress::Event::kStart, f.path, part.size(), f.size.value_or(0));
+        return true;
+      };
+      auto on_data = [&](const char* p, size_t n) -> bool {
+        if (!part.Append(p, n)) {
+          write_failed = true;
+          return false;
+        }
+        net_bytes_ += n;
+        Emit(DownloadProgress::Event::kBytes, f.path, part.size(), f.size.value_or(0));
+        return true;
+      };
+      HttpResult r = http_->Stream(url, start, on_head, on_data);
+      if (!local.ok()) return local;
+      if (write_failed) {
+        return IoError("cannot write " + part_path + ": " + std::strerror(part.write_errno()) +
+                       (part.write_errno() == ENOSPC ? " (the disk is full)" : ""));
+      }
+      if (bad_status) {
+        if (!Transient(bad_status->status)) return HttpError(url, *bad_status, "downloading " + f.path);
+        last_error = "HTTP " + std::to_string(bad_status->status) + " from " + UrlHost(url);
+        if (attempt < o_.max_attempts) Backoff(attempt);
+        continue;
+      }
+      if (range_done) {
+        complete = true;
+        break;
+      }
+      if (bad_range) {  // the server answered a different range than asked: start over
+        MINERU_RETURN_IF_ERROR(part.Truncate());
+        last_error = "the server answered the Range request with another range";
+        continue;
+      }
+      switch (r.failure) {
+        case HttpFailure::kNone:
+          complete = true;
+          break;
+        case HttpFailure::kUnreachable:
+          return Unreachable(url, r.error);
+        case HttpFailure::kTransfer:
+          last_error = r.error;
+          if (attempt < o_.max_attempts) Backoff(attempt);
+          break;
+        case HttpFailure::kAborted:
+        case HttpFailure::kOther:
+          return Status(StatusCode::kUnavailable, "downloading " + f.path + " failed: " + r.error + " (" + url + ")");
+      }
+    }
+    if (!complete) {
+      return Status(StatusCode::kDeadlineExceeded,
+                    "downloading " + f.path + " failed " + std::to_string(attempt) + " times (last: " + last_error +
+                        "); the " + std::to_string(part.size()) + " bytes received are kept in " + part_path +
+                        " and the next run resumes from there");
+    }
+
+    // Verify, then move into place.
+    Emit(DownloadProgress::Event::kVerifying, f.path, part.size(), f.size.value_or(part.size()));
+    if (f.size && part.size() != *f.size) {
+      const uint64_t got = part.size();
+      part.Remove();
+      return DataLossError("size mismatch for " + f.path + ": expected " + std::to_string(*f.size) + " bytes, received " +
+                           std::to_string(got) + "; deleted " + part_path +
+                           " (run again to retry; if it persists the server sends a different file than it lists)");
+    }
+    const std::string digest = part.Digest();
+    if (!f.sha256.empty() && digest != f.sha256) {
+      part.Remove();
+      return DataLossError("sha256 mismatch for " + f.path + ": expected " + f.sha256 + ", got " + digest + "; deleted " +
+                           part_path + " (run again to retry; if it persists the file on the server is corrupt)");
+    }
+    MINERU_RETURN_IF_ERROR(part.Sync());
+    part.Close();
+    if (std::rename(part_path.c_str(), final_path.c_str()) != 0) {
+      return IoError("cannot rename " + part_path + " to " + final_path + ": " + std::strerror(errno));
+    }
+    ++fetched_;
+    Emit(DownloadProgress::Event::kFileDone, f.path, f.size.value_or(0), f.size.value_or(0));
+    return Status::Ok();
+  }
+
+  DownloadOptions o_;
+  const ProgressFn& progress_;
+  std::string endpoint_;
+  std::unique_ptr<HttpClient> http_;
+  std::vector<RemoteFile> plan_;
+  size_t current_ = 0;
+  uint64_t done_before_ = 0, total_ = 0, net_bytes_ = 0;
+  int fetched_ = 0, skipped_ = 0;
+};
+
+}  // namespace
+
+StatusOr<HubSource> ParseHubSource(std::string_view name) {
+  const std::string n = Lower(std::string(name));
+  if (n == "huggingface" || n == "hf" || n == "hugging-face") return HubSource::kHuggingFace;
+  if (n == "modelscope" || n == "ms") return HubSource::kModelScope;
+  return InvalidArgumentError("unknown source '" + std::string(name) + "' (use huggingface or modelscope)");
+}
+
+const char* HubSourceName(HubSource source) {
+  return source == HubSource::kHuggingFace ? "huggingface" : "modelscope";
+}
+
+std::string DefaultRepo(HubSource source) {
+  return source == HubSource::kHuggingFace ? "opendatalab/MinerU2.5-2509-1.2B" : "OpenDataLab/MinerU2.5-2509-1.2B";
+}
+
+std::string DefaultRevision(HubSource source) { return source == HubSource::kHuggingFace ? "main" : "master"; }
+
+std::string DefaultModelDir() {
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/mineru-cpp/MinerU2.5-2509-1.2B";
+}
+
+std::string ResolveEndpoint(const DownloadOptions& o) {
+  std::string e = o.endpoint;
+  if (e.empty()) {
+    if (o.source == HubSource::kHuggingFace) {
+      if (const char* v = std::getenv("HF_ENDPOINT"); v && *v) e = v;
+      else e = "https://huggingface.co";
+    } else {
+      if (const char* v = std::getenv("MODELSCOPE_ENDPOINT"); v && *v) e = v;
+      else if (const char* d = std::getenv("MODELSCOPE_DOMAIN"); d && *d) e = d;
+      else e = "https://www.modelscope.cn";
+    }
+  }
+  if (e.find("://") == std::string::npos) e = "https://" + e;
+  while (!e.empty() && e.back() == '/') e.pop_back();
+  return e;
+}
+
+std::string UrlEncode(std::string_view s, bool keep_slash) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+bool IsWantedModelFile(std::string_view path) {
+  for (const char* n : kSmallFiles) {
+    if (path == n) return true;
+  }
+  return path == kSingleName || path == kIndexName;
+}
+
+Status DownloadModel(const DownloadOptions& options, const ProgressFn& progress, DownloadSummary* summary) {
+  Job job(options, progress);
+  return job.Run(summary);
+}
+
+bool ModelLooksComplete(const std::string& dir) {
+  for (int i = 0; i < kRequiredSmall; ++i) {
+    if (!FileSize(dir + "/" + kSmallFiles[i])) return false;
+  }
+  if (FileSize(dir + "/" + kSingleName)) return true;
+  if (!FileSize(dir + "/" + kIndexName)) return false;
+  StatusOr<std::vector<std::string>> shards = ShardsOfIndex(dir + "/" + kIndexName);
+  if (!shards.ok()) return false;
+  for (const std::string& s : *shards) {
+    if (!FileSize(dir + "/" + s)) return false;
+  }
+  return true;
+}
+
+}  // namespace mineru

@@ -1,0 +1,265 @@
+// download/http.cc — libcurl wrapper: redirects, per-hop headers, error classification.
+#include "download/http.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <curl/curl.h>
+
+namespace mineru::download_internal {
+namespace {
+
+std::once_flag g_curl_init;
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+std::optional<uint64_t> ParseU64(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+// Strips W/ and quotes from an ETag.
+std::string Unquote(std::string s) {
+  if (s.rfind("W/", 0) == 0) s = s.substr(2);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  return s;
+}
+
+struct Transfer {
+  ResponseHead cur;
+  bool cur_has_location = false;
+  std::optional<uint64_t> linked_size;
+  std::string linked_etag;
+  ResponseHead final_head;
+  bool head_done = false;
+  bool aborted = false;
+  const std::function<bool(const ResponseHead&)>* on_head = nullptr;
+  const std::function<bool(const char*, size_t)>* on_data = nullptr;
+  std::string* body = nullptr;
+  size_t max_bytes = 0;
+
+  // Returns false when the caller aborted.
+  bool FinishHead() {
+    if (head_done) return true;
+    head_done = true;
+    final_head = cur;
+    final_head.linked_size = linked_size;
+    final_head.linked_etag = linked_etag;
+    if (on_head && *on_head && !(*on_head)(final_head)) {
+      aborted = true;
+      return false;
+    }
+    return true;
+  }
+};
+
+size_t HeaderCallback(char* data, size_t size, size_t nitems, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * nitems;
+  std::string line(data, n);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.rfind("HTTP/", 0) == 0) {  // a new response (first, after a 1xx, or after a redirect)
+    t->cur = ResponseHead();
+    t->cur_has_location = false;
+    const size_t sp = line.find(' ');
+    if (sp != std::string::npos) t->cur.status = std::strtol(line.c_str() + sp + 1, nullptr, 10);
+    return n;
+  }
+  if (line.empty()) {  // end of this response's headers
+    const long st = t->cur.status;
+    if (st >= 100 && st < 200) return n;                                // interim
+    if (st >= 300 && st < 400 && st != 304 && t->cur_has_location) return n;  // curl follows it
+    return t->FinishHead() ? n : 0;
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string::npos) return n;
+  const std::string name = Lower(Trim(line.substr(0, colon)));
+  const std::string value = Trim(line.substr(colon + 1));
+  if (name == "content-length") {
+    t->cur.content_length = ParseU64(value);
+  } else if (name == "content-range") {
+    // "bytes 100-199/200" or "bytes */200"
+    std::string v = value;
+    if (Lower(v.substr(0, 6)) == "bytes ") v = Trim(v.substr(6));
+    const size_t slash = v.find('/');
+    if (slash != std::string::npos) {
+      t->cur.range_total = ParseU64(v.substr(slash + 1));
+      const std::string span = v.substr(0, slash);
+      const size_t dash = span.find('-');
+      if (dash != std::string::npos) t->cur.range_start = ParseU64(span.substr(0, dash));
+    }
+  } else if (name == "x-linked-size") {
+    t->linked_size = ParseU64(value);
+  } else if (name == "x-linked-etag") {
+    t->linked_etag = Unquote(value);
+  } else if (name == "x-error-message") {
+    t->cur.error_message = value;
+  } else if (name == "location") {
+    t->cur_has_location = !value.empty();
+  }
+  return n;
+}
+
+size_t WriteCallback(char* data, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * nmemb;
+  if (!t->head_done && !t->FinishHead()) return 0;
+  if (t->aborted) return 0;
+  if (t->body) {
+    if (t->body->size() + n > t->max_bytes) {
+      t->aborted = true;
+      return 0;
+    }
+    t->body->append(data, n);
+    return n;
+  }
+  if (t->on_data && *t->on_data && !(*t->on_data)(data, n)) {
+    t->aborted = true;
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+HttpClient::HttpClient(HttpOptions options) : options_(std::move(options)) {
+  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  curl_ = curl_easy_init();
+}
+
+HttpClient::~HttpClient() {
+  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+namespace {
+
+HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64_t range_start, long timeout_s,
+                   Transfer* t) {
+  HttpResult r;
+  char errbuf[CURL_ERROR_SIZE];
+  errbuf[0] = '\0';
+  curl_easy_reset(c);
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#endif
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "mineru-cpp/0.1");
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o.connect_timeout_s);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, o.low_speed_bytes_s);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o.low_speed_time_s);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (timeout_s > 0) curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &HeaderCallback);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteCallback);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+  std::string range;
+  if (range_start > 0) {
+    range = std::to_string(range_start) + "-";
+    curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
+  }
+  curl_slist* headers = nullptr;
+  if (!o.bearer_token.empty()) {
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + o.bearer_token).c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  }
+  const CURLcode code = curl_easy_perform(c);
+  if (code == CURLE_OK && !t->head_done) t->FinishHead();  // e.g. an empty body
+  curl_slist_free_all(headers);
+
+  r.head_seen = t->head_done;
+  r.head = t->final_head;
+  if (code == CURLE_OK) {
+    r.failure = t->aborted ? HttpFailure::kAborted : HttpFailure::kNone;
+    return r;
+  }
+  r.error = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(code));
+  while (!r.error.empty() && (r.error.back() == '\n' || r.error.back() == '\r')) r.error.pop_back();
+  if (t->aborted) {
+    r.failure = HttpFailure::kAborted;
+    return r;
+  }
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+      r.failure = t->head_done ? HttpFailure::kTransfer : HttpFailure::kUnreachable;
+      break;
+    case CURLE_OPERATION_TIMEDOUT: {
+      curl_off_t connect_us = 0;
+      curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &connect_us);
+      r.failure = (!t->head_done && connect_us == 0) ? HttpFailure::kUnreachable : HttpFailure::kTransfer;
+      break;
+    }
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+      r.failure = HttpFailure::kTransfer;
+      break;
+    default:
+      r.failure = HttpFailure::kOther;
+      break;
+  }
+  return r;
+}
+
+}  // namespace
+
+HttpResult HttpClient::GetSmall(const std::string& url, std::string* body, size_t max_bytes, long timeout_s) {
+  body->clear();
+  Transfer t;
+  t.body = body;
+  t.max_bytes = max_bytes;
+  if (!curl_) return HttpResult{HttpFailure::kOther, "cannot initialise libcurl", {}, false};
+  return Perform(static_cast<CURL*>(curl_), options_, url, 0, timeout_s, &t);
+}
+
+HttpResult HttpClient::Stream(const std::string& url, uint64_t range_start,
+                              const std::function<bool(const ResponseHead&)>& on_head,
+                              const std::function<bool(const char*, size_t)>& on_data) {
+  Transfer t;
+  t.on_head = &on_head;
+  t.on_data = &on_data;
+  if (!curl_) return HttpResult{HttpFailure::kOther, "cannot initialise libcurl", {}, false};
+  return Perform(static_cast<CURL*>(curl_), options_, url, range_start, 0, &t);
+}
+
+std::string UrlHost(const std::string& url) {
+  size_t b = url.find("://");
+  b = (b == std::string::npos) ? 0 : b + 3;
+  size_t e = url.find_first_of("/?#", b);
+  std::string host = url.substr(b, e == std::string::npos ? std::string::npos : e - b);
+  const size_t at = host.rfind('@');
+  if (at != std::string::npos) host = host.substr(at + 1);
+  return host;
+}
+
+}  // namespace mineru::download_internal

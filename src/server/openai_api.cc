@@ -1,0 +1,261 @@
+// server/openai_api.cc — GET /v1/models and POST /v1/chat/completions (streaming and not), with
+// the fields MinerU's http client sends (see spec/HTTP_CLIENT_CONTRACT.md). Requests go through
+// the engine's scheduler, so concurrent users batch together.
+
+#include <chrono>
+#include <thread>
+
+#include "image/decode.h"
+#include "server/base64.h"
+#include "server/state.h"
+
+namespace mineru::server {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Parses a chat-completion body into an engine request. Errors are the client's (400/413).
+Status ParseChatRequest(const Json& body, const Server::State& st, EngineRequest* out, bool* stream) {
+  if (!body.is_object()) return InvalidArgumentError("the body must be a JSON object");
+  if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
+    return InvalidArgumentError("'messages' must be a non-empty array");
+  }
+  DecodeLimits limits;
+  limits.max_pixels = st.opt.max_image_pixels;
+  for (const Json& m : body["messages"]) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+      return InvalidArgumentError("each message needs a string 'role'");
+    }
+    ChatMessage cm;
+    cm.role = m["role"].get<std::string>();
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant") {
+      return InvalidArgumentError("unsupported role '" + cm.role + "'");
+    }
+    const Json& content = m.contains("content") ? m["content"] : Json();
+    if (content.is_string()) {
+      cm.parts.push_back({ChatPart::kText, content.get<std::string>(), -1});
+    } else if (content.is_array()) {
+      for (const Json& p : content) {
+        const std::string type = p.is_object() && p.contains("type") && p["type"].is_string() ? p["type"].get<std::string>() : "";
+        if (type == "text") {
+          if (!p.contains("text") || !p["text"].is_string()) return InvalidArgumentError("a text part needs 'text'");
+          cm.parts.push_back({ChatPart::kText, p["text"].get<std::string>(), -1});
+        } else if (type == "image_url") {
+          std::string url;
+          if (p.contains("image_url") && p["image_url"].is_object() && p["image_url"].contains("url") &&
+              p["image_url"]["url"].is_string()) {
+            url = p["image_url"]["url"].get<std::string>();
+          } else if (p.contains("image_url") && p["image_url"].is_string()) {
+            url = p["image_url"].get<std::string>();
+          } else {
+            return InvalidArgumentError("an image_url part needs image_url.url");
+          }
+          if (url.rfind("data:", 0) != 0) {
+            if (!st.opt.allow_remote_images) {
+              return InvalidArgumentError("remote image URLs are refused; send a data URL (or start the server with "
+                                          "--allow-remote-images)");
+            }
+            return UnimplementedError("fetching remote images is not supported by this build; send a data URL");
+          }
+          const size_t comma = url.find(',');
+          if (comma == std::string::npos || url.substr(0, comma).find(";base64") == std::string::npos) {
+            return InvalidArgumentError("image data URLs must be base64 (data:image/...;base64,...)");
+          }
+          auto bytes = Base64Decode(std::string_view(url).substr(comma + 1));
+          if (!bytes) return InvalidArgumentError("invalid base64 in an image data URL");
+          auto img = DecodeImage(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), limits);
+          if (!img.ok()) return img.status().WithPrefix("image");
+          cm.parts.push_back({ChatPart::kImage, "", static_cast<int>(out->images.size())});
+          out->images.push_back(std::move(img).value());
+        } else {
+          return InvalidArgumentError("unsupported content part type '" + type + "'");
+        }
+      }
+    } else if (!content.is_null()) {
+      return InvalidArgumentError("'content' must be a string or an array of parts");
+    }
+    out->messages.push_back(std::move(cm));
+  }
+  auto num = [&](const char* key, double lo, double hi, auto* dst) -> Status {
+    if (!body.contains(key) || body[key].is_null()) return Status::Ok();
+    if (!body[key].is_number()) return InvalidArgumentError(std::string("'") + key + "' must be a number");
+    const double v = body[key].get<double>();
+    if (!(v >= lo && v <= hi)) return InvalidArgumentError(std::string("'") + key + "' is out of range");
+    *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(v);
+    return Status::Ok();
+  };
+  SamplingParams& s = out->sampling;
+  s.temperature = 1.0f;  // OpenAI's default
+  s.top_p = 1.0f;
+  MINERU_RETURN_IF_ERROR(num("temperature", 0, 100, &s.temperature));
+  MINERU_RETURN_IF_ERROR(num("top_p", 0, 1, &s.top_p));
+  MINERU_RETURN_IF_ERROR(num("top_k", -1, 1e9, &s.top_k));
+  MINERU_RETURN_IF_ERROR(num("presence_penalty", -2, 2, &s.presence_penalty));
+  MINERU_RETURN_IF_ERROR(num("frequency_penalty", -2, 2, &s.frequency_penalty));
+  MINERU_RETURN_IF_ERROR(num("repetition_penalty", 0.01, 100, &s.repetition_penalty));
+  MINERU_RETURN_IF_ERROR(num("seed", 0, 1.8e19, &s.seed));
+  MINERU_RETURN_IF_ERROR(num("no_repeat_ngram_size", 0, 100000, &s.no_repeat_ngram_size));
+  if (body.contains("vllm_xargs") && body["vllm_xargs"].is_object()) {
+    const Json& x = body["vllm_xargs"];
+    if (x.contains("no_repeat_ngram_size")) {
+      if (!x["no_repeat_ngram_size"].is_number_integer() || x["no_repeat_ngram_size"].get<int64_t>() < 0) {
+        return InvalidArgumentError("vllm_xargs.no_repeat_ngram_size must be a non-negative integer");
+      }
+      s.no_repeat_ngram_size = static_cast<int>(std::min<int64_t>(x["no_repeat_ngram_size"].get<int64_t>(), 100000));
+    }
+  }
+  int max_tokens = st.opt.default_max_tokens;
+  MINERU_RETURN_IF_ERROR(num("max_tokens", 1, 1e9, &max_tokens));
+  MINERU_RETURN_IF_ERROR(num("max_completion_tokens", 1, 1e9, &max_tokens));
+  out->max_new_tokens = max_tokens;
+  out->skip_special_tokens = true;  // vLLM's default; MinerU sends false
+  if (body.contains("skip_special_tokens")) {
+    if (!body["skip_special_tokens"].is_boolean()) return InvalidArgumentError("'skip_special_tokens' must be a boolean");
+    out->skip_special_tokens = body["skip_special_tokens"].get<bool>();
+  }
+  if (body.contains("ignore_eos")) {
+    if (!body["ignore_eos"].is_boolean()) return InvalidArgumentError("'ignore_eos' must be a boolean");
+    out->ignore_eos = body["ignore_eos"].get<bool>();
+  }
+  *stream = body.contains("stream") && body["stream"].is_boolean() && body["stream"].get<bool>();
+  if (body.contains("n") && !(body["n"].is_number_integer() && body["n"].get<int>() == 1)) {
+    return InvalidArgumentError("only n = 1 is supported");
+  }
+  out->timeout_s = st.opt.request_timeout_s;
+  return Status::Ok();
+}
+
+std::string CompletionId() { return "chatcmpl-" + NewJobId().substr(0, 24); }
+
+Json Usage(const Completion& c) {
+  const int64_t gen = static_cast<int64_t>(c.ids.size());
+  return {{"prompt_tokens", c.prompt_tokens},
+          {"completion_tokens", gen},
+          {"total_tokens", c.prompt_tokens + gen},
+          {"prompt_tokens_details", {{"cached_tokens", c.cached_prompt_tokens}}}};
+}
+
+}  // namespace
+
+void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
+  http.Get("/v1/models", [&st](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200,
+             {{"object", "list"},
+              {"data", {{{"id", st.opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "mineru.cpp"},
+                         {"max_model_len", st.opt.engine.max_prompt_tokens + st.opt.default_max_tokens}}}}});
+  });
+
+  http.Post("/v1/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) {
+    if (!st.ready) return SendError(res, 503, st.load_error.empty() ? "the model is loading" : st.load_error);
+    if (st.draining) return SendError(res, 503, "the server is shutting down");
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
+    EngineRequest er;
+    bool stream = false;
+    Status ps = ParseChatRequest(body, st, &er, &stream);
+    if (!ps.ok()) {
+      const int code = ps.code() == StatusCode::kResourceExhausted ? 413 : 400;
+      return SendError(res, code, ps.message());
+    }
+    const double t0 = Now();
+    auto h = st.engine->Submit(std::move(er));
+    if (!h.ok()) {
+      int code = HttpStatusFor(h.status());
+      // A prompt that can never fit is the client's problem; a full queue is ours.
+      if (h.status().code() == StatusCode::kResourceExhausted && h.status().message().find("too many") == std::string::npos) {
+        code = 400;
+      }
+      st.metrics.Inc("mineru_chat_rejected_total", "code=\"" + std::to_string(code) + "\"");
+      return SendError(res, code, h.status().message());
+    }
+    std::shared_ptr<RequestHandle> handle = *h;
+    const std::string id = CompletionId();
+    const int64_t created = static_cast<int64_t>(NowSeconds());
+    const std::string model = st.opt.model_name;
+    if (stream) {
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [&st, handle, id, created, model, t0](size_t, httplib::DataSink& sink) {
+            auto send = [&](const Json& j) {
+              const std::string line = "data: " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+              return sink.write(line.data(), line.size());
+            };
+            Json base = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model}};
+            Json first = base;
+            first["choices"] = {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}};
+            if (!send(first)) {
+              handle->Cancel();
+              return false;
+            }
+            std::string text;
+            while (handle->Next(&text, nullptr)) {
+              if (text.empty()) continue;
+              Json chunk = base;
+              chunk["choices"] = {{{"index", 0}, {"delta", {{"content", text}}}, {"finish_reason", nullptr}}};
+              text.clear();
+              if (!send(chunk)) {  // the client went away: stop generating for it
+                handle->Cancel();
+                st.metrics.Inc("mineru_client_disconnects_total");
+                return false;
+              }
+            }
+            Completion c = handle->Wait();
+            Json last = base;
+            const std::string reason = c.finish_reason == "stop" || c.finish_reason == "length" ? c.finish_reason : "stop";
+            last["choices"] = {{{"index", 0}, {"delta", Json::object()}, {"finish_reason", reason}}};
+            last["usage"] = Usage(c);
+            if (c.finish_reason == "error") last["error"] = {{"message", c.error}};
+            send(last);
+            const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+            sink.done();
+            st.metrics.Observe("mineru_chat_latency_seconds", Now() - t0, "stream=\"true\"");
+            st.metrics.Inc("mineru_generated_tokens_http_total", "", double(c.ids.size()));
+            return true;
+          });
+      return;
+    }
+    // Non-streaming: the answer is one JSON object. While it is being generated we send a space
+    // (allowed before JSON) every two seconds; a failed write means the client disconnected, and
+    // the request is cancelled instead of running to the end for nobody.
+    res.set_chunked_content_provider(
+        "application/json", [&st, handle, id, created, model, t0](size_t, httplib::DataSink& sink) {
+          Completion c;
+          double last_ping = Now();
+          while (!handle->WaitFor(0.5, &c)) {
+            if (Now() - last_ping >= 2.0) {
+              if (!sink.write(" ", 1)) {
+                handle->Cancel();
+                st.metrics.Inc("mineru_client_disconnects_total");
+                return false;
+              }
+              last_ping = Now();
+            }
+          }
+          Json out;
+          if (c.finish_reason == "error") {
+            out = {{"object", "error"}, {"error", {{"message", c.error}, {"type", "server_error"}, {"code", 500}}}};
+          } else {
+            const std::string reason = c.finish_reason == "cancelled" ? "length" : c.finish_reason;
+            out = {{"id", id},
+                   {"object", "chat.completion"},
+                   {"created", created},
+                   {"model", model},
+                   {"choices",
+                    {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", c.text}}}, {"finish_reason", reason}}}},
+                   {"usage", Usage(c)}};
+          }
+          const std::string text = out.dump(-1, ' ', false, Json::error_handler_t::replace);
+          sink.write(text.data(), text.size());
+          sink.done();
+          st.metrics.Observe("mineru_chat_latency_seconds", Now() - t0, "stream=\"false\"");
+          st.metrics.Inc("mineru_generated_tokens_http_total", "", double(c.ids.size()));
+          return true;
+        });
+  });
+}
+
+}  // namespace mineru::server

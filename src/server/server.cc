@@ -1,0 +1,238 @@
+#include "server/server.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include "base/mapped_file.h"
+#include "server/state.h"
+
+namespace mineru::server {
+
+void SendJson(httplib::Response& res, int status, const Json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+}
+
+void SendError(httplib::Response& res, int status, const std::string& message) {
+  const char* type = status == 401 ? "authentication_error"
+                     : status == 429 ? "rate_limit_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  SendJson(res, status, {{"object", "error"}, {"error", {{"message", message}, {"type", type}, {"code", status}}}});
+}
+
+int HttpStatusFor(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kDataLoss:
+    case StatusCode::kUnimplemented: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kDeadlineExceeded: return 504;
+    default: return 500;
+  }
+}
+
+Server::Server(ServerOptions options) : opt_(std::move(options)), st_(std::make_unique<State>()) {
+  st_->opt = opt_;
+}
+
+Server::~Server() {
+  if (!st_->draining) Drain(0);
+  Wait();
+}
+
+namespace {
+
+bool MakeDir(const std::string& d) { return ::mkdir(d.c_str(), 0755) == 0 || errno == EEXIST; }
+
+std::string BaseName(std::string p) {
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  const size_t s = p.find_last_of('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+void LoadModel(Server::State& st) {
+  auto m = Qwen2VLModel::Load(st.opt.model_dir);
+  if (!m.ok()) {
+    st.load_error = m.status().ToString();
+    std::fprintf(stderr, "error: model: %s\n", st.load_error.c_str());
+    return;
+  }
+  st.model = std::move(m).value();
+  const std::string tj = st.opt.model_dir + "/tokenizer.json";
+  if (FileExists(tj)) {
+    auto t = Tokenizer::LoadFromFile(tj);
+    if (!t.ok()) {
+      st.load_error = t.status().ToString();
+      return;
+    }
+    st.tokenizer = std::move(t).value();
+  }
+  auto e = Engine::Create(*st.model, st.tokenizer.get(), st.opt.engine);
+  if (!e.ok()) {
+    st.load_error = e.status().ToString();
+    return;
+  }
+  st.engine = std::move(e).value();
+  st.ready = true;
+  st.jobs_cv.notify_all();
+  std::fprintf(stderr, "model ready: %s\n", st.opt.model_dir.c_str());
+}
+
+}  // namespace
+
+StatusOr<int> Server::Start() {
+  State& st = *st_;
+  if (st.opt.model_name.empty()) st.opt.model_name = BaseName(st.opt.model_dir);
+  if (st.opt.model_name.empty()) st.opt.model_name = "mineru2.5";
+  if (!MakeDir(st.opt.data_dir) || !MakeDir(st.opt.data_dir + "/jobs")) {
+    return IoError("cannot create data directory " + st.opt.data_dir);
+  }
+  MINERU_ASSIGN_OR_RETURN(st.jobs, JobStore::Open(st.opt.jobs_db.empty() ? st.opt.data_dir + "/jobs.sqlite3"
+                                                                          : st.opt.jobs_db));
+  MINERU_ASSIGN_OR_RETURN(int requeued, st.jobs->RequeueInterrupted());
+  if (requeued > 0) std::fprintf(stderr, "resuming %d interrupted job(s)\n", requeued);
+  if (!st.opt.replay.empty()) {
+    MINERU_ASSIGN_OR_RETURN(st.doc_backend, pipeline::MakeReplayBackend(st.opt.replay));
+  }
+
+  http_ = std::make_unique<httplib::Server>();
+  httplib::Server& http = *http_;
+  const int threads = std::max(8, st.opt.http_threads);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_payload_max_length(st.opt.max_body_mb << 20);
+  http.set_read_timeout(60, 0);
+  http.set_write_timeout(600, 0);
+  http.set_keep_alive_max_count(1000);
+
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    State& s = *st_;
+    const bool open_path = req.path == "/health" || req.method == "OPTIONS" ||
+                           (req.method == "GET" && req.path.rfind("/v1", 0) != 0 && req.path.rfind("/tasks", 0) != 0 &&
+                            req.path != "/metrics");
+    if (!s.opt.api_key.empty() && !open_path) {
+      if (req.get_header_value("Authorization") != "Bearer " + s.opt.api_key) {
+        s.metrics.Inc("mineru_http_errors_total", "code=\"401\"");
+        SendError(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    std::string route = req.path.rfind("/tasks", 0) == 0 ? "/tasks" : req.path;
+    if (route.size() > 40 || route.find('.') != std::string::npos) route = "other";
+    st_->metrics.Inc("mineru_http_requests_total",
+                     "route=\"" + route + "\",code=\"" + std::to_string(res.status) + "\"");
+  });
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SendError(res, 500, what);
+  });
+
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    State& s = *st_;
+    if (!s.load_error.empty()) return SendJson(res, 503, {{"status", "error"}, {"error", s.load_error}});
+    if (s.draining) return SendJson(res, 503, {{"status", "draining"}});
+    if (!s.ready) return SendJson(res, 503, {{"status", "loading"}});
+    EngineStats es = s.engine->Stats();
+    Json body = {{"status", "ok"},
+                 {"model", s.opt.model_name},
+                 {"queue", {{"running", es.running}, {"waiting", es.waiting}}},
+                 {"kv_blocks", {{"used", es.kv_blocks_used}, {"total", es.kv_blocks_total}}},
+                 {"jobs", {{"queued", s.jobs->CountByStatus("queued").ok() ? *s.jobs->CountByStatus("queued") : -1},
+                           {"running", s.jobs_running.load()}}}};
+    SendJson(res, 200, body);
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    State& s = *st_;
+    std::vector<std::pair<std::string, double>> g = {{"mineru_ready", s.ready ? 1.0 : 0.0},
+                                                     {"mineru_jobs_running", double(s.jobs_running.load())}};
+    auto q = s.jobs->CountByStatus("queued");
+    g.push_back({"mineru_jobs_queued", q.ok() ? double(*q) : -1.0});
+    if (s.ready) {
+      EngineStats es = s.engine->Stats();
+      g.insert(g.end(), {{"mineru_requests_running", double(es.running)},
+                         {"mineru_queue_depth", double(es.waiting)},
+                         {"mineru_kv_blocks_used", double(es.kv_blocks_used)},
+                         {"mineru_kv_blocks_total", double(es.kv_blocks_total)},
+                         {"mineru_kv_blocks_cached", double(es.kv_blocks_cached)},
+                         {"mineru_kv_bytes_allocated", double(es.kv_bytes_allocated)},
+                         {"mineru_prefix_cache_lookups_total", double(es.prefix_lookups)},
+                         {"mineru_prefix_cache_hits_total", double(es.prefix_hits)},
+                         {"mineru_image_cache_hits_total", double(es.image_cache_hits)},
+                         {"mineru_image_cache_misses_total", double(es.image_cache_misses)},
+                         {"mineru_generated_tokens_total", double(es.generated_tokens)},
+                         {"mineru_computed_tokens_total", double(es.computed_tokens)},
+                         {"mineru_engine_steps_total", double(es.steps)}});
+    }
+    res.set_content(s.metrics.Render(g), "text/plain; version=0.0.4");
+  });
+
+  RegisterOpenAiRoutes(http, st);
+  RegisterDocumentRoutes(http, st);
+
+  // The web page: the built app if present, else a pointer to how to build it.
+  std::string web = st.opt.web_dir;
+  if (!web.empty() && FileExists(web + "/index.html")) {
+    http.set_mount_point("/", web);
+  } else {
+    http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(
+          "<!doctype html><title>mineru.cpp</title><h1>mineru.cpp</h1><p>The web page is not built: run "
+          "<code>cd web &amp;&amp; npm ci &amp;&amp; npm run build</code> and start the server with "
+          "<code>--web-dir web/dist</code>. The API is at /v1/chat/completions, /file_parse and /tasks.</p>",
+          "text/html");
+    });
+  }
+
+  const int port = st.opt.port == 0 ? http.bind_to_any_port(st.opt.host) : (http.bind_to_port(st.opt.host, st.opt.port) ? st.opt.port : -1);
+  if (port < 0) return IoError("cannot listen on " + st.opt.host + ":" + std::to_string(st.opt.port));
+  listen_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  load_thread_ = std::thread([this] { LoadModel(*st_); });
+  for (int i = 0; i < std::max(1, st.opt.job_workers); ++i) workers_.emplace_back([this] { JobWorker(*st_); });
+  retention_thread_ = std::thread([this] {
+    while (!st_->draining) {
+      RetentionSweep(*st_);
+      std::unique_lock<std::mutex> lock(st_->jobs_mu);
+      st_->jobs_cv.wait_for(lock, std::chrono::seconds(60), [this] { return st_->draining.load(); });
+    }
+  });
+  return port;
+}
+
+void Server::Drain(double drain_s) {
+  State& st = *st_;
+  st.draining = true;
+  st.jobs_cv.notify_all();
+  // Job workers finish the page in flight or leave the job "running" for the next start.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(drain_s);
+  while (st.jobs_running > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::unique_lock<std::mutex> lock(st.jobs_mu);
+    st.jobs_cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  if (http_) http_->stop();  // closes the listener; in-flight handlers complete
+}
+
+void Server::Wait() {
+  if (listen_thread_.joinable()) listen_thread_.join();
+  if (load_thread_.joinable()) load_thread_.join();
+  if (retention_thread_.joinable()) retention_thread_.join();
+  // Workers stop at the next page boundary once draining (their job goes back to the queue).
+  for (auto& w : workers_) {
+    if (w.joinable()) w.join();
+  }
+  workers_.clear();
+}
+
+}  // namespace mineru::server

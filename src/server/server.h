@@ -1,0 +1,78 @@
+// server/server.h — `mineru-cpp serve`: the OpenAI-style model API (MinerU's http-client talks to
+// it), mineru-api's document API (/file_parse, durable /tasks), operations endpoints (/health,
+// /metrics) and the web page. HTTP only at the edge: requests become EngineRequests or document
+// jobs; no model logic here.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "pipeline/backend.h"
+#include "server/job_store.h"
+#include "server/metrics.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace mineru::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 30000;
+  std::string model_dir;
+  std::string model_name;  // id in /v1/models (default: the model directory's name)
+  std::string api_key;     // empty: no auth
+  bool allow_remote_images = false;
+  std::string data_dir = "mineru-data";  // uploads, job outputs
+  std::string jobs_db;                   // default: data_dir/jobs.sqlite3
+  double retention_hours = 24 * 7;
+  int job_workers = 2;
+  size_t max_queued_jobs = 1000;
+  size_t max_body_mb = 200;
+  int64_t max_image_pixels = 50000000;
+  int max_pages = 1000;           // per document
+  int default_max_tokens = 4096;  // when a chat request sends none
+  double request_timeout_s = 600;
+  int http_threads = 128;
+  std::string replay;  // document jobs use recorded outputs (tests)
+  int replay_delay_ms = 0;
+  std::string web_dir;  // built web page (web/dist)
+  EngineConfig engine;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+
+  // Binds and starts serving in background threads; the model loads asynchronously (/health
+  // answers 503 until it is ready). Returns the bound port.
+  StatusOr<int> Start();
+  // Stops accepting, lets in-flight requests finish, stops job workers (a running job that does
+  // not finish within drain_s stays "running" in the store and is resumed on the next start).
+  void Drain(double drain_s = 30);
+  // Blocks until Drain() completes.
+  void Wait();
+
+  // Shared state for the route handlers (openai_api.cc, document_api.cc).
+  struct State;
+
+ private:
+  ServerOptions opt_;
+  std::unique_ptr<State> st_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listen_thread_, load_thread_, retention_thread_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace mineru::server

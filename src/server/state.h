@@ -1,0 +1,46 @@
+// server/state.h — what the route handlers share (private to the server layer).
+#pragma once
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/qwen2vl.h"
+#include "server/server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mineru::server {
+
+using Json = nlohmann::json;
+
+struct Server::State {
+  ServerOptions opt;
+  std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};
+  std::string load_error;
+  std::unique_ptr<Qwen2VLModel> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<pipeline::Backend> doc_backend;
+  std::unique_ptr<JobStore> jobs;
+  Metrics metrics;
+  std::mutex jobs_mu;
+  std::condition_variable jobs_cv;
+  std::atomic<int> jobs_running{0};
+  std::atomic<int> inflight_http{0};
+};
+
+// Writes an OpenAI-style error body {"object":"error","error":{"message","type","code"}}.
+void SendError(httplib::Response& res, int status, const std::string& message);
+void SendJson(httplib::Response& res, int status, const Json& body);
+// The HTTP status for a Status from the engine or the pipeline.
+int HttpStatusFor(const Status& s);
+
+void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st);
+void RegisterDocumentRoutes(httplib::Server& http, Server::State& st);
+// Job worker loop (runs until draining).
+void JobWorker(Server::State& st);
+// Deletes finished jobs past retention (and their files).
+void RetentionSweep(Server::State& st);
+
+}  // namespace mineru::server
