@@ -1,6 +1,7 @@
 // cli/cmd_serve.cc — `mineru-cpp serve`: the HTTP service. SIGTERM/SIGINT drain gracefully: stop
 // accepting, let in-flight requests finish, leave unfinished jobs for the next start.
 
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,6 +28,10 @@ struct ServeFlags {
 };
 
 int RunServe(ServeFlags f) {
+  // Large buffers (page images, activations) always come from mmap and go back to the OS when
+  // freed, and few malloc arenas: the server's memory returns to its baseline after load.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_ARENA_MAX, 4);
   f.o.model_dir = ResolveModelDir(f.model);
   f.o.engine.threads = static_cast<int>(ResolveThreads(f.threads));
   f.o.engine.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
@@ -95,6 +100,7 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--threads", f->threads, "Compute threads (default: all cores)");
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   c->add_option("--replay", f->o.replay, "Document jobs use recorded outputs (tests)");
+  c->add_option("--replay-delay-ms", f->o.replay_delay_ms, "With --replay: latency per page (tests)");
   c->add_option("--web-dir", f->o.web_dir, "Built web page (default: web/dist of the source tree)");
   c->add_option("--drain-seconds", f->drain_s, "Graceful shutdown budget")->capture_default_str();
   c->callback([f, run] { *run = [f] { return RunServe(*f); }; });

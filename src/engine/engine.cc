@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <malloc.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -422,11 +423,20 @@ bool Engine::RunStep() {
 }
 
 void Engine::Loop() {
+  bool trimmed = false;
   for (;;) {
     std::vector<std::unique_ptr<Seq>> fresh;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      if (incoming_.empty() && seqs_.empty() && !trimmed) {
+        // Idle: give freed memory (KV blocks, activations) back to the OS.
+        lock.unlock();
+        malloc_trim(0);
+        lock.lock();
+        trimmed = true;
+      }
       cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !seqs_.empty(); });
+      trimmed = false;
       if (stop_) break;
       while (!incoming_.empty()) {
         fresh.push_back(std::move(incoming_.front()));

@@ -2,9 +2,14 @@
 //
 // Every op writes into caller-owned outputs and allocates nothing on the hot path except
 // small per-call scratch. Activations are fp32, row-major. Weights are read as stored
-// (f32/bf16/f16) through WeightView and widened on the fly. These entry points are the
-// seam where SIMD/quantized versions replace the scalar reference (kernels/reference.cc);
-// the reference stays as the twin the tests compare against.
+// (f32/bf16/f16) through WeightView and widened on the fly, or in a block-quantized layout
+// (kernels/quant.h). These entry points dispatch once per call to the Highway kernels in
+// kernels/cpu/ (best SIMD target of this CPU); the scalar twins in kernels/reference.h stay
+// as the reference the tests compare against, selectable with SetBackend() or the
+// environment variable MINERU_KERNELS=ref.
+//
+// Thread safety: all ops are reentrant; two calls may run concurrently as long as they use
+// different pools (a ThreadPool is not reentrant). pool may always be null (single thread).
 #pragma once
 
 #include <cstddef>
@@ -15,36 +20,67 @@
 
 namespace mineru {
 
-// A read-only 2-D weight matrix [rows, cols], row-major, as stored on disk.
-// For a Linear layer rows = out_features, cols = in_features.
+// Storage format of a weight matrix. kNone: dense, element type given by WeightView::dtype.
+// The others are row-major rows of fixed-size blocks (see kernels/quant.h for the layouts):
+//   kQ8_0     blocks of 32 int8 with one f16 scale (GGUF block_q8_0, 34 bytes)
+//   kQ4_0     blocks of 32 4-bit values with one f16 scale (GGUF block_q4_0, 18 bytes)
+//   kQ4_G128  groups of 128 4-bit values with one f16 scale (66 bytes, nibbles as Q4_0)
+// Rows whose length is not a multiple of the block are zero-padded to whole blocks.
+enum class QuantType : uint8_t { kNone, kQ8_0, kQ4_0, kQ4_G128, kCount };
+
+// A read-only 2-D weight matrix [rows, cols], row-major, as stored on disk or quantized.
+// For a Linear layer rows = out_features, cols = in_features. For quant != kNone, dtype is
+// ignored and data points to rows * QuantizedRowBytes(quant, cols) bytes (no alignment
+// requirement, so a view may point into a mapped file).
 struct WeightView {
   DType dtype = DType::kF32;
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
+  QuantType quant = QuantType::kNone;
+
+  bool quantized() const { return quant != QuantType::kNone; }
 };
 
 namespace kernels {
 
+// Which implementation the public entry points run. kHighway (default) = SIMD kernels of
+// kernels/cpu/ on the best target this CPU supports; kReference = the scalar twins.
+// Process-wide (meant for tests and A/B figures); the initial value is kReference if the
+// environment variable MINERU_KERNELS is "ref" or "reference", else kHighway.
+enum class Backend { kHighway, kReference };
+void SetBackend(Backend b);
+Backend GetBackend();
+// Name of the SIMD target the Highway kernels run on now ("AVX2", "AVX3", "SSE4", "EMU128"…),
+// or "reference" under kReference.
+const char* ActiveTargetName();
+
 // y[m, n] = x[m, k] · W[n, k]^T (+ bias[n]). x and y must not alias. pool may be null.
+// Dense W is widened to fp32 on the fly. Quantized W (kernels/quant.h): for
+// m < kQuantDequantMinRows the rows of x are quantized to int8 per block and multiplied with
+// integer dot products; for larger m W is dequantized panel by panel into the fp32 GEMM.
+// Scratch: O(k) per call plus per-worker panels (~100 KB); nothing persists between calls.
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool);
 
-// Row i of W widened to f32 into out[cols].
+// Row i of W widened (or dequantized) to f32 into out[cols].
 void WeightRowToF32(const WeightView& w, int64_t row, float* out);
 
 // y = x / sqrt(mean(x^2) + eps) * weight, per row of n values (Qwen2 RMSNorm, fp32).
-void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y);
+// y may equal x.
+void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,
+             ThreadPool* pool = nullptr);
 
 // y = (x - mean) / sqrt(var + eps) * weight + bias, per row (biased variance, as torch).
+// y may equal x.
 void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
-               float* y);
+               float* y, ThreadPool* pool = nullptr);
 
 // In place: x = x * sigmoid(1.702 x).
-void QuickGelu(float* x, int64_t n);
+void QuickGelu(float* x, int64_t n, ThreadPool* pool = nullptr);
 // In place: x = 0.5 x (1 + erf(x / sqrt 2)) (torch's exact GELU).
-void GeluErf(float* x, int64_t n);
-// out[i] = silu(gate[i]) * up[i].
-void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+void GeluErf(float* x, int64_t n, ThreadPool* pool = nullptr);
+// out[i] = silu(gate[i]) * up[i]. out may equal gate or up.
+void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool = nullptr);
 
 // NeoX-style rotation ("rotate_half") of one head vector x[head_dim] in place, with
 // per-dimension cos/sin of length head_dim (the second half repeats the first).
@@ -55,7 +91,8 @@ void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* s
 //   k, v: [n_kv, num_kv_heads * head_dim] (row stride kv_stride floats)
 //   out: [n_q, num_heads * head_dim]   (row stride out_stride floats)
 // causal: query i attends to keys [0, kv_offset + i] where kv_offset = n_kv - n_q.
-// Softmax in fp32 with max subtraction.
+// Softmax in fp32 with max subtraction (the SIMD kernel uses the online, tiled form).
+// Preconditions: num_heads % num_kv_heads == 0, n_kv >= n_q when causal, scale > 0.
 struct AttentionShape {
   int64_t n_q = 0, n_kv = 0;
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;

@@ -1,5 +1,6 @@
-// kernels/reference.cc — scalar reference implementations of kernels.h.
-// Obviously-correct loops; parallelised over independent rows/heads only.
+// kernels/reference.cc — scalar reference implementations of kernels.h (namespace ref).
+// Obviously-correct loops; parallelised over independent rows/heads only. The quantized
+// MatMul mirrors the SIMD algorithm (kernels/quant.h) in plain integer/float arithmetic.
 
 #include <algorithm>
 #include <cmath>
@@ -7,13 +8,20 @@
 #include <vector>
 
 #include "base/bf16.h"
-#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "kernels/quant_internal.h"
+#include "kernels/reference.h"
 
 namespace mineru {
 namespace kernels {
+namespace ref {
 
 void WeightRowToF32(const WeightView& w, int64_t row, float* out) {
   const int64_t n = w.cols;
+  if (w.quantized()) {
+    DequantizeRow(w, row, out);
+    return;
+  }
   switch (w.dtype) {
     case DType::kF32:
       std::memcpy(out, static_cast<const float*>(w.data) + row * n, sizeof(float) * n);
@@ -46,9 +54,80 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   for (; i < n; ++i) tail += a[i] * b[i];
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;
 }
+
+
+// Integer dot of one quantized weight row with one quantized activation row (the scalar
+// twin of the SIMD integer kernels): sum over blocks of (dw * dx) * isum, minus, for the Q4
+// formats, sum of dw * corr (the "-8" offset of the nibbles).
+float QuantRowDot(QuantType t, const uint8_t* wrow, const int8_t* q, const float* d, const float* corr,
+                  int64_t nb) {
+  float acc = 0.0f, acc_corr = 0.0f;
+  if (t == QuantType::kQ8_0) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = wrow + b * internal::kQ8_0BlockBytes;
+      const float dw = F16ToF32(internal::LoadU16(blk));
+      const int8_t* wq = reinterpret_cast<const int8_t*>(blk + 2);
+      int32_t isum = 0;
+      for (int t2 = 0; t2 < 32; ++t2) isum += static_cast<int32_t>(wq[t2]) * q[b * 32 + t2];
+      acc += (dw * d[b]) * static_cast<float>(isum);
+    }
+    return acc;
+  }
+  const int64_t block = t == QuantType::kQ4_0 ? 32 : 128;
+  const size_t bytes = t == QuantType::kQ4_0 ? internal::kQ4_0BlockBytes : internal::kQ4_G128BlockBytes;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = wrow + b * bytes;
+    const float dw = F16ToF32(internal::LoadU16(blk));
+    const uint8_t* qs = blk + 2;
+    int32_t isum = 0;
+    for (int64_t s = 0; s < block / 32; ++s) {
+      for (int t2 = 0; t2 < 16; ++t2) {
+        const uint8_t byte = qs[s * 16 + t2];
+        isum += static_cast<int32_t>(byte & 15) * q[b * block + s * 32 + t2];
+        isum += static_cast<int32_t>(byte >> 4) * q[b * block + s * 32 + 16 + t2];
+      }
+    }
+    acc += (dw * d[b]) * static_cast<float>(isum);
+    acc_corr += dw * corr[b];
+  }
+  return acc - acc_corr;
+}
+
+void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
+                    ThreadPool* pool) {
+  const int64_t n = w.rows, k = w.cols;
+  const internal::ActLayout l = internal::MakeActLayout(w.quant, k);
+  std::vector<int8_t> q(static_cast<size_t>(m * l.kpad));
+  std::vector<float> d(static_cast<size_t>(m * l.nb)), corr(static_cast<size_t>(m * l.nb));
+  for (int64_t i = 0; i < m; ++i) {
+    internal::QuantizeActRowRef(x + i * k, k, l, q.data() + i * l.kpad, d.data() + i * l.nb,
+                                corr.data() + i * l.nb);
+  }
+  const size_t row_bytes = QuantizedRowBytes(w.quant, k);
+  auto body = [&](size_t begin, size_t end, size_t) {
+    for (size_t j = begin; j < end; ++j) {
+      const uint8_t* wrow = static_cast<const uint8_t*>(w.data) + j * row_bytes;
+      const float b = bias ? bias[j] : 0.0f;
+      for (int64_t i = 0; i < m; ++i) {
+        y[i * n + static_cast<int64_t>(j)] =
+            QuantRowDot(w.quant, wrow, q.data() + i * l.kpad, d.data() + i * l.nb, corr.data() + i * l.nb, l.nb) +
+            b;
+      }
+    }
+  };
+  if (pool) {
+    pool->ParallelFor(static_cast<size_t>(n), body, 16);
+  } else {
+    body(0, static_cast<size_t>(n), 0);
+  }
+}
 }  // namespace
 
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool) {
+  if (w.quantized() && m < kQuantDequantMinRows) {
+    MatMulQuantInt(x, m, w, bias, y, pool);
+    return;
+  }
   const int64_t n = w.rows, k = w.cols;
   // Blocks of output columns: each weight row is widened once and used for all m inputs.
   auto body = [&](size_t begin, size_t end, size_t) {
@@ -66,7 +145,7 @@ void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, f
   }
 }
 
-void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y) {
+void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y, ThreadPool*) {
   for (int64_t r = 0; r < m; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
@@ -78,7 +157,7 @@ void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float ep
 }
 
 void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
-               float* y) {
+               float* y, ThreadPool*) {
   for (int64_t r = 0; r < m; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
@@ -94,15 +173,15 @@ void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const 
   }
 }
 
-void QuickGelu(float* x, int64_t n) {
+void QuickGelu(float* x, int64_t n, ThreadPool*) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
 }
 
-void GeluErf(float* x, int64_t n) {
+void GeluErf(float* x, int64_t n, ThreadPool*) {
   for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
 }
 
-void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool*) {
   for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
@@ -159,5 +238,6 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
   }
 }
 
+}  // namespace ref
 }  // namespace kernels
 }  // namespace mineru

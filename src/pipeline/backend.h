@@ -40,6 +40,7 @@ class Backend {
 
 // Replays recorded raw outputs: a JSON list of pages, each {"layout": "...", "blocks": ["...", ...]}
 // with one entry per recognised block in layout order. Pages are consumed in document order.
-StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& replay_json_path);
+// delay_ms: each request takes at least this long (simulates model latency in tests).
+StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& replay_json_path, int delay_ms = 0);
 
 }  // namespace mineru::pipeline

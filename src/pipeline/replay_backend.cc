@@ -1,5 +1,8 @@
 // pipeline/replay_backend.cc — the model replaced by recorded outputs (tests, acceptance checks).
 
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "base/mapped_file.h"
@@ -15,9 +18,10 @@ struct ReplayPage {
 
 class ReplayBackend : public Backend {
  public:
-  explicit ReplayBackend(std::vector<ReplayPage> pages) : pages_(std::move(pages)) {}
+  ReplayBackend(std::vector<ReplayPage> pages, int delay_ms) : pages_(std::move(pages)), delay_ms_(delay_ms) {}
 
   StatusOr<std::string> Layout(int page, const RgbImage&) override {
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
     if (page < 0 || page >= static_cast<int>(pages_.size())) {
       return NotFoundError("replay file has no entry for page " + std::to_string(page + 1));
     }
@@ -40,11 +44,12 @@ class ReplayBackend : public Backend {
 
  private:
   const std::vector<ReplayPage> pages_;  // read-only: safe from many threads
+  const int delay_ms_;
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& path) {
+StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& path, int delay_ms) {
   MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, 256u << 20));
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return InvalidArgumentError(path + ": not valid JSON");
@@ -68,7 +73,7 @@ StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& path) {
     }
     pages.push_back(std::move(rp));
   }
-  return std::unique_ptr<Backend>(new ReplayBackend(std::move(pages)));
+  return std::unique_ptr<Backend>(new ReplayBackend(std::move(pages), delay_ms));
 }
 
 }  // namespace mineru::pipeline

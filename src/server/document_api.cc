@@ -3,6 +3,7 @@
 // files the web page needs (/tasks/{id}/pages/{n}, /tasks/{id}/files/{name}).
 
 #include <dirent.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -189,6 +190,7 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       results[r.name] = DocumentResult(work + "/out", r.name, p);
     }
     RemoveTree(work);
+    malloc_trim(0);
     if (ok_files == 0) return SendError(res, 400, last_error.empty() ? "no document could be parsed" : last_error);
     SendJson(res, 200, {{"backend", "vlm"}, {"version", "2.5.4"}, {"results", results}});
   });
@@ -352,6 +354,7 @@ void JobWorker(Server::State& st) {
       }
     }
     (void)st.jobs->Finish(j.id, r.status.ok(), err, j.result_dir);
+    malloc_trim(0);
     st.metrics.Inc("mineru_jobs_finished_total", r.status.ok() ? "status=\"done\"" : "status=\"failed\"");
     --st.jobs_running;
     st.jobs_cv.notify_all();

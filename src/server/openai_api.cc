@@ -16,14 +16,36 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+Status ParseSampling(const Json& body, const Server::State& st, EngineRequest* out, bool* stream);
+
+// Decodes a data URL into an image (limits from the server options).
+StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const Server::State& st) {
+  DecodeLimits limits;
+  limits.max_pixels = st.opt.max_image_pixels;
+  if (url.rfind("data:", 0) != 0) {
+    if (!st.opt.allow_remote_images) {
+      return InvalidArgumentError("remote image URLs are refused; send a data URL (or start the server with "
+                                  "--allow-remote-images)");
+    }
+    return UnimplementedError("fetching remote images is not supported by this build; send a data URL");
+  }
+  const size_t comma = url.find(',');
+  if (comma == std::string::npos || url.substr(0, comma).find(";base64") == std::string::npos) {
+    return InvalidArgumentError("image data URLs must be base64 (data:image/...;base64,...)");
+  }
+  auto bytes = Base64Decode(std::string_view(url).substr(comma + 1));
+  if (!bytes) return InvalidArgumentError("invalid base64 in an image data URL");
+  auto img = DecodeImage(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), limits);
+  if (!img.ok()) return img.status().WithPrefix("image");
+  return img;
+}
+
 // Parses a chat-completion body into an engine request. Errors are the client's (400/413).
 Status ParseChatRequest(const Json& body, const Server::State& st, EngineRequest* out, bool* stream) {
   if (!body.is_object()) return InvalidArgumentError("the body must be a JSON object");
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
     return InvalidArgumentError("'messages' must be a non-empty array");
   }
-  DecodeLimits limits;
-  limits.max_pixels = st.opt.max_image_pixels;
   for (const Json& m : body["messages"]) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
       return InvalidArgumentError("each message needs a string 'role'");
@@ -52,23 +74,9 @@ Status ParseChatRequest(const Json& body, const Server::State& st, EngineRequest
           } else {
             return InvalidArgumentError("an image_url part needs image_url.url");
           }
-          if (url.rfind("data:", 0) != 0) {
-            if (!st.opt.allow_remote_images) {
-              return InvalidArgumentError("remote image URLs are refused; send a data URL (or start the server with "
-                                          "--allow-remote-images)");
-            }
-            return UnimplementedError("fetching remote images is not supported by this build; send a data URL");
-          }
-          const size_t comma = url.find(',');
-          if (comma == std::string::npos || url.substr(0, comma).find(";base64") == std::string::npos) {
-            return InvalidArgumentError("image data URLs must be base64 (data:image/...;base64,...)");
-          }
-          auto bytes = Base64Decode(std::string_view(url).substr(comma + 1));
-          if (!bytes) return InvalidArgumentError("invalid base64 in an image data URL");
-          auto img = DecodeImage(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), limits);
-          if (!img.ok()) return img.status().WithPrefix("image");
+          MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(url, st));
           cm.parts.push_back({ChatPart::kImage, "", static_cast<int>(out->images.size())});
-          out->images.push_back(std::move(img).value());
+          out->images.push_back(std::move(img));
         } else {
           return InvalidArgumentError("unsupported content part type '" + type + "'");
         }
@@ -78,6 +86,11 @@ Status ParseChatRequest(const Json& body, const Server::State& st, EngineRequest
     }
     out->messages.push_back(std::move(cm));
   }
+  return ParseSampling(body, st, out, stream);
+}
+
+// The sampling/limit fields shared by chat and text completions.
+Status ParseSampling(const Json& body, const Server::State& st, EngineRequest* out, bool* stream) {
   auto num = [&](const char* key, double lo, double hi, auto* dst) -> Status {
     if (!body.contains(key) || body[key].is_null()) return Status::Ok();
     if (!body[key].is_number()) return InvalidArgumentError(std::string("'") + key + "' must be a number");
@@ -127,7 +140,7 @@ Status ParseChatRequest(const Json& body, const Server::State& st, EngineRequest
   return Status::Ok();
 }
 
-std::string CompletionId() { return "chatcmpl-" + NewJobId().substr(0, 24); }
+std::string CompletionId() { return NewJobId().substr(0, 24); }
 
 Json Usage(const Completion& c) {
   const int64_t gen = static_cast<int64_t>(c.ids.size());
@@ -135,6 +148,154 @@ Json Usage(const Completion& c) {
           {"completion_tokens", gen},
           {"total_tokens", c.prompt_tokens + gen},
           {"prompt_tokens_details", {{"cached_tokens", c.cached_prompt_tokens}}}};
+}
+
+// Parses a text-completion body: "prompt" is text (tokenized without a template) or token ids; the
+// non-standard "images" (data URLs) fill the prompt's image tokens in order, one token per image.
+Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineRequest* out, bool* stream) {
+  if (!body.is_object() || !body.contains("prompt")) return InvalidArgumentError("'prompt' is required");
+  const Json& p = body["prompt"];
+  if (p.is_string()) {
+    if (!st.tokenizer) return InvalidArgumentError("this model has no tokenizer: send token ids");
+    MINERU_ASSIGN_OR_RETURN(out->prompt_ids, st.tokenizer->Encode(p.get<std::string>()));
+  } else if (p.is_array()) {
+    for (const Json& id : p) {
+      if (!id.is_number_integer()) return InvalidArgumentError("'prompt' must be a string or an array of token ids");
+      const int64_t v = id.get<int64_t>();
+      if (v < 0 || v > INT32_MAX) return InvalidArgumentError("token id out of range");
+      out->prompt_ids.push_back(static_cast<int32_t>(v));
+    }
+  } else {
+    return InvalidArgumentError("'prompt' must be a string or an array of token ids");
+  }
+  if (out->prompt_ids.empty()) return InvalidArgumentError("empty prompt");
+  if (body.contains("images")) {
+    if (!body["images"].is_array()) return InvalidArgumentError("'images' must be an array of data URLs");
+    for (const Json& u : body["images"]) {
+      if (!u.is_string()) return InvalidArgumentError("'images' must be an array of data URLs");
+      MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(u.get<std::string>(), st));
+      out->images.push_back(std::move(img));
+    }
+  }
+  return ParseSampling(body, st, out, stream);
+}
+
+enum class Kind { kChat, kText };
+
+// Submits and answers: SSE when streaming, else one JSON object (with keep-alive spaces while it
+// is generated, so a client that disconnects cancels its request).
+void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool stream, Kind kind, bool return_ids) {
+  const double t0 = Now();
+  auto h = st.engine->Submit(std::move(er));
+  if (!h.ok()) {
+    int code = HttpStatusFor(h.status());
+    // A prompt that can never fit is the client's problem; a full queue is ours (429).
+    if (h.status().code() == StatusCode::kResourceExhausted && h.status().message().find("too many") == std::string::npos) {
+      code = 400;
+    }
+    st.metrics.Inc("mineru_requests_rejected_total", "code=\"" + std::to_string(code) + "\"");
+    return SendError(res, code, h.status().message());
+  }
+  std::shared_ptr<RequestHandle> handle = *h;
+  const std::string id = (kind == Kind::kChat ? "chatcmpl-" : "cmpl-") + CompletionId();
+  const int64_t created = static_cast<int64_t>(NowSeconds());
+  const std::string model = st.opt.model_name;
+  const char* labels = kind == Kind::kChat ? "endpoint=\"chat\"" : "endpoint=\"completions\"";
+  auto finish_reason = [](const Completion& c) {
+    return c.finish_reason == "stop" ? std::string("stop") : std::string("length");
+  };
+  if (stream) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider("text/event-stream", [&st, handle, id, created, model, t0, kind, return_ids,
+                                                           labels, finish_reason](size_t, httplib::DataSink& sink) {
+      auto send = [&](const Json& j) {
+        const std::string line = "data: " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+        return sink.write(line.data(), line.size());
+      };
+      Json base = {{"id", id},
+                   {"object", kind == Kind::kChat ? "chat.completion.chunk" : "text_completion"},
+                   {"created", created},
+                   {"model", model}};
+      auto choice = [&](const std::string& text, const std::vector<int32_t>& ids, const Json& reason) {
+        Json c = {{"index", 0}, {"finish_reason", reason}};
+        if (kind == Kind::kChat) c["delta"] = {{"content", text}};
+        else c["text"] = text;
+        if (return_ids) c["token_ids"] = ids;
+        return c;
+      };
+      if (kind == Kind::kChat) {
+        Json first = base;
+        first["choices"] = {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}};
+        if (!send(first)) {
+          handle->Cancel();
+          return false;
+        }
+      }
+      std::string text;
+      std::vector<int32_t> ids;
+      while (handle->Next(&text, &ids)) {
+        if (text.empty() && (ids.empty() || !return_ids)) continue;
+        Json chunk = base;
+        chunk["choices"] = {choice(text, ids, nullptr)};
+        text.clear();
+        ids.clear();
+        if (!send(chunk)) {  // the client went away: stop generating for it
+          handle->Cancel();
+          st.metrics.Inc("mineru_client_disconnects_total");
+          return false;
+        }
+      }
+      Completion c = handle->Wait();
+      Json last = base;
+      last["choices"] = {choice("", {}, finish_reason(c))};
+      last["usage"] = Usage(c);
+      if (c.finish_reason == "error") last["error"] = {{"message", c.error}};
+      send(last);
+      const std::string done = "data: [DONE]\n\n";
+      sink.write(done.data(), done.size());
+      sink.done();
+      st.metrics.Observe("mineru_request_latency_seconds", Now() - t0, labels);
+      st.metrics.Inc("mineru_http_generated_tokens_total", labels, double(c.ids.size()));
+      return true;
+    });
+    return;
+  }
+  res.set_chunked_content_provider("application/json", [&st, handle, id, created, model, t0, kind, return_ids, labels,
+                                                        finish_reason](size_t, httplib::DataSink& sink) {
+    Completion c;
+    double last_ping = Now();
+    while (!handle->WaitFor(0.5, &c)) {
+      if (Now() - last_ping >= 2.0) {
+        if (!sink.write(" ", 1)) {
+          handle->Cancel();
+          st.metrics.Inc("mineru_client_disconnects_total");
+          return false;
+        }
+        last_ping = Now();
+      }
+    }
+    Json out;
+    if (c.finish_reason == "error") {
+      out = {{"object", "error"}, {"error", {{"message", c.error}, {"type", "server_error"}, {"code", 500}}}};
+    } else {
+      Json choice = {{"index", 0}, {"finish_reason", finish_reason(c)}};
+      if (kind == Kind::kChat) choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      else choice["text"] = c.text;
+      if (return_ids) choice["token_ids"] = c.ids;
+      out = {{"id", id},
+             {"object", kind == Kind::kChat ? "chat.completion" : "text_completion"},
+             {"created", created},
+             {"model", model},
+             {"choices", {choice}},
+             {"usage", Usage(c)}};
+    }
+    const std::string text = out.dump(-1, ' ', false, Json::error_handler_t::replace);
+    sink.write(text.data(), text.size());
+    sink.done();
+    st.metrics.Observe("mineru_request_latency_seconds", Now() - t0, labels);
+    st.metrics.Inc("mineru_http_generated_tokens_total", labels, double(c.ids.size()));
+    return true;
+  });
 }
 
 }  // namespace
@@ -147,115 +308,24 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
                          {"max_model_len", st.opt.engine.max_prompt_tokens + st.opt.default_max_tokens}}}}});
   });
 
-  http.Post("/v1/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) {
-    if (!st.ready) return SendError(res, 503, st.load_error.empty() ? "the model is loading" : st.load_error);
-    if (st.draining) return SendError(res, 503, "the server is shutting down");
-    Json body = Json::parse(req.body, nullptr, false);
-    if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
-    EngineRequest er;
-    bool stream = false;
-    Status ps = ParseChatRequest(body, st, &er, &stream);
-    if (!ps.ok()) {
-      const int code = ps.code() == StatusCode::kResourceExhausted ? 413 : 400;
-      return SendError(res, code, ps.message());
-    }
-    const double t0 = Now();
-    auto h = st.engine->Submit(std::move(er));
-    if (!h.ok()) {
-      int code = HttpStatusFor(h.status());
-      // A prompt that can never fit is the client's problem; a full queue is ours.
-      if (h.status().code() == StatusCode::kResourceExhausted && h.status().message().find("too many") == std::string::npos) {
-        code = 400;
-      }
-      st.metrics.Inc("mineru_chat_rejected_total", "code=\"" + std::to_string(code) + "\"");
-      return SendError(res, code, h.status().message());
-    }
-    std::shared_ptr<RequestHandle> handle = *h;
-    const std::string id = CompletionId();
-    const int64_t created = static_cast<int64_t>(NowSeconds());
-    const std::string model = st.opt.model_name;
-    if (stream) {
-      res.set_header("Cache-Control", "no-cache");
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [&st, handle, id, created, model, t0](size_t, httplib::DataSink& sink) {
-            auto send = [&](const Json& j) {
-              const std::string line = "data: " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
-              return sink.write(line.data(), line.size());
-            };
-            Json base = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model}};
-            Json first = base;
-            first["choices"] = {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}};
-            if (!send(first)) {
-              handle->Cancel();
-              return false;
-            }
-            std::string text;
-            while (handle->Next(&text, nullptr)) {
-              if (text.empty()) continue;
-              Json chunk = base;
-              chunk["choices"] = {{{"index", 0}, {"delta", {{"content", text}}}, {"finish_reason", nullptr}}};
-              text.clear();
-              if (!send(chunk)) {  // the client went away: stop generating for it
-                handle->Cancel();
-                st.metrics.Inc("mineru_client_disconnects_total");
-                return false;
-              }
-            }
-            Completion c = handle->Wait();
-            Json last = base;
-            const std::string reason = c.finish_reason == "stop" || c.finish_reason == "length" ? c.finish_reason : "stop";
-            last["choices"] = {{{"index", 0}, {"delta", Json::object()}, {"finish_reason", reason}}};
-            last["usage"] = Usage(c);
-            if (c.finish_reason == "error") last["error"] = {{"message", c.error}};
-            send(last);
-            const std::string done = "data: [DONE]\n\n";
-            sink.write(done.data(), done.size());
-            sink.done();
-            st.metrics.Observe("mineru_chat_latency_seconds", Now() - t0, "stream=\"true\"");
-            st.metrics.Inc("mineru_generated_tokens_http_total", "", double(c.ids.size()));
-            return true;
-          });
-      return;
-    }
-    // Non-streaming: the answer is one JSON object. While it is being generated we send a space
-    // (allowed before JSON) every two seconds; a failed write means the client disconnected, and
-    // the request is cancelled instead of running to the end for nobody.
-    res.set_chunked_content_provider(
-        "application/json", [&st, handle, id, created, model, t0](size_t, httplib::DataSink& sink) {
-          Completion c;
-          double last_ping = Now();
-          while (!handle->WaitFor(0.5, &c)) {
-            if (Now() - last_ping >= 2.0) {
-              if (!sink.write(" ", 1)) {
-                handle->Cancel();
-                st.metrics.Inc("mineru_client_disconnects_total");
-                return false;
-              }
-              last_ping = Now();
-            }
-          }
-          Json out;
-          if (c.finish_reason == "error") {
-            out = {{"object", "error"}, {"error", {{"message", c.error}, {"type", "server_error"}, {"code", 500}}}};
-          } else {
-            const std::string reason = c.finish_reason == "cancelled" ? "length" : c.finish_reason;
-            out = {{"id", id},
-                   {"object", "chat.completion"},
-                   {"created", created},
-                   {"model", model},
-                   {"choices",
-                    {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", c.text}}}, {"finish_reason", reason}}}},
-                   {"usage", Usage(c)}};
-          }
-          const std::string text = out.dump(-1, ' ', false, Json::error_handler_t::replace);
-          sink.write(text.data(), text.size());
-          sink.done();
-          st.metrics.Observe("mineru_chat_latency_seconds", Now() - t0, "stream=\"false\"");
-          st.metrics.Inc("mineru_generated_tokens_http_total", "", double(c.ids.size()));
-          return true;
-        });
-  });
+  auto route = [&st](Kind kind) {
+    return [&st, kind](const httplib::Request& req, httplib::Response& res) {
+      if (!st.ready) return SendError(res, 503, st.load_error.empty() ? "the model is loading" : st.load_error);
+      if (st.draining) return SendError(res, 503, "the server is shutting down");
+      Json body = Json::parse(req.body, nullptr, false);
+      if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
+      EngineRequest er;
+      bool stream = false;
+      Status ps = kind == Kind::kChat ? ParseChatRequest(body, st, &er, &stream)
+                                      : ParseCompletionRequest(body, st, &er, &stream);
+      if (!ps.ok()) return SendError(res, ps.code() == StatusCode::kResourceExhausted ? 413 : 400, ps.message());
+      const bool return_ids = body.contains("return_token_ids") && body["return_token_ids"].is_boolean() &&
+                              body["return_token_ids"].get<bool>();
+      Answer(st, res, std::move(er), stream, kind, return_ids);
+    };
+  };
+  http.Post("/v1/chat/completions", route(Kind::kChat));
+  http.Post("/v1/completions", route(Kind::kText));
 }
 
 }  // namespace mineru::server

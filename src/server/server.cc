@@ -97,7 +97,7 @@ StatusOr<int> Server::Start() {
   MINERU_ASSIGN_OR_RETURN(int requeued, st.jobs->RequeueInterrupted());
   if (requeued > 0) std::fprintf(stderr, "resuming %d interrupted job(s)\n", requeued);
   if (!st.opt.replay.empty()) {
-    MINERU_ASSIGN_OR_RETURN(st.doc_backend, pipeline::MakeReplayBackend(st.opt.replay));
+    MINERU_ASSIGN_OR_RETURN(st.doc_backend, pipeline::MakeReplayBackend(st.opt.replay, st.opt.replay_delay_ms));
   }
 
   http_ = std::make_unique<httplib::Server>();

@@ -1,0 +1,368 @@
+// kernels/cpu/attention.cc — tiled online-softmax ("flash") attention for all shapes:
+// vision (non-causal, thousands of patches), causal prefill and decode (n_q = 1).
+//
+// Work is organised per KV head: the query rows of all heads sharing it (GQA group) are
+// one list of rows r -> (query i = r / group, head = kv_head * group + r % group), cut into
+// blocks of kBQ rows. A task = one KV head × a range of row blocks (or, when there are too
+// few rows to keep the workers busy, × a range of keys, merged afterwards). A task packs the
+// keys it needs once — K^T into [keys/2N][head_dim][2N] panels and V into [keys][head_dim
+// padded] — then for each row block walks key tiles of kBK: S = Q K^T (6×2N register tiles,
+// the GEMM micro-kernel), the online softmax update (vectorized exp), O = alpha O + P V.
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mineru {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr size_t kBQ = 48;   // query rows per block (multiple of kMR)
+constexpr size_t kBK = 128;  // keys per tile (multiple of every panel width)
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Geometry {
+  size_t n_q, n_kv, hd, hdp, group, num_kv_heads, kv_offset;
+  size_t pv_nv;  // > 0: P·V in one tile of pv_nv vectors per row (hdp = pv_nv * N), AVX-512 only
+  size_t q_stride, kv_stride, out_stride;
+  bool causal;
+  float scale;
+  size_t rows;  // query rows per KV head = n_q * group
+};
+
+struct Scratch {
+  hwy::AlignedFreeUniquePtr<float[]> kt, vp, s, o;
+  std::vector<float> m, l, alpha;
+};
+
+// Per-row state of one block.
+struct RowRefs {
+  const float* q[kBQ];
+  size_t limit[kBQ];  // keys [k_lo, k_lo + limit) are visible (relative to the packed range)
+};
+
+void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
+  const size_t NR = PanelWidth();
+  const size_t panels = (nk + NR - 1) / NR;
+  for (size_t p = 0; p < panels; ++p) {
+    const size_t j0 = k_lo + p * NR;
+    PackTransposed(k + j0 * g.kv_stride + kvh * g.hd, g.kv_stride, std::min(NR, nk - p * NR), NR, g.hd,
+                   s.kt.get() + p * g.hd * NR, NR);
+  }
+  float* vp = s.vp.get();
+  for (size_t j = 0; j < panels * NR; ++j) {
+    float* dst = vp + j * g.hdp;
+    if (j < nk) {
+      std::copy(v + (k_lo + j) * g.kv_stride + kvh * g.hd, v + (k_lo + j) * g.kv_stride + kvh * g.hd + g.hd, dst);
+      std::fill(dst + g.hd, dst + g.hdp, 0.0f);
+    } else {
+      std::fill(dst, dst + g.hdp, 0.0f);
+    }
+  }
+}
+
+// Softmax update of one row for a tile whose first `valid` scores are visible. Scores are
+// scaled in place and replaced by probabilities (zero past `valid`, up to `width`).
+HWY_INLINE void SoftmaxRow(float* HWY_RESTRICT srow, size_t valid, size_t width, float scale, float& m, float& l,
+                           float& alpha) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  if (valid == 0) {
+    std::fill(srow, srow + width, 0.0f);
+    alpha = 1.0f;
+    return;
+  }
+  const VF vscale = hn::Set(d, scale);
+  VF vmax = hn::Set(d, kNegInf);
+  size_t j = 0;
+  for (; j + N <= valid; j += N) {
+    const VF x = hn::Mul(hn::LoadU(d, srow + j), vscale);
+    hn::StoreU(x, d, srow + j);
+    vmax = hn::Max(vmax, x);
+  }
+  const size_t rem = valid - j;
+  if (rem) {
+    const auto mask = hn::FirstN(d, rem);
+    const VF x = hn::Mul(hn::LoadU(d, srow + j), vscale);
+    hn::StoreU(x, d, srow + j);
+    vmax = hn::Max(vmax, hn::IfThenElse(mask, x, hn::Set(d, kNegInf)));
+  }
+  const float m_new = std::max(m, ReduceMax(vmax));
+  alpha = m == kNegInf ? 0.0f : std::exp(m - m_new);
+  const VF vm = hn::Set(d, m_new);
+  VF vsum = hn::Zero(d);
+  j = 0;
+  for (; j + N <= valid; j += N) {
+    const VF p = hn::Exp(d, hn::Sub(hn::LoadU(d, srow + j), vm));
+    hn::StoreU(p, d, srow + j);
+    vsum = hn::Add(vsum, p);
+  }
+  if (rem) {
+    const VF p = hn::IfThenElseZero(hn::FirstN(d, rem), hn::Exp(d, hn::Sub(hn::LoadU(d, srow + j), vm)));
+    hn::StoreU(p, d, srow + j);
+    vsum = hn::Add(vsum, p);
+    j += N;
+  }
+  for (; j < width; ++j) srow[j] = 0.0f;
+  l = l * alpha + ReduceSum(vsum);
+  m = m_new;
+}
+
+// O[r][dc, dc + NV*N) = alpha[r] O[r][...] + sum_j P[r][j] V[kt0 + j][...] for the block's rows.
+template <size_t MR, size_t NV>
+HWY_INLINE void PvPass(const Geometry& g, const float* S, size_t nr, size_t kt0, size_t bk, Scratch& s,
+                       size_t dc = 0) {
+  float* O = s.o.get();
+  for (size_t r0 = 0; r0 < nr; r0 += MR) {
+    const size_t mr = std::min(MR, nr - r0);
+    const float* a[MR];
+    float* c[MR];
+    for (size_t r = 0; r < MR; ++r) a[r] = S + (r0 + std::min(r, mr - 1)) * kBK;
+    for (size_t r = 0; r < mr; ++r) c[r] = O + (r0 + r) * g.hdp + dc;
+    GemmTileRows<CMode::kScaleAdd, MR, NV>(mr, a, s.vp.get() + kt0 * g.hdp + dc, g.hdp, bk, c, nullptr,
+                                           s.alpha.data() + r0);
+  }
+}
+
+// Runs one block of nr rows over the packed keys [0, nk) (tile by tile), leaving the
+// unnormalised output in s.o and the softmax state in s.m / s.l.
+void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scratch& s) {
+  const size_t NR = PanelWidth();
+  float* S = s.s.get();
+  float* O = s.o.get();
+  std::fill(O, O + nr * g.hdp, 0.0f);
+  std::fill(s.m.begin(), s.m.begin() + nr, kNegInf);
+  std::fill(s.l.begin(), s.l.begin() + nr, 0.0f);
+  size_t kend = 0;
+  for (size_t r = 0; r < nr; ++r) kend = std::max(kend, std::min(rows.limit[r], nk));
+  for (size_t kt0 = 0; kt0 < kend; kt0 += kBK) {
+    const size_t bk = std::min(kBK, kend - kt0);
+    const size_t panels = (bk + NR - 1) / NR;
+    // S[r][0, panels * NR) = q_r · k_j.
+    for (size_t r0 = 0; r0 < nr; r0 += kMR) {
+      const size_t mr = std::min(kMR, nr - r0);
+      const float* a[kMR];
+      float* c[kMR];
+      for (size_t r = 0; r < kMR; ++r) a[r] = rows.q[r0 + std::min(r, mr - 1)];
+      for (size_t p = 0; p < panels; ++p) {
+        for (size_t r = 0; r < mr; ++r) c[r] = S + (r0 + r) * kBK + p * NR;
+        GemmTileRows<CMode::kStore>(mr, a, s.kt.get() + (kt0 / NR + p) * g.hd * NR, NR, g.hd, c, nullptr, nullptr);
+      }
+    }
+    for (size_t r = 0; r < nr; ++r) {
+      const size_t lim = std::min(rows.limit[r], nk);
+      const size_t valid = lim > kt0 ? std::min(bk, lim - kt0) : 0;
+      SoftmaxRow(S + r * kBK, valid, panels * NR, g.scale, s.m[r], s.l[r], s.alpha[r]);
+    }
+    // O = alpha O + P V.
+    switch (g.pv_nv) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+      case 1:
+        PvPass<8, 1>(g, S, nr, kt0, bk, s);
+        break;
+      case 3:
+        PvPass<6, 3>(g, S, nr, kt0, bk, s);
+        break;
+      case 5:
+        PvPass<4, 5>(g, S, nr, kt0, bk, s);
+        break;
+#endif
+      default:
+        for (size_t dc = 0; dc < g.hdp; dc += NR) PvPass<kMR, 2>(g, S, nr, kt0, bk, s, dc);
+        break;
+    }
+  }
+}
+
+void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
+  const size_t NR = PanelWidth();
+  const size_t kpad = (max_keys + NR - 1) / NR * NR;
+  s.kt = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hd));
+  s.vp = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hdp));
+  s.s = hwy::AllocateAligned<float>(kBQ * kBK);
+  s.o = hwy::AllocateAligned<float>(kBQ * g.hdp);
+  s.m.resize(kBQ);
+  s.l.resize(kBQ);
+  s.alpha.resize(kBQ);
+}
+
+// Row r of KV head kvh: its query pointer, output pointer and visible key count.
+struct RowInfo {
+  size_t i, head;
+};
+HWY_INLINE RowInfo RowOf(const Geometry& g, size_t kvh, size_t r) { return {r / g.group, kvh * g.group + r % g.group}; }
+HWY_INLINE size_t LimitOf(const Geometry& g, size_t i) {
+  return g.causal ? std::min(g.n_kv, g.kv_offset + i + 1) : g.n_kv;
+}
+
+void FillRows(const Geometry& g, const float* q, size_t kvh, size_t rb0, size_t nr, size_t k_lo, RowRefs& rows) {
+  for (size_t r = 0; r < nr; ++r) {
+    const RowInfo ri = RowOf(g, kvh, rb0 + r);
+    rows.q[r] = q + ri.i * g.q_stride + ri.head * g.hd;
+    const size_t lim = LimitOf(g, ri.i);
+    rows.limit[r] = lim > k_lo ? lim - k_lo : 0;
+  }
+}
+
+}  // namespace
+
+void AttentionImpl(const float* q, const float* k, const float* v, const AttentionShape& shape, float* out,
+                   ThreadPool* pool) {
+  if (shape.n_q <= 0 || shape.num_heads <= 0) return;
+  Geometry g;
+  g.n_q = static_cast<size_t>(shape.n_q);
+  g.n_kv = static_cast<size_t>(shape.n_kv);
+  g.hd = static_cast<size_t>(shape.head_dim);
+  const size_t NR = PanelWidth();
+  g.hdp = (g.hd + NR - 1) / NR * NR;
+  g.pv_nv = 0;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  {
+    // An odd number of vectors per head (80 = 5 x 16 floats) would waste a padded vector
+    // per 2-vector panel: use one wide tile instead.
+    const size_t N = hn::Lanes(DF()), nvec = (g.hd + N - 1) / N;
+    if (nvec % 2 == 1 && nvec <= 5) {
+      g.pv_nv = nvec;
+      g.hdp = nvec * N;
+    }
+  }
+#endif
+  g.num_kv_heads = static_cast<size_t>(shape.num_kv_heads);
+  g.group = static_cast<size_t>(shape.num_heads / shape.num_kv_heads);
+  g.kv_offset = static_cast<size_t>(std::max<int64_t>(0, shape.n_kv - shape.n_q));
+  g.q_stride = static_cast<size_t>(shape.q_stride);
+  g.kv_stride = static_cast<size_t>(shape.kv_stride);
+  g.out_stride = static_cast<size_t>(shape.out_stride);
+  g.causal = shape.causal;
+  g.scale = shape.scale;
+  g.rows = g.n_q * g.group;
+  if (g.n_kv == 0) {
+    for (size_t i = 0; i < g.n_q; ++i) std::fill(out + i * g.out_stride, out + i * g.out_stride + g.hd * g.group * g.num_kv_heads, 0.0f);
+    return;
+  }
+
+  pool = PoolFor(pool, g.n_q * g.n_kv * g.hd * g.group * g.num_kv_heads);
+  const size_t threads = NumWorkers(pool);
+  const size_t nblk = (g.rows + kBQ - 1) / kBQ;
+  // Key splits when a KV head's rows fit one block and there are fewer heads than workers.
+  size_t splits = 1;
+  if (nblk == 1 && g.num_kv_heads < threads) {
+    splits = std::min((threads + g.num_kv_heads - 1) / g.num_kv_heads, std::max<size_t>(1, g.n_kv / 256));
+  }
+
+  if (splits == 1) {
+    // Tasks: KV head × a range of row blocks; ~4 tasks per worker, heaviest (last rows) first.
+    const size_t want = std::max<size_t>(1, (4 * threads + g.num_kv_heads - 1) / g.num_kv_heads);
+    const size_t tasks_per_head = std::min(nblk, want);
+    const size_t bpt = (nblk + tasks_per_head - 1) / tasks_per_head;
+    const size_t tph = (nblk + bpt - 1) / bpt;
+    std::vector<Scratch> scratch(std::min(threads, tph * g.num_kv_heads));
+    RunTasks(pool, tph * g.num_kv_heads, [&](size_t t, size_t slot) {
+      Scratch& s = scratch[slot];
+      if (!s.kt) AllocScratch(g, g.n_kv, s);
+      const size_t kvh = t % g.num_kv_heads, tb = tph - 1 - t / g.num_kv_heads;
+      const size_t b0 = tb * bpt, b1 = std::min(nblk, b0 + bpt);
+      const size_t r_last = std::min(g.rows, b1 * kBQ) - 1;
+      const size_t nk = LimitOf(g, RowOf(g, kvh, r_last).i);
+      PackKeys(g, k, v, kvh, 0, nk, s);
+      RowRefs rows;
+      for (size_t b = b0; b < b1; ++b) {
+        const size_t rb0 = b * kBQ, nr = std::min(kBQ, g.rows - rb0);
+        FillRows(g, q, kvh, rb0, nr, 0, rows);
+        RunBlock(g, rows, nr, nk, s);
+        for (size_t r = 0; r < nr; ++r) {
+          const RowInfo ri = RowOf(g, kvh, rb0 + r);
+          float* o = out + ri.i * g.out_stride + ri.head * g.hd;
+          const float inv = 1.0f / s.l[r];
+          const float* src = s.o.get() + r * g.hdp;
+          for (size_t dd = 0; dd < g.hd; ++dd) o[dd] = src[dd] * inv;
+        }
+      }
+    });
+    return;
+  }
+
+  // Split keys: each task = KV head × key range; partial (O, m, l) merged afterwards.
+  const size_t span = (g.n_kv + splits - 1) / splits;
+  const size_t tasks = g.num_kv_heads * splits;
+  std::vector<float> part_o(tasks * g.rows * g.hdp), part_m(tasks * g.rows), part_l(tasks * g.rows);
+  std::vector<Scratch> scratch(std::min(threads, tasks));
+  RunTasks(pool, tasks, [&](size_t t, size_t slot) {
+    Scratch& s = scratch[slot];
+    if (!s.kt) AllocScratch(g, span, s);
+    const size_t kvh = t / splits, sp = t % splits;
+    const size_t k_lo = sp * span, nk = std::min(g.n_kv, k_lo + span) - std::min(g.n_kv, k_lo);
+    const size_t nr = g.rows;  // <= kBQ
+    RowRefs rows;
+    FillRows(g, q, kvh, 0, nr, k_lo, rows);
+    if (nk > 0) {
+      PackKeys(g, k, v, kvh, k_lo, nk, s);
+      RunBlock(g, rows, nr, nk, s);
+    } else {
+      std::fill(s.o.get(), s.o.get() + nr * g.hdp, 0.0f);
+      std::fill(s.m.begin(), s.m.begin() + nr, kNegInf);
+      std::fill(s.l.begin(), s.l.begin() + nr, 0.0f);
+    }
+    std::copy(s.o.get(), s.o.get() + nr * g.hdp, part_o.begin() + t * g.rows * g.hdp);
+    std::copy(s.m.begin(), s.m.begin() + nr, part_m.begin() + t * g.rows);
+    std::copy(s.l.begin(), s.l.begin() + nr, part_l.begin() + t * g.rows);
+  });
+  for (size_t kvh = 0; kvh < g.num_kv_heads; ++kvh) {
+    for (size_t r = 0; r < g.rows; ++r) {
+      float mx = kNegInf;
+      for (size_t sp = 0; sp < splits; ++sp) mx = std::max(mx, part_m[(kvh * splits + sp) * g.rows + r]);
+      const RowInfo ri = RowOf(g, kvh, r);
+      float* o = out + ri.i * g.out_stride + ri.head * g.hd;
+      std::fill(o, o + g.hd, 0.0f);
+      float l = 0.0f;
+      for (size_t sp = 0; sp < splits; ++sp) {
+        const size_t t = kvh * splits + sp;
+        const float m = part_m[t * g.rows + r];
+        if (m == kNegInf) continue;
+        const float w = std::exp(m - mx);
+        l += w * part_l[t * g.rows + r];
+        const float* po = part_o.data() + (t * g.rows + r) * g.hdp;
+        for (size_t dd = 0; dd < g.hd; ++dd) o[dd] += w * po[dd];
+      }
+      const float inv = 1.0f / l;
+      for (size_t dd = 0; dd < g.hd; ++dd) o[dd] *= inv;
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace mineru
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace mineru {
+namespace kernels {
+namespace cpu {
+
+HWY_EXPORT(AttentionImpl);
+
+void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
+               ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, k, v, s, out, pool);
+}
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace mineru
+#endif  // HWY_ONCE

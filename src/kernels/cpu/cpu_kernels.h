@@ -1,0 +1,42 @@
+// kernels/cpu/cpu_kernels.h — the Highway-dispatched implementations behind kernels.h.
+// Each function performs one HWY_DYNAMIC_DISPATCH to the best compiled target the CPU
+// supports (honouring hwy::SetSupportedTargetsForTest). Same contracts as kernels.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace mineru {
+namespace kernels {
+namespace cpu {
+
+// MatMul path selection (for tests and benchmarks; kAuto is what kernels::MatMul uses).
+enum class MatMulPath { kAuto, kDot, kPacked, kQuantInt };
+
+void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool,
+            MatMulPath path = MatMulPath::kAuto);
+void WeightRowToF32(const WeightView& w, int64_t row, float* out);
+void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y, ThreadPool* pool);
+void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
+               float* y, ThreadPool* pool);
+void QuickGelu(float* x, int64_t n, ThreadPool* pool);
+void GeluErf(float* x, int64_t n, ThreadPool* pool);
+void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool);
+void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin);
+void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
+               ThreadPool* pool);
+
+// Integer path of a quantized MatMul (any m); kernels::MatMul uses it for m < kQuantDequantMinRows.
+void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
+                    ThreadPool* pool);
+
+// Name of the target HWY_DYNAMIC_DISPATCH selects now.
+const char* DispatchedTargetName();
+// Targets compiled into the kernels and supported by this CPU (for per-target tests).
+std::vector<int64_t> SupportedCompiledTargets();
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace mineru

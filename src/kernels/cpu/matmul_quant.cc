@@ -1,0 +1,494 @@
+// kernels/cpu/matmul_quant.cc — integer path of MatMul for block-quantized W (Q8_0, Q4_0,
+// Q4_G128): rows of x are quantized to int8 per block on the fly (kernels/quant_internal.h),
+// then R rows of x × C rows of W are accumulated block by block with integer dot products
+// (AVX2: vpmaddubsw + vpmaddwd; the sign trick for signed Q8 weights; unsigned nibbles for
+// Q4 with the "-8" offset folded into a per-block correction), scaled to fp32 per block.
+// Other targets use a portable Highway version of the same arithmetic.
+
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own _mm512_undefined_*()
+// self-initialisations when inlined here (false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/matmul_quant.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <algorithm>
+#include <vector>
+
+#include "base/bf16.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/highway.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd-inl.h"
+#include "kernels/quant.h"
+#include "kernels/quant_internal.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mineru {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ---------------------------------------------------------------------------------------
+// Activation quantization (same arithmetic as internal::QuantizeActRowRef).
+
+void QuantizeActRow(const float* HWY_RESTRICT x, size_t k, const internal::ActLayout& l, int8_t* HWY_RESTRICT q,
+                    float* HWY_RESTRICT d, float* HWY_RESTRICT corr) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<int8_t, DF> d8;
+  const size_t N = hn::Lanes(df);
+  const size_t block = static_cast<size_t>(l.block);
+  alignas(64) float xt[128];
+  for (size_t b = 0; b < static_cast<size_t>(l.nb); ++b) {
+    const size_t c0 = b * block, len = std::min(block, k - c0);
+    const float* src = x + c0;
+    if (len < block) {
+      std::fill(xt, xt + block, 0.0f);
+      std::copy(src, src + len, xt);
+      src = xt;
+    }
+    VF amax = hn::Zero(df);
+    for (size_t i = 0; i < block; i += N) amax = hn::Max(amax, hn::Abs(hn::LoadU(df, src + i)));
+    const float db = ReduceMax(amax) / 127.0f;
+    const VF id = hn::Set(df, db != 0.0f ? 1.0f / db : 0.0f);
+    auto sum = hn::Zero(di);
+    for (size_t i = 0; i < block; i += N) {
+      const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, src + i), id));
+      sum = hn::Add(sum, qi);
+      hn::StoreU(hn::DemoteTo(d8, qi), d8, q + c0 + i);
+    }
+    d[b] = db;
+    corr[b] = db * static_cast<float>(8 * hn::GetLane(hn::SumOfLanes(di, sum)));
+  }
+}
+
+struct QRow {  // one quantized activation row
+  const int8_t* q;
+  const float* d;
+  const float* corr;
+};
+
+#if MINERU_X86_AVX2_PLUS
+// ---------------------------------------------------------------------------------------
+// AVX2 tiles. out[r * C + c] = row r of x · row c of W.
+
+HWY_INLINE float HSum256(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+template <size_t R, size_t C>
+HWY_INLINE void TileQ8(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_RESTRICT xr, size_t b_begin,
+                       size_t nb, float* HWY_RESTRICT out) {
+  __m256 acc[R][C];
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (size_t b = b_begin; b < nb; ++b) {
+    __m256i aw[C], sw[C];
+    __m256 dw[C];
+#pragma GCC unroll 4
+    for (size_t c = 0; c < C; ++c) {
+      const uint8_t* blk = wrow[c] + b * internal::kQ8_0BlockBytes;
+      dw[c] = _mm256_set1_ps(_cvtsh_ss(internal::LoadU16(blk)));
+      sw[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+      aw[c] = _mm256_sign_epi8(sw[c], sw[c]);
+    }
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r].q + b * 32));
+      const __m256 dx = _mm256_broadcast_ss(xr[r].d + b);
+#pragma GCC unroll 4
+      for (size_t c = 0; c < C; ++c) {
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[c], _mm256_sign_epi8(xv, sw[c])), ones);
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, dw[c]), acc[r][c]);
+      }
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) out[r * C + c] = HSum256(acc[r][c]);
+  }
+}
+
+// kSub = 1: Q4_0 (18-byte blocks of 32); kSub = 4: Q4_G128 (66-byte groups of 128).
+template <size_t R, size_t C, size_t kSub>
+HWY_INLINE void TileQ4(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_RESTRICT xr, size_t b_begin,
+                       size_t nb, float* HWY_RESTRICT out) {
+  constexpr size_t kBytes = 2 + 16 * kSub, kBlock = 32 * kSub;
+  __m256 acc[R][C];
+  float corr[R][C];
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) {
+      acc[r][c] = _mm256_setzero_ps();
+      corr[r][c] = 0.0f;
+    }
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i m4 = _mm256_set1_epi8(15);
+  for (size_t b = b_begin; b < nb; ++b) {
+    float dws[C];
+    __m256i p16[R][C];
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kSub; ++s) {
+      __m256i wv[C];
+#pragma GCC unroll 4
+      for (size_t c = 0; c < C; ++c) {
+        const uint8_t* blk = wrow[c] + b * kBytes;
+        if (s == 0) dws[c] = _cvtsh_ss(internal::LoadU16(blk));
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + 16 * s));
+        wv[c] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes), m4);
+      }
+#pragma GCC unroll 4
+      for (size_t r = 0; r < R; ++r) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r].q + b * kBlock + 32 * s));
+#pragma GCC unroll 4
+        for (size_t c = 0; c < C; ++c) {
+          const __m256i p = _mm256_maddubs_epi16(wv[c], xv);  // <= 2*15*127 per lane: no saturation
+          p16[r][c] = s == 0 ? p : _mm256_add_epi16(p16[r][c], p);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      const __m256 dx = _mm256_broadcast_ss(xr[r].d + b);
+      const float cx = xr[r].corr[b];
+#pragma GCC unroll 4
+      for (size_t c = 0; c < C; ++c) {
+        const __m256i p = _mm256_madd_epi16(p16[r][c], ones);
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(dws[c])), acc[r][c]);
+        corr[r][c] += dws[c] * cx;
+      }
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) out[r * C + c] = HSum256(acc[r][c]) - corr[r][c];
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// ---------------------------------------------------------------------------------------
+// AVX-512 tiles: two 32-value blocks (or one 128-value group as two halves) per vector.
+// Lanes 0-7 of the int32 / float vectors belong to the first block, 8-15 to the second.
+
+HWY_INLINE float HSum512(__m512 v) {
+  return HSum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+// Scale vector [a x 8 | b x 8].
+HWY_INLINE __m512 PairScale(float a, float b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+
+// 32 nibble bytes q0 (block/sub-block s) and q1 (s + 1) -> 64 values in [0, 15] ordered
+// [lo(q0) hi(q0) lo(q1) hi(q1)] (values 0..15, 16..31 of each 32-value block).
+HWY_INLINE __m512i UnpackNibblePair(__m128i q0, __m128i q1) {
+  const __m512i idx = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
+  const __m512i shift = _mm512_set_epi64(0x0004000400040004LL, 0x0004000400040004LL, 0, 0, 0x0004000400040004LL,
+                                         0x0004000400040004LL, 0, 0);
+  const __m512i v = _mm512_permutexvar_epi64(idx, _mm512_castsi256_si512(_mm256_set_m128i(q1, q0)));
+  return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(15));
+}
+
+template <size_t R, size_t C>
+HWY_INLINE void TileQ8x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_RESTRICT xr, size_t npairs,
+                         float* HWY_RESTRICT out) {
+  __m512 acc[R][C];
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  const __m512i ones = _mm512_set1_epi16(1);
+  const __m512i zero = _mm512_setzero_si512();
+  for (size_t pb = 0; pb < npairs; ++pb) {
+    const size_t b = 2 * pb;
+    __m512i aw[C];
+    __mmask64 neg[C];
+    __m512 dw[C];
+#pragma GCC unroll 4
+    for (size_t c = 0; c < C; ++c) {
+      const uint8_t* blk = wrow[c] + b * internal::kQ8_0BlockBytes;
+      dw[c] = PairScale(_cvtsh_ss(internal::LoadU16(blk)), _cvtsh_ss(internal::LoadU16(blk + 34)));
+      const __m512i w = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 36)), 1);
+      aw[c] = _mm512_abs_epi8(w);
+      neg[c] = _mm512_movepi8_mask(w);
+    }
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      const __m512i xv = _mm512_loadu_si512(xr[r].q + b * 32);
+      const __m512 dx = PairScale(xr[r].d[b], xr[r].d[b + 1]);
+#pragma GCC unroll 4
+      for (size_t c = 0; c < C; ++c) {
+        const __m512i sx = _mm512_mask_sub_epi8(xv, neg[c], zero, xv);  // x with the sign of w
+        const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(aw[c], sx), ones);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, dw[c]), acc[r][c]);
+      }
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) out[r * C + c] = HSum512(acc[r][c]);
+  }
+}
+
+// Q4_0: pairs of 18-byte blocks. Q4_G128: one 66-byte group = two vectors.
+template <size_t R, size_t C, size_t kSub>
+HWY_INLINE void TileQ4x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_RESTRICT xr, size_t nsteps,
+                         float* HWY_RESTRICT out) {
+  __m512 acc[R][C];
+  float corr[R][C];
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) {
+      acc[r][c] = _mm512_setzero_ps();
+      corr[r][c] = 0.0f;
+    }
+  }
+  const __m512i ones = _mm512_set1_epi16(1);
+  for (size_t st = 0; st < nsteps; ++st) {
+    if constexpr (kSub == 1) {
+      const size_t b = 2 * st;
+      __m512i w[C];
+      float dw0[C], dw1[C];
+      __m512 dw[C];
+#pragma GCC unroll 4
+      for (size_t c = 0; c < C; ++c) {
+        const uint8_t* blk = wrow[c] + b * internal::kQ4_0BlockBytes;
+        dw0[c] = _cvtsh_ss(internal::LoadU16(blk));
+        dw1[c] = _cvtsh_ss(internal::LoadU16(blk + 18));
+        dw[c] = PairScale(dw0[c], dw1[c]);
+        w[c] = UnpackNibblePair(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 20)));
+      }
+#pragma GCC unroll 4
+      for (size_t r = 0; r < R; ++r) {
+        const __m512i xv = _mm512_loadu_si512(xr[r].q + b * 32);
+        const __m512 dx = PairScale(xr[r].d[b], xr[r].d[b + 1]);
+        const float c0 = xr[r].corr[b], c1 = xr[r].corr[b + 1];
+#pragma GCC unroll 4
+        for (size_t c = 0; c < C; ++c) {
+          const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(w[c], xv), ones);
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, dw[c]), acc[r][c]);
+          corr[r][c] += dw0[c] * c0;
+          corr[r][c] += dw1[c] * c1;
+        }
+      }
+    } else {
+      const size_t g = st;
+      __m512i w0[C], w1[C];
+      float dws[C];
+#pragma GCC unroll 4
+      for (size_t c = 0; c < C; ++c) {
+        const uint8_t* blk = wrow[c] + g * internal::kQ4_G128BlockBytes;
+        dws[c] = _cvtsh_ss(internal::LoadU16(blk));
+        const uint8_t* qs = blk + 2;
+        w0[c] = UnpackNibblePair(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16)));
+        w1[c] = UnpackNibblePair(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32)),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 48)));
+      }
+#pragma GCC unroll 4
+      for (size_t r = 0; r < R; ++r) {
+        const __m512i x0 = _mm512_loadu_si512(xr[r].q + g * 128);
+        const __m512i x1 = _mm512_loadu_si512(xr[r].q + g * 128 + 64);
+        const __m512 dx = _mm512_set1_ps(xr[r].d[g]);
+        const float cx = xr[r].corr[g];
+#pragma GCC unroll 4
+        for (size_t c = 0; c < C; ++c) {
+          // <= 4 * 15 * 127 per int16 lane: no saturation.
+          const __m512i p16 = _mm512_add_epi16(_mm512_maddubs_epi16(w0[c], x0), _mm512_maddubs_epi16(w1[c], x1));
+          const __m512i p = _mm512_madd_epi16(p16, ones);
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, _mm512_set1_ps(dws[c])), acc[r][c]);
+          corr[r][c] += dws[c] * cx;
+        }
+      }
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) out[r * C + c] = HSum512(acc[r][c]) - corr[r][c];
+  }
+}
+
+template <size_t R, size_t C>
+HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
+  float tail[R * C];
+  if (t == QuantType::kQ4_G128) {
+    TileQ4x2<R, C, 4>(wrow, xr, nb, out);
+    return;
+  }
+  const size_t npairs = nb / 2;
+  if (t == QuantType::kQ8_0) {
+    TileQ8x2<R, C>(wrow, xr, npairs, out);
+    if (nb % 2) TileQ8<R, C>(wrow, xr, nb - 1, nb, tail);
+  } else {
+    TileQ4x2<R, C, 1>(wrow, xr, npairs, out);
+    if (nb % 2) TileQ4<R, C, 1>(wrow, xr, nb - 1, nb, tail);
+  }
+  if (nb % 2) {
+    for (size_t i = 0; i < R * C; ++i) out[i] += tail[i];
+  }
+}
+
+#else  // AVX2
+
+template <size_t R, size_t C>
+HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
+  if (t == QuantType::kQ8_0) {
+    TileQ8<R, C>(wrow, xr, 0, nb, out);
+  } else if (t == QuantType::kQ4_0) {
+    TileQ4<R, C, 1>(wrow, xr, 0, nb, out);
+  } else {
+    TileQ4<R, C, 4>(wrow, xr, 0, nb, out);
+  }
+}
+#endif  // AVX3
+
+#else  // portable version: one (row, column) pair at a time, integer sums per block
+
+HWY_INLINE int32_t BlockDotI8(const int8_t* HWY_RESTRICT a, const int8_t* HWY_RESTRICT b, size_t len) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<int8_t, DF> d8;
+  const size_t N = hn::Lanes(df);
+  auto sum = hn::Zero(di);
+  for (size_t i = 0; i < len; i += N) {
+    sum = hn::Add(sum, hn::Mul(hn::PromoteTo(di, hn::LoadU(d8, a + i)), hn::PromoteTo(di, hn::LoadU(d8, b + i))));
+  }
+  return hn::GetLane(hn::SumOfLanes(di, sum));
+}
+
+template <size_t R, size_t C>
+HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
+  alignas(64) int8_t wq[128];
+  for (size_t c = 0; c < C; ++c) {
+    float acc[R] = {}, corr[R] = {};
+    for (size_t b = 0; b < nb; ++b) {
+      size_t block;
+      const uint8_t* blk;
+      if (t == QuantType::kQ8_0) {
+        block = 32;
+        blk = wrow[c] + b * internal::kQ8_0BlockBytes;
+        std::copy(blk + 2, blk + 34, reinterpret_cast<uint8_t*>(wq));
+      } else {
+        block = t == QuantType::kQ4_0 ? 32 : 128;
+        blk = wrow[c] + b * (2 + block / 2);
+        for (size_t s = 0; s < block / 32; ++s) {
+          for (size_t i = 0; i < 16; ++i) {
+            const uint8_t byte = blk[2 + 16 * s + i];
+            wq[32 * s + i] = static_cast<int8_t>(byte & 15);
+            wq[32 * s + 16 + i] = static_cast<int8_t>(byte >> 4);
+          }
+        }
+      }
+      const float dw = F16ToF32(internal::LoadU16(blk));
+      for (size_t r = 0; r < R; ++r) {
+        const int32_t isum = BlockDotI8(wq, xr[r].q + b * block, block);
+        acc[r] += (dw * xr[r].d[b]) * static_cast<float>(isum);
+        if (t != QuantType::kQ8_0) corr[r] += dw * xr[r].corr[b];
+      }
+    }
+    for (size_t r = 0; r < R; ++r) out[r * C + c] = acc[r] - corr[r];
+  }
+}
+#endif
+
+template <size_t R>
+void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_bytes, size_t nb, const float* bias,
+               float* y, size_t i0, size_t n, size_t j0, size_t j1) {
+  constexpr size_t C = R == 1 ? 4 : 2;
+  float out[R * C];
+  size_t j = j0;
+  for (; j + C <= j1; j += C) {
+    const uint8_t* wr[C];
+    for (size_t c = 0; c < C; ++c) wr[c] = wbase + (j + c) * row_bytes;
+    Tile<R, C>(t, wr, xr, nb, out);
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t c = 0; c < C; ++c) y[(i0 + r) * n + j + c] = out[r * C + c] + (bias ? bias[j + c] : 0.0f);
+    }
+  }
+  for (; j < j1; ++j) {
+    const uint8_t* wr[1] = {wbase + j * row_bytes};
+    Tile<R, 1>(t, wr, xr, nb, out);
+    for (size_t r = 0; r < R; ++r) y[(i0 + r) * n + j] = out[r] + (bias ? bias[j] : 0.0f);
+  }
+}
+
+}  // namespace
+
+void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const float* bias, float* y,
+                        ThreadPool* pool) {
+  if (m64 <= 0 || w.rows <= 0) return;
+  const size_t m = static_cast<size_t>(m64), n = static_cast<size_t>(w.rows), k = static_cast<size_t>(w.cols);
+  pool = PoolFor(pool, m * n * k);
+  const internal::ActLayout l = internal::MakeActLayout(w.quant, w.cols);
+  const size_t kpad = static_cast<size_t>(l.kpad), nb = static_cast<size_t>(l.nb);
+  auto q = hwy::AllocateAligned<int8_t>(m * kpad);
+  auto dq = hwy::AllocateAligned<float>(m * nb * 2);
+  float* d = dq.get();
+  float* corr = dq.get() + m * nb;
+  // Few rows (decode): quantize inline rather than pay a pool round trip.
+  const size_t qchunk = m * k < (size_t{1} << 16) ? m : ChunkSize(m, pool, 16, 2);
+  RunTasks(m * k < (size_t{1} << 16) ? nullptr : pool, (m + qchunk - 1) / qchunk, [&](size_t t, size_t) {
+    for (size_t i = t * qchunk; i < std::min(m, (t + 1) * qchunk); ++i) {
+      QuantizeActRow(x + i * k, k, l, q.get() + i * kpad, d + i * nb, corr + i * nb);
+    }
+  });
+  std::vector<QRow> rows(m);
+  for (size_t i = 0; i < m; ++i) rows[i] = QRow{q.get() + i * kpad, d + i * nb, corr + i * nb};
+
+  const size_t row_bytes = QuantizedRowBytes(w.quant, w.cols);
+  const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
+  const size_t chunk = (ChunkSize(n, pool, 16, 4) + 3) & ~size_t{3};
+  // Columns per L2 block: the W rows of a block stay cached while all row groups pass.
+  const size_t block = std::max<size_t>(4, ((size_t{192} << 10) / row_bytes) & ~size_t{3});
+  RunTasks(pool, (n + chunk - 1) / chunk, [&](size_t t, size_t) {
+    const size_t jt0 = t * chunk, jt1 = std::min(n, jt0 + chunk);
+    for (size_t j0 = jt0; j0 < jt1; j0 += block) {
+      const size_t j1 = std::min(jt1, j0 + block);
+      size_t i = 0;
+      for (; i + 4 <= m; i += 4) QuantRows<4>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1);
+      switch (m - i) {
+        case 3:
+          QuantRows<3>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1);
+          break;
+        case 2:
+          QuantRows<2>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1);
+          break;
+        case 1:
+          QuantRows<1>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1);
+          break;
+        default:
+          break;
+      }
+    }
+  });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace mineru
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace mineru {
+namespace kernels {
+namespace cpu {
+
+HWY_EXPORT(MatMulQuantIntImpl);
+
+void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
+                    ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(MatMulQuantIntImpl)(x, m, w, bias, y, pool);
+}
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace mineru
+#endif  // HWY_ONCE

@@ -1,0 +1,92 @@
+// kernels/dispatch.cc — the public entry points of kernels.h: route each call to the SIMD
+// kernels (kernels/cpu/, one HWY_DYNAMIC_DISPATCH per call) or to the scalar twins.
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "kernels/reference.h"
+
+namespace mineru {
+namespace kernels {
+namespace {
+
+// -1: not yet read from the environment.
+std::atomic<int> g_backend{-1};
+
+Backend BackendFromEnv() {
+  const char* e = std::getenv("MINERU_KERNELS");
+  if (e && (std::strcmp(e, "ref") == 0 || std::strcmp(e, "reference") == 0)) return Backend::kReference;
+  return Backend::kHighway;
+}
+
+inline bool UseRef() { return GetBackend() == Backend::kReference; }
+
+}  // namespace
+
+void SetBackend(Backend b) { g_backend.store(static_cast<int>(b), std::memory_order_relaxed); }
+
+Backend GetBackend() {
+  int b = g_backend.load(std::memory_order_relaxed);
+  if (b < 0) {
+    b = static_cast<int>(BackendFromEnv());
+    g_backend.store(b, std::memory_order_relaxed);
+  }
+  return static_cast<Backend>(b);
+}
+
+const char* ActiveTargetName() { return UseRef() ? "reference" : cpu::DispatchedTargetName(); }
+
+void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool) {
+  if (UseRef()) return ref::MatMul(x, m, w, bias, y, pool);
+  if (w.quantized() && m < kQuantDequantMinRows) return cpu::MatMulQuantInt(x, m, w, bias, y, pool);
+  cpu::MatMul(x, m, w, bias, y, pool);
+}
+
+void WeightRowToF32(const WeightView& w, int64_t row, float* out) {
+  if (UseRef()) return ref::WeightRowToF32(w, row, out);
+  cpu::WeightRowToF32(w, row, out);
+}
+
+void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y, ThreadPool* pool) {
+  if (UseRef()) return ref::RmsNorm(x, m, n, weight, eps, y, pool);
+  cpu::RmsNorm(x, m, n, weight, eps, y, pool);
+}
+
+void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps, float* y,
+               ThreadPool* pool) {
+  if (UseRef()) return ref::LayerNorm(x, m, n, weight, bias, eps, y, pool);
+  cpu::LayerNorm(x, m, n, weight, bias, eps, y, pool);
+}
+
+void QuickGelu(float* x, int64_t n, ThreadPool* pool) {
+  if (UseRef()) return ref::QuickGelu(x, n, pool);
+  cpu::QuickGelu(x, n, pool);
+}
+
+void GeluErf(float* x, int64_t n, ThreadPool* pool) {
+  if (UseRef()) return ref::GeluErf(x, n, pool);
+  cpu::GeluErf(x, n, pool);
+}
+
+void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool) {
+  if (UseRef()) return ref::SiluMul(gate, up, n, out, pool);
+  cpu::SiluMul(gate, up, n, out, pool);
+}
+
+void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin) {
+  if (UseRef()) return ref::RopeRotateHalf(x, head_dim, cos, sin);
+  cpu::RopeRotateHalf(x, head_dim, cos, sin);
+}
+
+void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
+               ThreadPool* pool) {
+  if (UseRef()) return ref::Attention(q, k, v, s, out, pool);
+  cpu::Attention(q, k, v, s, out, pool);
+}
+
+}  // namespace kernels
+}  // namespace mineru

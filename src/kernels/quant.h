@@ -1,0 +1,84 @@
+// kernels/quant.h — block-quantized weight formats: layouts, quantization, dequantization.
+//
+// Layouts (all little-endian, rows stored one after another, no padding between blocks):
+//   Q8_0     per 32 values: { uint16 d (f16); int8 q[32] }           value = q * d
+//   Q4_0     per 32 values: { uint16 d (f16); uint8 qs[16] }         value = (nibble - 8) * d,
+//            value i < 16 in the low nibble of qs[i], value i >= 16 in the high nibble of qs[i-16]
+//   Q4_G128  per 128 values: { uint16 d (f16); uint8 qs[64] }        four Q4_0 nibble blocks
+//            (qs[16 s .. 16 s + 16) holds values 32 s .. 32 s + 32) sharing one scale
+// Q8_0 and Q4_0 are byte-identical to GGUF's block_q8_0 / block_q4_0. A row of `cols` values
+// holds ceil(cols / block) blocks; the tail of the last block is zero.
+//
+// A QuantizedMatrix owns its bytes; QuantizedView() wraps bytes owned elsewhere (e.g. a
+// mapped pre-quantized file) — both give a WeightView that every op accepts in place of
+// the dense view. Quantization is deterministic (same input, same bytes on every target).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "base/thread_pool.h"
+#include "kernels/kernels.h"
+
+namespace mineru {
+namespace kernels {
+
+// Values per scale (32 or 128); 0 for kNone.
+int64_t QuantBlockSize(QuantType t);
+// Bytes of one block (34, 18, 66); 0 for kNone.
+size_t QuantBlockBytes(QuantType t);
+// Bytes of one row of `cols` values.
+size_t QuantizedRowBytes(QuantType t, int64_t cols);
+// "none", "q8_0", "q4_0", "q4_g128".
+const char* QuantTypeName(QuantType t);
+
+// MatMul with a quantized W and m < kQuantDequantMinRows quantizes each row of x to int8
+// per block (block = QuantBlockSize) on the fly and uses integer dot products; for
+// m >= kQuantDequantMinRows it dequantizes W panel by panel to fp32 and runs the fp32 GEMM
+// (no activation rounding there). Both backends follow the same rule.
+constexpr int64_t kQuantDequantMinRows = 48;
+
+// An owned quantized matrix. Movable, not copyable (the copy would be O(size)).
+class QuantizedMatrix {
+ public:
+  QuantizedMatrix() = default;
+  QuantizedMatrix(QuantType type, int64_t rows, int64_t cols);  // zero-filled bytes
+  QuantizedMatrix(QuantizedMatrix&&) noexcept = default;
+  QuantizedMatrix& operator=(QuantizedMatrix&&) noexcept = default;
+
+  QuantType type() const { return type_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  const uint8_t* data() const { return bytes_.get(); }
+  uint8_t* mutable_data() { return bytes_.get(); }
+  size_t size_bytes() const { return size_; }
+  // A view valid while this object lives (and is not moved from).
+  WeightView view() const;
+
+ private:
+  QuantType type_ = QuantType::kNone;
+  int64_t rows_ = 0, cols_ = 0;
+  size_t size_ = 0;
+  std::unique_ptr<uint8_t[]> bytes_;
+};
+
+// Quantizes a dense view (f32/bf16/f16) into `type` (not kNone). Rows are independent and
+// are spread over pool when given. Precondition: !w.quantized().
+QuantizedMatrix Quantize(const WeightView& w, QuantType type, ThreadPool* pool = nullptr);
+
+// Quantizes rows [row_begin, row_end) of w into out (QuantizedRowBytes per row), for writers
+// that stream a pre-quantized file.
+void QuantizeRows(const WeightView& w, QuantType type, int64_t row_begin, int64_t row_end, uint8_t* out);
+
+// A view over quantized bytes owned by the caller (e.g. a mapped file).
+WeightView QuantizedView(QuantType type, const void* data, int64_t rows, int64_t cols);
+
+// Dequantizes one row into out[cols].
+void DequantizeRow(const WeightView& w, int64_t row, float* out);
+
+// f32 -> IEEE half, round to nearest even (saturates to inf like the hardware conversion).
+uint16_t F32ToF16(float f);
+
+}  // namespace kernels
+}  // namespace mineru

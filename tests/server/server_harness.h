@@ -1,0 +1,105 @@
+// tests/server/server_harness.h — starts the real `mineru-cpp serve` on a free loopback port and
+// stops it; a tiny HTTP client on top of cpp-httplib.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/mapped_file.h"
+
+namespace mineru::testing {
+
+inline const std::string kBin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
+inline const std::string kFx = MINERU_FIXTURES_DIR;
+
+inline std::string TempDir(const std::string& name) {
+  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
+  ::mkdir(d.c_str(), 0755);
+  d += "/srv_" + name + "_" + std::to_string(::getpid());
+  std::system(("rm -rf '" + d + "'").c_str());
+  ::mkdir(d.c_str(), 0755);
+  return d;
+}
+
+class ServerProcess {
+ public:
+  // args: extra flags after `serve`. Waits until /health answers 200 (or the deadline passes).
+  bool Start(const std::vector<std::string>& args, const std::string& log_path, double deadline_s = 60) {
+    log_ = log_path;
+    std::remove(log_.c_str());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 2);
+      ::dup2(fd, 1);
+      std::vector<std::string> all = {kBin, "serve", "--host", "127.0.0.1", "--port", "0"};
+      all.insert(all.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(kBin.c_str(), argv.data());
+      ::_exit(127);
+    }
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+    while (std::chrono::steady_clock::now() < end) {
+      if (port_ == 0) {
+        auto log = ReadFileToString(log_);
+        const std::string key = "listening on http://127.0.0.1:";
+        if (log.ok()) {
+          const size_t at = log->find(key);
+          if (at != std::string::npos) port_ = std::atoi(log->c_str() + at + key.size());
+        }
+      }
+      if (port_ != 0) {
+        httplib::Client c("127.0.0.1", port_);
+        auto r = c.Get("/health");
+        if (r && r->status == 200) return true;
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;  // the server exited
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling a condition, with a deadline
+    }
+    return false;
+  }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string log() const { return ReadFileToString(log_).ok() ? *ReadFileToString(log_) : ""; }
+  // Sends sig and waits for exit; returns the exit status (or -1).
+  int Stop(int sig = SIGTERM) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, sig);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) Stop(SIGKILL);
+  }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(120, 0);
+    c.set_connection_timeout(5, 0);
+    return c;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_;
+};
+
+}  // namespace mineru::testing

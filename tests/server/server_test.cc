@@ -1,0 +1,442 @@
+// The real server on loopback: golden ids through the OpenAI endpoints (streaming and not), a
+// request shaped exactly like MinerU's http client's, /file_parse and /tasks with --replay, a job
+// surviving kill -9, auth and limits, graceful drain, and a bounded load test.
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "../model/golden_util.h"
+#include "../util/pdf_writer.h"
+#include "server/base64.h"
+#include "server_harness.h"
+
+namespace mineru::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string DataUrl(const std::string& png_path) {
+  return "data:image/png;base64," + server::Base64Encode(ReadFileToString(png_path).value());
+}
+
+PdfPage TextPage(const std::string& title) {
+  PdfPage p;
+  p.texts.push_back({72, 50, 20, title});
+  p.texts.push_back({72, 120, 10, "Body text of the page."});
+  return p;
+}
+
+const char* kLayout =
+    "<|box_start|>100 050 900 090<|box_end|><|ref_start|>title<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>100 100 900 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
+    "<|box_start|>100 400 900 600<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>";
+
+std::string WriteReplay(const std::string& dir, int pages) {
+  Json j = Json::array();
+  for (int i = 0; i < pages; ++i) {
+    j.push_back({{"layout", kLayout},
+                 {"blocks", {"Page Title " + std::to_string(i + 1), "Some \\(x^2\\) text.", "<fcel>A<fcel>B<nl>"}}});
+  }
+  const std::string p = dir + "/replay.json";
+  WriteStringToFile(p, j.dump());
+  return p;
+}
+
+// Parses an SSE body into its JSON events (without [DONE]); *done set when [DONE] was seen.
+std::vector<Json> SseEvents(const std::string& body, bool* done) {
+  std::vector<Json> out;
+  *done = false;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = body.find("\n\n", pos);
+    const std::string data = body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") *done = true;
+    else out.push_back(Json::parse(data));
+  }
+  return out;
+}
+
+struct Case {
+  std::string name;
+  Json prompt;
+  Json images;
+  std::vector<int64_t> want;
+};
+
+std::vector<Case> GoldenCases(const std::string& model, int32_t image_token) {
+  std::vector<Case> out;
+  for (const char* name : {"one_image", "two_images", "text_only"}) {
+    Golden g(model, name);
+    Case c{name, Json::array(), Json::array(), g.I64("generated_ids")};
+    int64_t prev = -1;
+    for (int64_t id : g.I64("input_ids")) {
+      if (!(id == image_token && prev == image_token)) c.prompt.push_back(id);
+      prev = id;
+    }
+    const std::string meta = ReadFileToString(kFx + "/" + model + "/golden_" + name + ".json").value();
+    for (const char* img : {"image0.png", "image1.png", "image2.png"}) {
+      if (meta.find(img) != std::string::npos) c.images.push_back(DataUrl(kFx + "/" + img));
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+class GoldenServerTest : public ::testing::TestWithParam<std::pair<std::string, int32_t>> {};
+
+TEST_P(GoldenServerTest, CompletionsReproduceGoldenIds) {
+  const auto [model, image_token] = GetParam();
+  const std::string dir = TempDir("golden_" + model);
+  ServerProcess srv;
+  ASSERT_TRUE(srv.Start({"--model", kFx + "/" + model, "--data-dir", dir + "/data"}, dir + "/log")) << srv.log();
+  auto cli = srv.Client();
+  for (const Case& c : GoldenCases(model, image_token)) {
+    for (bool stream : {false, true}) {
+      Json body = {{"model", model}, {"prompt", c.prompt},      {"images", c.images},
+                   {"max_tokens", 16}, {"ignore_eos", true},    {"temperature", 0},
+                   {"stream", stream}, {"return_token_ids", true}};
+      auto r = cli.Post("/v1/completions", body.dump(), "application/json");
+      ASSERT_TRUE(r) << "no response";
+      ASSERT_EQ(r->status, 200) << r->body;
+      std::vector<int64_t> ids;
+      if (!stream) {
+        Json j = Json::parse(r->body);
+        ids = j["choices"][0]["token_ids"].get<std::vector<int64_t>>();
+        EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+        EXPECT_EQ(j["usage"]["completion_tokens"], 16);
+      } else {
+        bool done = false;
+        for (const Json& e : SseEvents(r->body, &done)) {
+          for (int64_t id : e["choices"][0]["token_ids"]) ids.push_back(id);
+        }
+        EXPECT_TRUE(done);
+      }
+      EXPECT_EQ(ids, c.want) << c.name << (stream ? " (stream)" : "");
+    }
+  }
+  EXPECT_EQ(srv.Stop(SIGTERM), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenServerTest,
+                         ::testing::Values(std::make_pair(std::string("tiny"), 2000),
+                                           std::make_pair(std::string("tinyvocab"), 151655)),
+                         [](const auto& i) { return i.param.first; });
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void StartServer(const std::vector<std::string>& extra = {}) {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    replay_ = WriteReplay(dir_, 3);
+    std::vector<std::string> args = {"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data", "--replay", replay_};
+    if (std::find(extra.begin(), extra.end(), "--max-tokens") == extra.end()) {
+      args.insert(args.end(), {"--max-tokens", "24"});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(srv_.Start(args, dir_ + "/log")) << srv_.log();
+  }
+  std::string dir_, replay_;
+  ServerProcess srv_;
+};
+
+TEST_F(ServerTest, MinerUHttpClientShapedRequest) {
+  StartServer();
+  auto cli = srv_.Client();
+  auto models = cli.Get("/v1/models");
+  ASSERT_TRUE(models);
+  ASSERT_EQ(models->status, 200);
+  Json m = Json::parse(models->body);
+  ASSERT_EQ(m["data"].size(), 1u);
+  const std::string id = m["data"][0]["id"];
+  // Exactly the keys MinerU's client sends (spec/HTTP_CLIENT_CONTRACT.md).
+  Json body = {{"model", id},
+               {"messages",
+                {{{"role", "system"}, {"content", "You are a helpful assistant."}},
+                 {{"role", "user"},
+                  {"content",
+                   {{{"type", "image_url"}, {"image_url", {{"url", DataUrl(kFx + "/image1.png")}}}},
+                    {{"type", "text"}, {"text", "\nText Recognition:"}}}}}}},
+               {"temperature", 0.0},
+               {"top_p", 0.01},
+               {"top_k", 1},
+               {"presence_penalty", 1.0},
+               {"frequency_penalty", 0.05},
+               {"repetition_penalty", 1.0},
+               {"vllm_xargs", {{"no_repeat_ngram_size", 100}, {"debug", false}}},
+               {"skip_special_tokens", false}};
+  auto r = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_TRUE(j["choices"][0]["finish_reason"] == "stop" || j["choices"][0]["finish_reason"] == "length");
+  ASSERT_TRUE(j["choices"][0]["message"]["content"].is_string());
+  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().find("<|im_end|>"), std::string::npos);
+  EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 10);
+  // The same request streamed gives the same text (greedy).
+  body["stream"] = true;
+  auto s = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->status, 200);
+  bool done = false;
+  std::string text;
+  std::string reason;
+  for (const Json& e : SseEvents(s->body, &done)) {
+    const Json& c = e["choices"][0];
+    if (c["delta"].contains("content")) text += c["delta"]["content"].get<std::string>();
+    if (!c["finish_reason"].is_null()) reason = c["finish_reason"];
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(text, j["choices"][0]["message"]["content"].get<std::string>());
+  EXPECT_EQ(reason, j["choices"][0]["finish_reason"].get<std::string>());
+  // A bad request is a clear 4xx.
+  Json remote = body;
+  remote["stream"] = false;
+  remote["messages"][1]["content"][0]["image_url"]["url"] = "http://example.com/a.png";
+  auto bad = cli.Post("/v1/chat/completions", remote.dump(), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("remote image"), std::string::npos);
+  auto notjson = cli.Post("/v1/chat/completions", "{nope", "application/json");
+  EXPECT_EQ(notjson->status, 400);
+  Json badb64 = remote;
+  badb64["messages"][1]["content"][0]["image_url"]["url"] = "data:image/png;base64,!!!!";
+  EXPECT_EQ(cli.Post("/v1/chat/completions", badb64.dump(), "application/json")->status, 400);
+  auto metrics = cli.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("mineru_http_requests_total"), std::string::npos);
+  EXPECT_NE(metrics->body.find("mineru_kv_blocks_used"), std::string::npos);
+  EXPECT_NE(metrics->body.find("mineru_request_latency_seconds_bucket"), std::string::npos);
+}
+
+TEST_F(ServerTest, FileParseAndTasks) {
+  StartServer();
+  auto cli = srv_.Client();
+  const std::string pdf = MakePdf({TextPage("One"), TextPage("Two")});
+  httplib::MultipartFormDataItems form = {{"files", pdf, "report.pdf", "application/pdf"},
+                                          {"return_md", "true", "", ""},
+                                          {"return_middle_json", "true", "", ""},
+                                          {"return_model_output", "true", "", ""},
+                                          {"return_content_list", "true", "", ""},
+                                          {"return_images", "true", "", ""}};
+  auto r = cli.Post("/file_parse", form);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json j = Json::parse(r->body);
+  const Json& doc = j["results"]["report"];
+  EXPECT_NE(doc["md_content"].get<std::string>().find("# Page Title 1"), std::string::npos);
+  EXPECT_EQ(Json::parse(doc["middle_json"].get<std::string>())["pdf_info"].size(), 2u);
+  EXPECT_EQ(Json::parse(doc["model_output"].get<std::string>()).size(), 2u);
+  EXPECT_TRUE(Json::parse(doc["content_list"].get<std::string>()).is_array());
+  EXPECT_FALSE(doc["images"].empty());  // table crops
+
+  // The asynchronous job API.
+  httplib::MultipartFormDataItems task_form = {{"files", pdf, "report.pdf", "application/pdf"}};
+  auto t = cli.Post("/tasks", task_form);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->status, 202) << t->body;
+  const std::string id = Json::parse(t->body)["task_id"];
+  Json status;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < end) {
+    status = Json::parse(cli.Get("/tasks/" + id)->body);
+    if (status["status"] == "done" || status["status"] == "failed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(status["status"], "done") << status.dump();
+  EXPECT_EQ(status["progress"]["pages_done"], 2);
+  auto res = cli.Get("/tasks/" + id + "/result");
+  ASSERT_EQ(res->status, 200);
+  EXPECT_NE(Json::parse(res->body)["results"]["report"]["md_content"].get<std::string>().find("Page Title 2"),
+            std::string::npos);
+  auto page = cli.Get("/tasks/" + id + "/pages/1");
+  ASSERT_EQ(page->status, 200);
+  EXPECT_EQ(page->body.substr(1, 3), "PNG");
+  EXPECT_EQ(cli.Get("/tasks/" + id + "/files/report.md")->status, 200);
+  EXPECT_EQ(cli.Get("/tasks/" + id + "/files/..%2Fjobs.sqlite3")->status, 404);
+  EXPECT_EQ(cli.Get("/tasks/00000000000000000000000000000000")->status, 404);
+  // Broken uploads are 4xx, not crashes.
+  httplib::MultipartFormDataItems junk = {{"files", "not a document", "x.pdf", "application/pdf"}};
+  EXPECT_EQ(cli.Post("/file_parse", junk)->status, 400);
+  EXPECT_EQ(cli.Post("/tasks", junk)->status, 400);
+  EXPECT_EQ(cli.Post("/file_parse", "{}", "application/json")->status, 400);
+}
+
+TEST_F(ServerTest, JobSurvivesKill9) {
+  StartServer({"--replay-delay-ms", "700", "--job-workers", "1"});
+  auto cli = srv_.Client();
+  const std::string pdf = MakePdf({TextPage("A"), TextPage("B"), TextPage("C")});
+  auto t = cli.Post("/tasks", httplib::MultipartFormDataItems{{"files", pdf, "doc.pdf", "application/pdf"}});
+  ASSERT_EQ(t->status, 202);
+  const std::string id = Json::parse(t->body)["task_id"];
+  // Wait until it is running with at least one page done, then kill the server hard.
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  Json st;
+  while (std::chrono::steady_clock::now() < end) {
+    st = Json::parse(cli.Get("/tasks/" + id)->body);
+    if (st["status"] == "running" && st["progress"]["pages_done"].get<int>() >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(st["status"], "running") << st.dump();
+  srv_.Stop(SIGKILL);
+  // Restart on the same data directory: the job resumes and completes with nothing lost.
+  ServerProcess again;
+  ASSERT_TRUE(again.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data", "--replay", replay_},
+                          dir_ + "/log2"))
+      << again.log();
+  EXPECT_NE(again.log().find("resuming 1 interrupted job"), std::string::npos) << again.log();
+  auto cli2 = again.Client();
+  end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < end) {
+    st = Json::parse(cli2.Get("/tasks/" + id)->body);
+    if (st["status"] == "done" || st["status"] == "failed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(st["status"], "done") << st.dump();
+  Json result = Json::parse(cli2.Get("/tasks/" + id + "/result")->body);
+  const Json model = Json::parse(result["results"]["doc"]["model_output"].get<std::string>());
+  ASSERT_EQ(model.size(), 3u);
+  EXPECT_EQ(model[2][0]["content"], "Page Title 3");
+}
+
+TEST_F(ServerTest, AuthAndLimits) {
+  StartServer({"--api-key", "sekret", "--max-body-mb", "1", "--max-image-pixels", "5000"});
+  auto cli = srv_.Client();
+  EXPECT_EQ(cli.Get("/health")->status, 200);  // open
+  EXPECT_EQ(cli.Get("/v1/models")->status, 401);
+  httplib::Headers auth = {{"Authorization", "Bearer sekret"}};
+  EXPECT_EQ(cli.Get("/v1/models", auth)->status, 200);
+  httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
+  EXPECT_EQ(cli.Get("/v1/models", wrong)->status, 401);
+  // Body over 1 MB.
+  Json big = {{"messages", {{{"role", "user"}, {"content", std::string(2 << 20, 'a')}}}}};
+  auto r = cli.Post("/v1/chat/completions", auth, big.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  // Image over the pixel limit (200x200 = 40000 > 5000).
+  Json img = {{"messages",
+               {{{"role", "user"},
+                 {"content", {{{"type", "image_url"}, {"image_url", {{"url", DataUrl(kFx + "/image2.png")}}}}}}}}}};
+  r = cli.Post("/v1/chat/completions", auth, img.dump(), "application/json");
+  EXPECT_TRUE(r->status == 413 || r->status == 400) << r->status << r->body;
+  // A prompt longer than the limits is a 400, not a crash.
+  Json huge = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 100000000}};
+  EXPECT_EQ(cli.Post("/v1/chat/completions", auth, huge.dump(), "application/json")->status, 400);
+  EXPECT_EQ(cli.Get("/health")->status, 200);  // still alive
+}
+
+TEST_F(ServerTest, GracefulDrainOnSigterm) {
+  StartServer({"--max-tokens", "400"});
+  std::atomic<int> status{0};
+  std::string body;
+  std::thread client([&] {
+    auto cli = srv_.Client();
+    Json req = {{"messages", {{{"role", "user"}, {"content", "Tell a long story."}}}},
+                {"max_tokens", 120}, {"ignore_eos", true}, {"stream", true}};
+    auto r = cli.Post("/v1/chat/completions", req.dump(), "application/json");
+    if (r) {
+      status = r->status;
+      body = r->body;
+    }
+  });
+  // Wait until the request is running in the engine, then ask the server to stop.
+  auto cli = srv_.Client();
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < end) {
+    auto h = cli.Get("/health");
+    if (h && h->status == 200 && Json::parse(h->body)["queue"]["running"].get<int>() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const int exit_status = srv_.Stop(SIGTERM);
+  client.join();
+  EXPECT_EQ(status.load(), 200);
+  bool done = false;
+  SseEvents(body, &done);
+  EXPECT_TRUE(done) << "the in-flight request must complete during the drain";
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+}
+
+long RssKb(pid_t pid) {
+  auto s = ReadFileToString("/proc/" + std::to_string(pid) + "/status");
+  if (!s.ok()) return -1;
+  const size_t at = s->find("VmRSS:");
+  return at == std::string::npos ? -1 : std::atol(s->c_str() + at + 6);
+}
+
+TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
+  StartServer({"--max-tokens", "8"});
+  const std::string pdf = MakePdf({TextPage("L")});
+  auto one_round = [&](int i) -> int {
+    auto cli = srv_.Client();
+    if (i % 4 == 0) {
+      auto r = cli.Post("/file_parse", httplib::MultipartFormDataItems{{"files", pdf, "l.pdf", "application/pdf"}});
+      return r ? r->status : -1;
+    }
+    Json req = {{"messages",
+                 {{{"role", "user"},
+                   {"content",
+                    {{{"type", "image_url"}, {"image_url", {{"url", DataUrl(kFx + "/image0.png")}}}},
+                     {{"type", "text"}, {"text", "Question " + std::to_string(i % 3)}}}}}}},
+                {"stream", i % 2 == 1}};
+    auto r = cli.Post("/v1/chat/completions", req.dump(), "application/json");
+    return r ? r->status : -1;
+  };
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(one_round(i), 200);  // warm up
+  const long baseline = RssKb(srv_.pid());
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> clients;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(6);
+  for (int c = 0; c < 32; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = c; std::chrono::steady_clock::now() < end; i += 32) (one_round(i) == 200 ? ok : failed)++;
+    });
+  }
+  for (auto& t : clients) t.join();
+  // Let the server go idle (it returns freed memory then), bounded by a deadline.
+  for (auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10);) {
+    auto h = srv_.Client().Get("/health");
+    if (h && h->status == 200 && Json::parse(h->body)["queue"]["running"] == 0 &&
+        Json::parse(h->body)["queue"]["waiting"] == 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GT(ok.load(), 32);
+  const long after = RssKb(srv_.pid());
+  EXPECT_LT(after, baseline + 64 * 1024) << "RSS grew from " << baseline << " kB to " << after << " kB";
+  srv_.Stop();
+
+  // Overflow: a tiny queue answers 429, never an error or a hang.
+  ServerProcess small;
+  ASSERT_TRUE(small.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data2", "--max-queued-requests", "2",
+                           "--max-tokens", "200"},
+                          dir_ + "/log_small"));
+  std::atomic<int> s200{0}, s429{0}, other{0};
+  std::mutex mu;
+  std::string odd;
+  std::vector<std::thread> burst;
+  for (int c = 0; c < 16; ++c) {
+    burst.emplace_back([&] {
+      httplib::Client cli("127.0.0.1", small.port());
+      cli.set_read_timeout(60, 0);
+      Json req = {{"messages", {{{"role", "user"}, {"content", "Count."}}}}, {"ignore_eos", true}};
+      auto r = cli.Post("/v1/chat/completions", req.dump(), "application/json");
+      const int code = r ? r->status : -1;
+      (code == 200 ? s200 : code == 429 ? s429 : other)++;
+      if (code != 200 && code != 429) {
+        std::lock_guard<std::mutex> lock(mu);
+        odd += std::to_string(code) + ": " + (r ? r->body : std::string("no response")) + "\n";
+      }
+    });
+  }
+  for (auto& t : burst) t.join();
+  EXPECT_EQ(other.load(), 0) << odd;
+  EXPECT_GT(s429.load(), 0);
+  EXPECT_GT(s200.load(), 0);
+}
+
+}  // namespace
+}  // namespace mineru::testing
