@@ -130,11 +130,11 @@ double DecodeRate(const Batch& b) {
 }
 
 int RunBench(const BenchFlags& f) {
-  if (f.quant != "bf16" && f.quant != "f32") return Fail("--quant " + f.quant + " is not available in this build");
   if (f.concurrency < 1 || f.concurrency > 256) return Fail("--concurrency must be 1..256");
   const std::string dir = ResolveModelDir(f.model);
   const double t_load = Now();
-  auto model = Qwen2VLModel::Load(dir);
+  ThreadPool load_pool(ResolveThreads(f.threads));
+  auto model = Qwen2VLModel::Load(dir, f.quant, &load_pool);
   if (!model.ok()) return Fail(model.status().ToString());
   const double load_s = Now() - t_load;
   const Qwen2VLModel& m = **model;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "cli/common.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
@@ -22,12 +23,14 @@ struct ChatFlags {
   std::string model, image, system = kDefaultSystemPrompt;
   std::vector<std::string> questions;
   int max_new_tokens = 512, threads = 0;
+  std::string quant;
   SamplingParams sampling;
 };
 
 int RunChat(const ChatFlags& f) {
   const std::string dir = ResolveModelDir(f.model);
-  auto model = Qwen2VLModel::Load(dir);
+  ThreadPool load_pool(ResolveThreads(f.threads));
+  auto model = Qwen2VLModel::Load(dir, f.quant, &load_pool);
   if (!model.ok()) return Fail(model.status().ToString());
   auto tok = LoadTokenizer(dir);
   if (!tok.ok()) return Fail(tok.status().ToString());
@@ -108,6 +111,7 @@ void AddChat(CLI::App& app, Action* run) {
   c->add_option("--system", f->system, "System prompt");
   c->add_option("--max-new-tokens", f->max_new_tokens, "Limit per answer")->capture_default_str();
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
+  c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4, q4_0");
   c->add_option("--temperature", f->sampling.temperature, "0 = greedy");
   c->add_option("--top-k", f->sampling.top_k);
   c->add_option("--top-p", f->sampling.top_p);

@@ -27,6 +27,7 @@ struct GenerateFlags {
   bool print_ids = false;
   bool skip_special = false;
   int threads = 0;
+  std::string quant;
   SamplingParams sampling;
 };
 
@@ -34,7 +35,8 @@ int RunGenerate(const GenerateFlags& f) {
   if (f.prompt.empty() == f.raw_ids.empty()) return Fail("give exactly one of --prompt or --raw-ids");
   if (f.max_new_tokens < 0 || f.max_new_tokens > 1000000) return Fail("--max-new-tokens out of range");
   const std::string dir = ResolveModelDir(f.model);
-  auto model = Qwen2VLModel::Load(dir);
+  ThreadPool pool(ResolveThreads(f.threads));
+  auto model = Qwen2VLModel::Load(dir, f.quant, &pool);
   if (!model.ok()) return Fail(model.status().ToString());
   std::vector<RgbImage> decoded;
   for (const auto& path : f.images) {
@@ -75,7 +77,6 @@ int RunGenerate(const GenerateFlags& f) {
     images = std::move(p->images);
   }
 
-  ThreadPool pool(ResolveThreads(f.threads));
   GenerateOptions opt;
   opt.max_new_tokens = f.max_new_tokens;
   opt.ignore_eos = f.ignore_eos;
@@ -121,6 +122,7 @@ void AddGenerate(CLI::App& app, Action* run) {
   c->add_flag("--print-ids", f->print_ids, "Print generated token ids instead of text");
   c->add_flag("--skip-special-tokens", f->skip_special, "Drop special tokens from the printed text");
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
+  c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4, q4_0");
   c->add_option("--temperature", f->sampling.temperature, "0 = greedy");
   c->add_option("--top-k", f->sampling.top_k);
   c->add_option("--top-p", f->sampling.top_p);

@@ -39,6 +39,7 @@ struct ParseFlags {
   int max_block_tokens = 4096;
   int pages_in_flight = 2;
   int kv_cache_mb = 2048;
+  std::string quant;
 };
 
 bool HasDocExtension(const std::string& name) {
@@ -177,7 +178,8 @@ int RunParse(const ParseFlags& f) {
       Status s = DownloadModel(d, MakeTerminalProgress(f.quiet || f.json));
       if (!s.ok()) return Fail(s.message());
     }
-    auto m = Qwen2VLModel::Load(dir);
+    ThreadPool load_pool(ResolveThreads(f.threads));
+    auto m = Qwen2VLModel::Load(dir, f.quant, &load_pool);
     if (!m.ok()) return Fail(m.status().ToString());
     model = std::move(m).value();
     auto t = LoadTokenizer(dir);
@@ -244,6 +246,7 @@ void AddParse(CLI::App& app, Action* run) {
   c->add_flag("--yes", f->yes, "Answer yes to questions (e.g. downloading the model)");
   c->add_flag("--no-layout-pictures", f->no_layout_pictures, "Do not draw layout/page_NNNN.png");
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
+  c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4, q4_0");
   c->add_option("--max-block-tokens", f->max_block_tokens, "Token limit per request")->capture_default_str();
   c->add_option("--pages-in-flight", f->pages_in_flight, "Pages processed concurrently")->capture_default_str();
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();

@@ -18,6 +18,7 @@ void AddBench(CLI::App& app, Action* run);
 void AddChat(CLI::App& app, Action* run);
 void AddServe(CLI::App& app, Action* run);
 void AddDownload(CLI::App& app, Action* run);
+void AddQuantize(CLI::App& app, Action* run);
 
 // Prints "error: <message>" on stderr and returns 1.
 int Fail(const std::string& message);

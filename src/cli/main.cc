@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     AddChat(app, &run);
     AddServe(app, &run);
     AddDownload(app, &run);
+    AddQuantize(app, &run);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

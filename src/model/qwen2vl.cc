@@ -3,10 +3,13 @@
 #include <cstring>
 
 #include "base/mapped_file.h"
+#include "model/quantize.h"
 
 namespace mineru {
 
-StatusOr<std::unique_ptr<Qwen2VLModel>> Qwen2VLModel::Load(const std::string& dir) {
+StatusOr<std::unique_ptr<Qwen2VLModel>> Qwen2VLModel::Load(const std::string& dir, const std::string& quant,
+                                                           ThreadPool* pool) {
+  MINERU_ASSIGN_OR_RETURN(QuantType qt, ParseQuantName(quant));
   if (!FileExists(dir)) return NotFoundError("model directory not found: " + dir);
   std::unique_ptr<Qwen2VLModel> m(new Qwen2VLModel());
   m->dir_ = dir;
@@ -21,6 +24,7 @@ StatusOr<std::unique_ptr<Qwen2VLModel>> Qwen2VLModel::Load(const std::string& di
     return InvalidArgumentError(pp + ": patch/merge sizes disagree with config.json");
   }
   MINERU_ASSIGN_OR_RETURN(m->weights_, ModelWeights::Load(dir, m->config_));
+  MINERU_RETURN_IF_ERROR(QuantizeWeights(m->weights_.get(), qt, pool));
   m->vision_ = std::make_unique<VisionEncoder>(m->config_.vision, m->weights_->vision);
   m->decoder_ = std::make_unique<Decoder>(m->config_.text, m->weights_->text);
   return m;

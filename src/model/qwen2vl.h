@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_pool.h"
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/vision_encoder.h"
@@ -17,7 +18,10 @@ namespace mineru {
 class Qwen2VLModel {
  public:
   // dir: config.json, preprocessor_config.json (optional: defaults), model.safetensors[.index.json].
-  static StatusOr<std::unique_ptr<Qwen2VLModel>> Load(const std::string& dir);
+  // quant: "" or "bf16" (as stored), "q8", "q4", "q4_0" (model/quantize.h); a pre-quantized
+  // checkpoint loads in its own format. pool speeds up load-time quantization (may be null).
+  static StatusOr<std::unique_ptr<Qwen2VLModel>> Load(const std::string& dir, const std::string& quant = "",
+                                                      ThreadPool* pool = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const ImageProcessorConfig& image_config() const { return image_config_; }

@@ -16,6 +16,7 @@ class TensorSource {
  public:
   void Add(const SafetensorsFile* f) {
     for (const auto& t : f->tensors()) by_name_[t.name] = &t;
+    for (const auto& [k, v] : f->metadata()) meta_[k] = v;
   }
   // Detects the naming scheme from the embedding table's name.
   Status DetectScheme() {
@@ -51,6 +52,25 @@ class TensorSource {
     return t;
   }
   StatusOr<WeightView> Matrix(char kind, const std::string& suffix, int64_t rows, int64_t cols) const {
+    // A pre-quantized matrix: U8 [rows, row_bytes] with metadata quant.<name> (model/quantize.h).
+    const std::string name = kind == 'v' ? vision_prefix_ + suffix : kind == 't' ? text_prefix_ + suffix : suffix;
+    auto q = meta_.find("quant." + name);
+    if (q != meta_.end()) {
+      const TensorInfo* t = FindRaw(name);
+      if (!t) return NotFoundError("missing tensor '" + name + "'");
+      QuantType qt = QuantType::kNone;
+      for (QuantType c : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_G128}) {
+        if (q->second == kernels::QuantTypeName(c)) qt = c;
+      }
+      if (qt == QuantType::kNone) return InvalidArgumentError("tensor '" + name + "' has unknown format " + q->second);
+      const int64_t row_bytes = static_cast<int64_t>(kernels::QuantizedRowBytes(qt, cols));
+      if (t->dtype != DType::kU8 || t->shape != std::vector<int64_t>{rows, row_bytes}) {
+        return InvalidArgumentError("quantized tensor '" + name + "' has shape " + t->ShapeString() +
+                                    ", config says " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) +
+                                    " bytes");
+      }
+      return kernels::QuantizedView(qt, t->data, rows, cols);
+    }
     MINERU_ASSIGN_OR_RETURN(const TensorInfo* t, Get(kind, suffix, {rows, cols}));
     return WeightView{t->dtype, t->data, rows, cols};
   }
@@ -61,6 +81,7 @@ class TensorSource {
 
  private:
   std::unordered_map<std::string, const TensorInfo*> by_name_;
+  std::map<std::string, std::string> meta_;
   std::string text_prefix_, vision_prefix_;
 };
 
@@ -92,6 +113,14 @@ StatusOr<std::vector<std::string>> ShardFiles(const std::string& dir) {
 }
 
 }  // namespace
+
+std::vector<const TensorInfo*> ModelWeights::tensors() const {
+  std::vector<const TensorInfo*> out;
+  for (const auto& f : files_) {
+    for (const auto& t : f->tensors()) out.push_back(&t);
+  }
+  return out;
+}
 
 StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::string& dir, const ModelConfig& cfg) {
   std::unique_ptr<ModelWeights> w(new ModelWeights());

@@ -15,6 +15,7 @@
 #include "base/safetensors.h"
 #include "base/status.h"
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "model/config.h"
 
 namespace mineru {
@@ -61,6 +62,11 @@ class ModelWeights {
   // dir holds model.safetensors or model.safetensors.index.json + shards.
   static StatusOr<std::unique_ptr<ModelWeights>> Load(const std::string& dir, const ModelConfig& config);
 
+  // Keeps a quantized copy alive for the views that point into it (model/quantize.cc).
+  void AdoptQuantized(kernels::QuantizedMatrix m) { owned_.push_back(std::move(m)); }
+  // Every tensor of the checkpoint, in file order (for writers).
+  std::vector<const TensorInfo*> tensors() const;
+
   VisionWeights vision;
   TextWeights text;
   bool tied_lm_head = false;
@@ -68,6 +74,7 @@ class ModelWeights {
 
  private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::vector<kernels::QuantizedMatrix> owned_;
 };
 
 }  // namespace mineru

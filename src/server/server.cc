@@ -56,7 +56,8 @@ std::string BaseName(std::string p) {
 }
 
 void LoadModel(Server::State& st) {
-  auto m = Qwen2VLModel::Load(st.opt.model_dir);
+  ThreadPool pool(st.opt.engine.threads > 0 ? static_cast<size_t>(st.opt.engine.threads) : ThreadPool::DefaultThreads());
+  auto m = Qwen2VLModel::Load(st.opt.model_dir, st.opt.quant, &pool);
   if (!m.ok()) {
     st.load_error = m.status().ToString();
     std::fprintf(stderr, "error: model: %s\n", st.load_error.c_str());

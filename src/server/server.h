@@ -30,6 +30,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 30000;
   std::string model_dir;
+  std::string quant;  // bf16 (as stored), q8, q4, q4_0
   std::string model_name;  // id in /v1/models (default: the model directory's name)
   std::string api_key;     // empty: no auth
   bool allow_remote_images = false;

@@ -1,0 +1,157 @@
+#include "model/quantize.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/mapped_file.h"
+#include "model/config.h"
+
+namespace mineru {
+
+StatusOr<QuantType> ParseQuantName(const std::string& name) {
+  if (name.empty() || name == "bf16" || name == "none" || name == "f32" || name == "f16") return QuantType::kNone;
+  if (name == "q8" || name == "q8_0") return QuantType::kQ8_0;
+  if (name == "q4" || name == "q4_g128") return QuantType::kQ4_G128;
+  if (name == "q4_0") return QuantType::kQ4_0;
+  return InvalidArgumentError("unknown --quant '" + name + "' (bf16, q8, q4, q4_0)");
+}
+
+QuantType LmHeadQuant(QuantType t) { return t == QuantType::kNone ? t : QuantType::kQ8_0; }
+
+namespace {
+
+// Calls fn(name, view) for every matrix that gets quantized, with the format for it.
+void ForEachQuantizable(ModelWeights* w, QuantType t,
+                        const std::function<void(const std::string&, WeightView*, QuantType)>& fn) {
+  for (size_t i = 0; i < w->vision.blocks.size(); ++i) {
+    VisionBlockWeights& b = w->vision.blocks[i];
+    const std::string p = "visual.blocks." + std::to_string(i) + ".";
+    fn(p + "attn.qkv.weight", &b.qkv, t);
+    fn(p + "attn.proj.weight", &b.proj, t);
+    fn(p + "mlp.fc1.weight", &b.fc1, t);
+    fn(p + "mlp.fc2.weight", &b.fc2, t);
+  }
+  fn("visual.merger.mlp.0.weight", &w->vision.merger_fc1, t);
+  fn("visual.merger.mlp.2.weight", &w->vision.merger_fc2, t);
+  for (size_t i = 0; i < w->text.layers.size(); ++i) {
+    DecoderLayerWeights& l = w->text.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    fn(p + "self_attn.q_proj.weight", &l.q, t);
+    fn(p + "self_attn.k_proj.weight", &l.k, t);
+    fn(p + "self_attn.v_proj.weight", &l.v, t);
+    fn(p + "self_attn.o_proj.weight", &l.o, t);
+    fn(p + "mlp.gate_proj.weight", &l.gate, t);
+    fn(p + "mlp.up_proj.weight", &l.up, t);
+    fn(p + "mlp.down_proj.weight", &l.down, t);
+  }
+  fn("lm_head.weight", &w->text.lm_head, LmHeadQuant(t));
+}
+
+}  // namespace
+
+Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool) {
+  if (t == QuantType::kNone) return Status::Ok();
+  ForEachQuantizable(w, t, [&](const std::string&, WeightView* v, QuantType q) {
+    if (v->quantized() || q == QuantType::kNone) return;  // already (pre-quantized file)
+    kernels::QuantizedMatrix m = kernels::Quantize(*v, q, pool);
+    *v = m.view();
+    w->AdoptQuantized(std::move(m));
+  });
+  return Status::Ok();
+}
+
+Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_dir, QuantType t, ThreadPool* pool) {
+  if (t == QuantType::kNone) return InvalidArgumentError("choose a quantized format (q8, q4, q4_0)");
+  MINERU_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(src_dir + "/config.json"));
+  MINERU_ASSIGN_OR_RETURN(auto weights, ModelWeights::Load(src_dir, cfg));
+  ::mkdir(out_dir.c_str(), 0755);
+  for (const char* f : {"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json",
+                        "generation_config.json", "chat_template.json"}) {
+    if (!FileExists(src_dir + "/" + f)) continue;
+    MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(src_dir + "/" + f, 256u << 20));
+    MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/" + f, text));
+  }
+  // Every tensor of the source is written; the quantizable matrices as U8 blocks. Matrices are
+  // recognised by their data pointer (unique per tensor). A tied head is written as its own
+  // quantized lm_head.weight, the dense embedding table stays.
+  std::map<const void*, QuantType> quant_of;
+  ForEachQuantizable(weights.get(), t, [&](const std::string& name, WeightView* v, QuantType q) {
+    if (name == "lm_head.weight" && weights->tied_lm_head) return;
+    if (!v->quantized() && q != QuantType::kNone) quant_of[v->data] = q;
+  });
+  nlohmann::json header = nlohmann::json::object();
+  nlohmann::json meta = {{"format", "pt"}, {"mineru.quant", kernels::QuantTypeName(t)}};
+  struct Item {
+    std::string name;
+    const TensorInfo* src;
+    QuantType q;
+    WeightView view;
+    uint64_t bytes;
+  };
+  std::vector<Item> items;
+  for (const TensorInfo* ti : weights->tensors()) {
+    Item it{ti->name, ti, QuantType::kNone, {}, ti->nbytes};
+    auto q = quant_of.find(ti->data);
+    if (q != quant_of.end() && ti->shape.size() >= 2) {
+      it.q = q->second;
+      it.view = WeightView{ti->dtype, ti->data, ti->shape[0], ti->numel() / ti->shape[0]};
+      it.bytes = static_cast<uint64_t>(it.view.rows) * kernels::QuantizedRowBytes(it.q, it.view.cols);
+    }
+    items.push_back(it);
+  }
+  if (weights->tied_lm_head) {
+    const WeightView& e = weights->text.embed_tokens;
+    const QuantType hq = LmHeadQuant(t);
+    items.push_back({"lm_head.weight", nullptr, hq, e,
+                     static_cast<uint64_t>(e.rows) * kernels::QuantizedRowBytes(hq, e.cols)});
+  }
+  uint64_t off = 0;
+  for (const Item& it : items) {
+    if (it.q == QuantType::kNone) {
+      header[it.name] = {{"dtype", DTypeName(it.src->dtype)}, {"shape", it.src->shape}, {"data_offsets", {off, off + it.bytes}}};
+    } else {
+      const uint64_t row_bytes = kernels::QuantizedRowBytes(it.q, it.view.cols);
+      header[it.name] = {{"dtype", "U8"}, {"shape", {it.view.rows, static_cast<int64_t>(row_bytes)}},
+                         {"data_offsets", {off, off + it.bytes}}};
+      meta["quant." + it.name] = kernels::QuantTypeName(it.q);
+      meta["cols." + it.name] = std::to_string(it.view.cols);
+    }
+    off += it.bytes;
+  }
+  header["__metadata__"] = meta;
+  std::string h = header.dump();
+  while (h.size() % 8 != 0) h += ' ';
+  const std::string path = out_dir + "/model.safetensors", tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError("cannot write " + tmp);
+  const uint64_t hn = h.size();
+  out.write(reinterpret_cast<const char*>(&hn), 8);
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  std::vector<uint8_t> buf;
+  for (const Item& it : items) {
+    if (it.q == QuantType::kNone) {
+      out.write(reinterpret_cast<const char*>(it.src->data), static_cast<std::streamsize>(it.bytes));
+      continue;
+    }
+    const int64_t rows_per_chunk = 256;
+    const size_t row_bytes = kernels::QuantizedRowBytes(it.q, it.view.cols);
+    for (int64_t r = 0; r < it.view.rows; r += rows_per_chunk) {
+      const int64_t e = std::min(it.view.rows, r + rows_per_chunk);
+      buf.resize(static_cast<size_t>(e - r) * row_bytes);
+      kernels::QuantizeRows(it.view, it.q, r, e, buf.data());
+      out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+    }
+  }
+  out.close();
+  if (!out) return IoError("write failed: " + tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename " + tmp);
+  (void)pool;
+  return Status::Ok();
+}
+
+}  // namespace mineru
