@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "engine/chat.h"
 #include "engine/engine.h"
 #include "engine/generate.h"
+#include "model/mrope.h"
 
 #ifndef MINERU_SOURCE_DIR
 #define MINERU_SOURCE_DIR "."
@@ -245,8 +247,51 @@ int RunBench(const BenchFlags& f) {
     } catch (const Json::exception& ex) {
       return Fail(wf + ": malformed workload: " + ex.what());
     }
+  } else if (f.workload == "accuracy") {
+    // Final hidden states of the quantized model against the as-stored (bf16 weights, fp32
+    // activations) model on the same image + prompt.
+    auto ref = Qwen2VLModel::Load(dir, "", e.pool());
+    if (!ref.ok()) return Fail(ref.status().ToString());
+    RgbImage img = SyntheticImage(448, 448, 4);
+    auto hidden = [&](const Qwen2VLModel& mm) -> StatusOr<std::vector<float>> {
+      MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(mm, img));
+      MINERU_ASSIGN_OR_RETURN(std::vector<float> emb,
+                              mm.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, e.pool()));
+      std::vector<int32_t> ids = TextIds(24, 9);
+      ids.insert(ids.begin() + 12, mm.config().image_token_id);
+      MINERU_ASSIGN_OR_RETURN(ids, ExpandImageTokens(mm, ids, {in.grid}));
+      MINERU_ASSIGN_OR_RETURN(MropePositions pos, ComputeMropePositions(ids, {in.grid}, mm.config().vision.spatial_merge_size,
+                                                                        mm.config().image_token_id));
+      MINERU_ASSIGN_OR_RETURN(std::vector<float> x, mm.BuildInputEmbeddings(ids, emb));
+      KvCache cache;
+      std::vector<float> h(x.size());
+      mm.decoder().Forward(x.data(), static_cast<int64_t>(ids.size()), pos.t.data(), pos.h.data(), pos.w.data(), &cache,
+                           h.data(), e.pool());
+      return h;
+    };
+    auto a = hidden(**ref);
+    auto b = hidden(m);
+    if (!a.ok()) return Fail(a.status().ToString());
+    if (!b.ok()) return Fail(b.status().ToString());
+    const int64_t H = m.config().text.hidden_size, n = static_cast<int64_t>(a->size()) / H;
+    double mean = 0, worst = 1;
+    for (int64_t i = 0; i < n; ++i) {
+      double dot = 0, na = 0, nb = 0;
+      for (int64_t j = 0; j < H; ++j) {
+        const double x = (*a)[i * H + j], y = (*b)[i * H + j];
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+      }
+      const double c = dot / std::sqrt(na * nb + 1e-30);
+      mean += c / n;
+      worst = std::min(worst, c);
+    }
+    out["tokens"] = n;
+    out["cosine_mean"] = mean;
+    out["cosine_min"] = worst;
   } else {
-    return Fail("--workload must be decode, prefill, vision, page or chat");
+    return Fail("--workload must be decode, prefill, vision, page, chat or accuracy");
   }
   EngineStats st = e.Stats();
   out["kv_peak_mb"] = st.kv_bytes_peak / 1048576.0;

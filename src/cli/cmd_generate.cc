@@ -122,7 +122,7 @@ void AddGenerate(CLI::App& app, Action* run) {
   c->add_flag("--print-ids", f->print_ids, "Print generated token ids instead of text");
   c->add_flag("--skip-special-tokens", f->skip_special, "Drop special tokens from the printed text");
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
-  c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4, q4_0");
+  c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   c->add_option("--temperature", f->sampling.temperature, "0 = greedy");
   c->add_option("--top-k", f->sampling.top_k);
   c->add_option("--top-p", f->sampling.top_p);

@@ -246,7 +246,7 @@ void AddParse(CLI::App& app, Action* run) {
   c->add_flag("--yes", f->yes, "Answer yes to questions (e.g. downloading the model)");
   c->add_flag("--no-layout-pictures", f->no_layout_pictures, "Do not draw layout/page_NNNN.png");
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
-  c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4, q4_0");
+  c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   c->add_option("--max-block-tokens", f->max_block_tokens, "Token limit per request")->capture_default_str();
   c->add_option("--pages-in-flight", f->pages_in_flight, "Pages processed concurrently")->capture_default_str();
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();

@@ -33,9 +33,9 @@ int RunQuantize(const QuantizeFlags& f) {
 
 void AddQuantize(CLI::App& app, Action* run) {
   auto f = std::make_shared<QuantizeFlags>();
-  CLI::App* c = app.add_subcommand("quantize", "Write a pre-quantized model (q8, q4, q4_0) for instant load");
+  CLI::App* c = app.add_subcommand("quantize", "Write a pre-quantized model (q8, q4, q4_g128) for instant load");
   c->add_option("--model", f->model, "Source model directory");
-  c->add_option("--quant", f->quant, "q8 | q4 (4-bit, group 128) | q4_0 (4-bit, group 32)")->capture_default_str();
+  c->add_option("--quant", f->quant, "q8 | q4 (4-bit, group 32) | q4_g128 (4-bit, group 128)")->capture_default_str();
   c->add_option("-o,--output", f->out, "Output directory")->required();
   c->add_option("--threads", f->threads, "Worker threads");
   c->callback([f, run] { *run = [f] { return RunQuantize(*f); }; });

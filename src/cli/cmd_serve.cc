@@ -98,7 +98,7 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--request-timeout", f->o.request_timeout_s, "Seconds per chat request")->capture_default_str();
   c->add_option("--http-threads", f->o.http_threads, "Connections served at once")->capture_default_str();
   c->add_option("--threads", f->threads, "Compute threads (default: all cores)");
-  c->add_option("--quant", f->o.quant, "Weights: bf16 (as stored), q8, q4, q4_0");
+  c->add_option("--quant", f->o.quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   c->add_option("--replay", f->o.replay, "Document jobs use recorded outputs (tests)");
   c->add_option("--replay-delay-ms", f->o.replay_delay_ms, "With --replay: latency per page (tests)");

@@ -82,6 +82,12 @@ void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* s
   cpu::RopeRotateHalf(x, head_dim, cos, sin);
 }
 
+void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
+                        const float* cos, const float* sin, ThreadPool* pool) {
+  if (UseRef()) return ref::RopeRotateHalfRows(x, n, x_stride, num_heads, head_dim, cos, sin, pool);
+  cpu::RopeRotateHalfRows(x, n, x_stride, num_heads, head_dim, cos, sin, pool);
+}
+
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool) {
   if (UseRef()) return ref::Attention(q, k, v, s, out, pool);

@@ -85,6 +85,11 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPo
 // NeoX-style rotation ("rotate_half") of one head vector x[head_dim] in place, with
 // per-dimension cos/sin of length head_dim (the second half repeats the first).
 void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin);
+// The same for heads [0, num_heads) of rows [0, n): head h of row i starts at
+// x + i * x_stride + h * head_dim and rotates with cos/sin + i * head_dim. One dispatch for
+// the whole batch (prefer it to per-head calls in loops).
+void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
+                        const float* cos, const float* sin, ThreadPool* pool = nullptr);
 
 // Scaled dot-product attention for one sequence, all heads, GQA.
 //   q: [n_q, num_heads * head_dim]     (row stride q_stride floats)

@@ -194,6 +194,15 @@ void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* s
   }
 }
 
+void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
+                        const float* cos, const float* sin, ThreadPool*) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t h = 0; h < num_heads; ++h) {
+      RopeRotateHalf(x + i * x_stride + h * head_dim, head_dim, cos + i * head_dim, sin + i * head_dim);
+    }
+  }
+}
+
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool) {
   const int64_t group = s.num_heads / s.num_kv_heads;

@@ -19,6 +19,8 @@ void QuickGelu(float* x, int64_t n, ThreadPool* pool = nullptr);
 void GeluErf(float* x, int64_t n, ThreadPool* pool = nullptr);
 void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool = nullptr);
 void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin);
+void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
+                        const float* cos, const float* sin, ThreadPool* pool = nullptr);
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
 

@@ -16,12 +16,16 @@ namespace mineru {
 StatusOr<QuantType> ParseQuantName(const std::string& name) {
   if (name.empty() || name == "bf16" || name == "none" || name == "f32" || name == "f16") return QuantType::kNone;
   if (name == "q8" || name == "q8_0") return QuantType::kQ8_0;
-  if (name == "q4" || name == "q4_g128") return QuantType::kQ4_G128;
-  if (name == "q4_0") return QuantType::kQ4_0;
-  return InvalidArgumentError("unknown --quant '" + name + "' (bf16, q8, q4, q4_0)");
+  if (name == "q4" || name == "q4_0") return QuantType::kQ4_0;
+  if (name == "q4_g128") return QuantType::kQ4_G128;
+  return InvalidArgumentError("unknown --quant '" + name + "' (bf16, q8, q4, q4_g128)");
 }
 
 QuantType LmHeadQuant(QuantType t) { return t == QuantType::kNone ? t : QuantType::kQ8_0; }
+
+QuantType VisionQuant(QuantType t) { return t == QuantType::kNone ? t : QuantType::kQ8_0; }
+
+QuantType AttentionQuant(QuantType t) { return t == QuantType::kNone ? t : QuantType::kQ8_0; }
 
 namespace {
 
@@ -31,20 +35,20 @@ void ForEachQuantizable(ModelWeights* w, QuantType t,
   for (size_t i = 0; i < w->vision.blocks.size(); ++i) {
     VisionBlockWeights& b = w->vision.blocks[i];
     const std::string p = "visual.blocks." + std::to_string(i) + ".";
-    fn(p + "attn.qkv.weight", &b.qkv, t);
-    fn(p + "attn.proj.weight", &b.proj, t);
-    fn(p + "mlp.fc1.weight", &b.fc1, t);
-    fn(p + "mlp.fc2.weight", &b.fc2, t);
+    fn(p + "attn.qkv.weight", &b.qkv, VisionQuant(t));
+    fn(p + "attn.proj.weight", &b.proj, VisionQuant(t));
+    fn(p + "mlp.fc1.weight", &b.fc1, VisionQuant(t));
+    fn(p + "mlp.fc2.weight", &b.fc2, VisionQuant(t));
   }
-  fn("visual.merger.mlp.0.weight", &w->vision.merger_fc1, t);
-  fn("visual.merger.mlp.2.weight", &w->vision.merger_fc2, t);
+  fn("visual.merger.mlp.0.weight", &w->vision.merger_fc1, VisionQuant(t));
+  fn("visual.merger.mlp.2.weight", &w->vision.merger_fc2, VisionQuant(t));
   for (size_t i = 0; i < w->text.layers.size(); ++i) {
     DecoderLayerWeights& l = w->text.layers[i];
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    fn(p + "self_attn.q_proj.weight", &l.q, t);
-    fn(p + "self_attn.k_proj.weight", &l.k, t);
-    fn(p + "self_attn.v_proj.weight", &l.v, t);
-    fn(p + "self_attn.o_proj.weight", &l.o, t);
+    fn(p + "self_attn.q_proj.weight", &l.q, AttentionQuant(t));
+    fn(p + "self_attn.k_proj.weight", &l.k, AttentionQuant(t));
+    fn(p + "self_attn.v_proj.weight", &l.v, AttentionQuant(t));
+    fn(p + "self_attn.o_proj.weight", &l.o, AttentionQuant(t));
     fn(p + "mlp.gate_proj.weight", &l.gate, t);
     fn(p + "mlp.up_proj.weight", &l.up, t);
     fn(p + "mlp.down_proj.weight", &l.down, t);

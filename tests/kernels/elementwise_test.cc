@@ -102,6 +102,20 @@ TEST_P(ElementwiseTest, RopeRotateHalf) {
   }
 }
 
+TEST_P(ElementwiseTest, RopeRotateHalfRowsMatchesPerHeadCalls) {
+  ThreadPool pool(2);
+  // Vision-like layout: rows of [3][heads][hd], rotate q (offset 0) of every head.
+  for (int64_t hd : {8, 80}) {
+    const int64_t n = 300, heads = 4, stride = 3 * heads * hd + 1;
+    std::vector<float> x = RandomVec(static_cast<size_t>(n * stride), 3);
+    const std::vector<float> c = RandomVec(static_cast<size_t>(n * hd), 4), s = RandomVec(static_cast<size_t>(n * hd), 5);
+    std::vector<float> want = x;
+    ref::RopeRotateHalfRows(want.data(), n, stride, heads, hd, c.data(), s.data());
+    RopeRotateHalfRows(x.data(), n, stride, heads, hd, c.data(), s.data(), &pool);
+    ExpectNear(x, want, 1e-6f, 1e-7f, "rope rows hd=" + std::to_string(hd));
+  }
+}
+
 TEST_P(ElementwiseTest, WeightRowToF32IsExact) {
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (int64_t cols : {1, 9, 64, 1176}) {

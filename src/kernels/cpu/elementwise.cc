@@ -201,6 +201,18 @@ void RopeRotateHalfImpl(float* x, int64_t head_dim, const float* cos, const floa
   }
 }
 
+void RopeRotateHalfRowsImpl(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
+                            const float* cos, const float* sin, ThreadPool* pool) {
+  const size_t min_rows = std::max<size_t>(1, 16384 / static_cast<size_t>(std::max<int64_t>(1, num_heads * head_dim)));
+  ForChunks(static_cast<size_t>(n), min_rows, pool, [&](size_t r0, size_t r1) {
+    for (size_t i = r0; i < r1; ++i) {
+      for (int64_t h = 0; h < num_heads; ++h) {
+        RopeRotateHalfImpl(x + i * x_stride + h * head_dim, head_dim, cos + i * head_dim, sin + i * head_dim);
+      }
+    }
+  });
+}
+
 void WeightRowToF32Impl(const WeightView& w, int64_t row, float* out) {
   if (w.quantized()) {
     DequantizeRow(w, row, out);
@@ -229,6 +241,7 @@ HWY_EXPORT(QuickGeluImpl);
 HWY_EXPORT(GeluErfImpl);
 HWY_EXPORT(SiluMulImpl);
 HWY_EXPORT(RopeRotateHalfImpl);
+HWY_EXPORT(RopeRotateHalfRowsImpl);
 HWY_EXPORT(WeightRowToF32Impl);
 HWY_EXPORT(TargetNameImpl);
 
@@ -246,6 +259,10 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPo
 }
 void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin) {
   HWY_DYNAMIC_DISPATCH(RopeRotateHalfImpl)(x, head_dim, cos, sin);
+}
+void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
+                        const float* cos, const float* sin, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(RopeRotateHalfRowsImpl)(x, n, x_stride, num_heads, head_dim, cos, sin, pool);
 }
 void WeightRowToF32(const WeightView& w, int64_t row, float* out) {
   HWY_DYNAMIC_DISPATCH(WeightRowToF32Impl)(w, row, out);

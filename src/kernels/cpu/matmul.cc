@@ -16,6 +16,7 @@
 
 #include "base/bf16.h"
 #include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
@@ -205,6 +206,11 @@ void DotRows(const float* x, size_t i0, size_t k, const WeightView& w, const flo
   for (; j + C <= j1; j += C) {
     const void* wr[C];
     for (size_t c = 0; c < C; ++c) wr[c] = wbase + (j + c) * k * esize;
+    if (i0 == 0 && j + 2 * C <= j1) {
+      // The first row group streams W from memory: fetch the next tile's rows meanwhile.
+      const uint8_t* next = wbase + (j + C) * k * esize;
+      for (size_t off = 0; off < C * k * esize; off += 64) hwy::Prefetch(next + off);
+    }
     DotTileFull<kDT, R, C>(xr, wr, k, w.dtype, bias, yr, j);
   }
   for (; j < j1; ++j) {

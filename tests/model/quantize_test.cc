@@ -1,0 +1,68 @@
+// Quantized weights: a pre-quantized checkpoint equals load-time quantization, loads without
+// conversion, and a lying pre-quantized tensor is an error.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "base/mapped_file.h"
+#include "engine/generate.h"
+#include "golden_util.h"
+#include "model/quantize.h"
+#include "model/qwen2vl.h"
+
+namespace mineru {
+namespace {
+
+std::vector<int32_t> Greedy(const Qwen2VLModel& m) {
+  GenerateOptions o;
+  o.max_new_tokens = 6;
+  o.ignore_eos = true;
+  auto r = Generate(m, {1, 2, 3, 4, 5}, {}, o, nullptr);
+  EXPECT_TRUE(r.ok());
+  return r.ok() ? r->ids : std::vector<int32_t>{};
+}
+
+TEST(QuantizeTest, PreQuantizedEqualsLoadTimeQuantization) {
+  for (const char* q : {"q8", "q4", "q4_g128"}) {
+    const std::string dir = std::string(MINERU_BINARY_DIR) + "/test_tmp/quant_" + q;
+    ::mkdir((std::string(MINERU_BINARY_DIR) + "/test_tmp").c_str(), 0755);
+    ThreadPool pool(2);
+    auto qt = ParseQuantName(q);
+    ASSERT_TRUE(qt.ok());
+    ASSERT_TRUE(WriteQuantizedModel(testing::FixturePath("tiny"), dir, *qt, &pool).ok());
+    auto pre = Qwen2VLModel::Load(dir);
+    ASSERT_TRUE(pre.ok()) << pre.status().ToString();
+    auto live = Qwen2VLModel::Load(testing::FixturePath("tiny"), q, &pool);
+    ASSERT_TRUE(live.ok());
+    EXPECT_TRUE((*pre)->weights().text.layers[0].gate.quantized());
+    EXPECT_EQ(Greedy(**pre), Greedy(**live)) << q;
+  }
+  EXPECT_FALSE(Qwen2VLModel::Load(testing::FixturePath("tiny"), "q3").ok());
+}
+
+TEST(QuantizeTest, LyingQuantizedTensorIsAnError) {
+  const std::string dir = std::string(MINERU_BINARY_DIR) + "/test_tmp/quant_src_for_bad";
+  ::mkdir((std::string(MINERU_BINARY_DIR) + "/test_tmp").c_str(), 0755);
+  ASSERT_TRUE(WriteQuantizedModel(testing::FixturePath("tiny"), dir, QuantType::kQ8_0, nullptr).ok());
+  // Rewrite the pre-quantized file with one quantized tensor one row short.
+  auto f = SafetensorsFile::Open(dir + "/model.safetensors").value();
+  std::vector<TensorToWrite> ts;
+  for (const auto& t : f->tensors()) {
+    TensorToWrite w{t.name, t.dtype, t.shape, std::string(reinterpret_cast<const char*>(t.data), t.nbytes)};
+    if (t.name == "model.layers.0.mlp.up_proj.weight") {
+      w.shape[0] -= 1;
+      w.bytes.resize(w.bytes.size() - static_cast<size_t>(t.shape[1]));
+    }
+    ts.push_back(std::move(w));
+  }
+  const std::string bad = std::string(MINERU_BINARY_DIR) + "/test_tmp/quant_bad";
+  ::mkdir(bad.c_str(), 0755);
+  ASSERT_TRUE(WriteStringToFile(bad + "/config.json", ReadFileToString(dir + "/config.json").value()).ok());
+  ASSERT_TRUE(WriteSafetensors(bad + "/model.safetensors", ts, f->metadata()).ok());
+  auto m = Qwen2VLModel::Load(bad);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("up_proj"), std::string::npos) << m.status().ToString();
+}
+
+}  // namespace
+}  // namespace mineru
