@@ -16,14 +16,14 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Status ParseSampling(const Json& body, const Server::State& st, EngineRequest* out, bool* stream);
+Status ParseSampling(const Json& body, const ServerOptions& opt, EngineRequest* out, bool* stream);
 
 // Decodes a data URL into an image (limits from the server options).
-StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const Server::State& st) {
+StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const ServerOptions& opt) {
   DecodeLimits limits;
-  limits.max_pixels = st.opt.max_image_pixels;
+  limits.max_pixels = opt.max_image_pixels;
   if (url.rfind("data:", 0) != 0) {
-    if (!st.opt.allow_remote_images) {
+    if (!opt.allow_remote_images) {
       return InvalidArgumentError("remote image URLs are refused; send a data URL (or start the server with "
                                   "--allow-remote-images)");
     }
@@ -41,7 +41,7 @@ StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const Server::State& st
 }
 
 // Parses a chat-completion body into an engine request. Errors are the client's (400/413).
-Status ParseChatRequest(const Json& body, const Server::State& st, EngineRequest* out, bool* stream) {
+Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineRequest* out, bool* stream) {
   if (!body.is_object()) return InvalidArgumentError("the body must be a JSON object");
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
     return InvalidArgumentError("'messages' must be a non-empty array");
@@ -74,7 +74,7 @@ Status ParseChatRequest(const Json& body, const Server::State& st, EngineRequest
           } else {
             return InvalidArgumentError("an image_url part needs image_url.url");
           }
-          MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(url, st));
+          MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(url, opt));
           cm.parts.push_back({ChatPart::kImage, "", static_cast<int>(out->images.size())});
           out->images.push_back(std::move(img));
         } else {
@@ -86,11 +86,11 @@ Status ParseChatRequest(const Json& body, const Server::State& st, EngineRequest
     }
     out->messages.push_back(std::move(cm));
   }
-  return ParseSampling(body, st, out, stream);
+  return ParseSampling(body, opt, out, stream);
 }
 
 // The sampling/limit fields shared by chat and text completions.
-Status ParseSampling(const Json& body, const Server::State& st, EngineRequest* out, bool* stream) {
+Status ParseSampling(const Json& body, const ServerOptions& opt, EngineRequest* out, bool* stream) {
   auto num = [&](const char* key, double lo, double hi, auto* dst) -> Status {
     if (!body.contains(key) || body[key].is_null()) return Status::Ok();
     if (!body[key].is_number()) return InvalidArgumentError(std::string("'") + key + "' must be a number");
@@ -119,7 +119,7 @@ Status ParseSampling(const Json& body, const Server::State& st, EngineRequest* o
       s.no_repeat_ngram_size = static_cast<int>(std::min<int64_t>(x["no_repeat_ngram_size"].get<int64_t>(), 100000));
     }
   }
-  int max_tokens = st.opt.default_max_tokens;
+  int max_tokens = opt.default_max_tokens;
   MINERU_RETURN_IF_ERROR(num("max_tokens", 1, 1e9, &max_tokens));
   MINERU_RETURN_IF_ERROR(num("max_completion_tokens", 1, 1e9, &max_tokens));
   out->max_new_tokens = max_tokens;
@@ -136,7 +136,7 @@ Status ParseSampling(const Json& body, const Server::State& st, EngineRequest* o
   if (body.contains("n") && !(body["n"].is_number_integer() && body["n"].get<int>() == 1)) {
     return InvalidArgumentError("only n = 1 is supported");
   }
-  out->timeout_s = st.opt.request_timeout_s;
+  out->timeout_s = opt.request_timeout_s;
   return Status::Ok();
 }
 
@@ -173,11 +173,11 @@ Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineR
     if (!body["images"].is_array()) return InvalidArgumentError("'images' must be an array of data URLs");
     for (const Json& u : body["images"]) {
       if (!u.is_string()) return InvalidArgumentError("'images' must be an array of data URLs");
-      MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(u.get<std::string>(), st));
+      MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(u.get<std::string>(), st.opt));
       out->images.push_back(std::move(img));
     }
   }
-  return ParseSampling(body, st, out, stream);
+  return ParseSampling(body, st.opt, out, stream);
 }
 
 enum class Kind { kChat, kText };
@@ -300,6 +300,12 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
 
 }  // namespace
 
+Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out, bool* stream) {
+  Json j = Json::parse(body, nullptr, false);
+  if (j.is_discarded()) return InvalidArgumentError("the body is not valid JSON");
+  return ParseChatRequest(j, opt, out, stream);
+}
+
 void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
   http.Get("/v1/models", [&st](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200,
@@ -316,7 +322,7 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
       if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
       EngineRequest er;
       bool stream = false;
-      Status ps = kind == Kind::kChat ? ParseChatRequest(body, st, &er, &stream)
+      Status ps = kind == Kind::kChat ? ParseChatRequest(body, st.opt, &er, &stream)
                                       : ParseCompletionRequest(body, st, &er, &stream);
       if (!ps.ok()) return SendError(res, ps.code() == StatusCode::kResourceExhausted ? 413 : 400, ps.message());
       const bool return_ids = body.contains("return_token_ids") && body["return_token_ids"].is_boolean() &&

@@ -51,6 +51,9 @@ struct ServerOptions {
   EngineConfig engine;
 };
 
+// Parses a /v1/chat/completions body (exposed for the fuzz target and tests).
+Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out, bool* stream);
+
 class Server {
  public:
   explicit Server(ServerOptions options);
