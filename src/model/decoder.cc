@@ -58,7 +58,7 @@ void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, cons
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (int l = 0; l < c_.num_layers; ++l) {
     const DecoderLayerWeights& L = w_.layers[l];
-    kernels::RmsNorm(x.data(), n, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data());
+    kernels::RmsNorm(x.data(), n, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data(), pool);
     kernels::MatMul(normed.data(), n, L.q, L.q_b.data(), q.data(), pool);
     std::vector<float>& kc = cache->k[l];
     std::vector<float>& vc = cache->v[l];
@@ -67,10 +67,8 @@ void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, cons
     float* knew = kc.data() + past * KD;
     kernels::MatMul(normed.data(), n, L.k, L.k_b.data(), knew, pool);
     kernels::MatMul(normed.data(), n, L.v, L.v_b.data(), vc.data() + past * KD, pool);
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t h = 0; h < NH; ++h) kernels::RopeRotateHalf(q.data() + i * QD + h * D, D, &cos[i * D], &sin[i * D]);
-      for (int64_t h = 0; h < KV; ++h) kernels::RopeRotateHalf(knew + i * KD + h * D, D, &cos[i * D], &sin[i * D]);
-    }
+    kernels::RopeRotateHalfRows(q.data(), n, QD, NH, D, cos.data(), sin.data(), pool);
+    kernels::RopeRotateHalfRows(knew, n, KD, KV, D, cos.data(), sin.data(), pool);
     kernels::AttentionShape s;
     s.n_q = n;
     s.n_kv = total;
@@ -86,16 +84,16 @@ void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, cons
     kernels::MatMul(attn.data(), n, L.o, nullptr, tmp.data(), pool);
     for (int64_t i = 0; i < n * Hd; ++i) x[i] += tmp[i];
 
-    kernels::RmsNorm(x.data(), n, Hd, L.post_attn_norm.data(), c_.rms_norm_eps, normed.data());
+    kernels::RmsNorm(x.data(), n, Hd, L.post_attn_norm.data(), c_.rms_norm_eps, normed.data(), pool);
     kernels::MatMul(normed.data(), n, L.gate, nullptr, gate.data(), pool);
     kernels::MatMul(normed.data(), n, L.up, nullptr, up.data(), pool);
-    kernels::SiluMul(gate.data(), up.data(), n * I, gate.data());
+    kernels::SiluMul(gate.data(), up.data(), n * I, gate.data(), pool);
     kernels::MatMul(gate.data(), n, L.down, nullptr, tmp.data(), pool);
     for (int64_t i = 0; i < n * Hd; ++i) x[i] += tmp[i];
     if (trace && l == 0) trace->layer0 = x;
   }
   cache->len = total;
-  kernels::RmsNorm(x.data(), n, Hd, w_.final_norm.data(), c_.rms_norm_eps, hidden_out);
+  kernels::RmsNorm(x.data(), n, Hd, w_.final_norm.data(), c_.rms_norm_eps, hidden_out, pool);
 }
 
 void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segs, KvStore* kv,
@@ -123,14 +121,12 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (int l = 0; l < c_.num_layers; ++l) {
     const DecoderLayerWeights& L = w_.layers[l];
-    kernels::RmsNorm(x.data(), T, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data());
+    kernels::RmsNorm(x.data(), T, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data(), pool);
     kernels::MatMul(normed.data(), T, L.q, L.q_b.data(), q.data(), pool);
     kernels::MatMul(normed.data(), T, L.k, L.k_b.data(), k.data(), pool);
     kernels::MatMul(normed.data(), T, L.v, L.v_b.data(), v.data(), pool);
-    for (int64_t i = 0; i < T; ++i) {
-      for (int64_t h = 0; h < NH; ++h) kernels::RopeRotateHalf(q.data() + i * QD + h * D, D, &cos[i * D], &sin[i * D]);
-      for (int64_t h = 0; h < KV; ++h) kernels::RopeRotateHalf(k.data() + i * KD + h * D, D, &cos[i * D], &sin[i * D]);
-    }
+    kernels::RopeRotateHalfRows(q.data(), T, QD, NH, D, cos.data(), sin.data(), pool);
+    kernels::RopeRotateHalfRows(k.data(), T, KD, KV, D, cos.data(), sin.data(), pool);
     int64_t row = 0;
     for (const BatchSegment& s : segs) {
       // Write the new keys/values into their blocks, then gather the whole context contiguously.
@@ -163,14 +159,14 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
     }
     kernels::MatMul(attn.data(), T, L.o, nullptr, tmp.data(), pool);
     for (int64_t i = 0; i < T * Hd; ++i) x[i] += tmp[i];
-    kernels::RmsNorm(x.data(), T, Hd, L.post_attn_norm.data(), c_.rms_norm_eps, normed.data());
+    kernels::RmsNorm(x.data(), T, Hd, L.post_attn_norm.data(), c_.rms_norm_eps, normed.data(), pool);
     kernels::MatMul(normed.data(), T, L.gate, nullptr, gate.data(), pool);
     kernels::MatMul(normed.data(), T, L.up, nullptr, up.data(), pool);
-    kernels::SiluMul(gate.data(), up.data(), T * I, gate.data());
+    kernels::SiluMul(gate.data(), up.data(), T * I, gate.data(), pool);
     kernels::MatMul(gate.data(), T, L.down, nullptr, tmp.data(), pool);
     for (int64_t i = 0; i < T * Hd; ++i) x[i] += tmp[i];
   }
-  kernels::RmsNorm(x.data(), T, Hd, w_.final_norm.data(), c_.rms_norm_eps, hidden_out);
+  kernels::RmsNorm(x.data(), T, Hd, w_.final_norm.data(), c_.rms_norm_eps, hidden_out, pool);
 }
 
 void Decoder::Logits(const float* hidden, int64_t n, float* logits, ThreadPool* pool) const {

@@ -3,11 +3,17 @@
 // GB/s of weights or KV read where memory-bound) as Google Benchmark counters.
 //
 //   kernels_bench [--benchmark_filter=REGEX]   threads: MINERU_THREADS (default: all cores)
-//   names: MatMul/<shape>/<wtype>/<m>/<target>  target 0 = best SIMD target, 1 = AVX2 cap,
-//          2 = reference scalar twin; FmaPeak/<isa> measures the FMA ceiling of the machine.
+//   MatMul/shape:S/w:W/m:M/tgt:T  S indexes kShapes, W: 0 bf16 1 q8_0 2 q4_0 3 q4_g128,
+//       T: 0 best SIMD target, 1 capped at AVX2, 2 the scalar reference twin
+//   Attention/...   vision (5476 patches), causal prefill (1369), decode (n_q = 1)
+//   Elementwise, Quantize (load-time cost), QuantAccuracy (rel. RMS error of y per format),
+//   PoolRoundTrip (ParallelFor overhead), FmaPeak/0|1 (AVX2 / AVX-512 FMA ceiling).
+// Counters: GFLOPs, WGBs (weight bytes streamed per second), KVGBs, GBs, rel_rmse.
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -291,6 +297,28 @@ BENCHMARK(BM_QuantAccuracy)
     ->ArgsProduct({{kQ8, kQ4, kQ4G128}, {896, 5120}, {4, 64}, {0, 1}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+
+// The cost of one ParallelFor in which every worker must take part (each chunk busy-waits
+// 5 us): time - 5 us is the floor under every parallel kernel call (a decode step makes
+// ~200 of them per token).
+void BM_PoolRoundTrip(benchmark::State& state) {
+  const size_t threads = Pool().num_threads();
+  std::atomic<size_t> started{0};
+  for (auto _ : state) {
+    started = 0;
+    Pool().ParallelFor(
+        threads,
+        [&](size_t, size_t, size_t) {
+          started.fetch_add(1);
+          const auto t0 = std::chrono::steady_clock::now();
+          while (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(5)) {
+          }
+        },
+        1);
+  }
+  state.SetLabel(std::to_string(threads) + " workers, 5 us of work each");
+}
+BENCHMARK(BM_PoolRoundTrip)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The FMA ceiling: independent FMA chains on every pool worker (12 accumulators each).
 #if defined(__x86_64__)

@@ -86,7 +86,8 @@ TEST_P(MatMulTest, OddSizesAllPathsMatchReference) {
 TEST_P(MatMulTest, PanelAndDepthBlockingWithPool) {
   ThreadPool pool(3);
   // k > 256 crosses the packed depth blocks; n spans several panels and tasks.
-  const Case cases[] = {{1, 300, 257}, {6, 200, 513}, {47, 97, 300}, {50, 130, 600}, {64, 896, 300}, {13, 40, 1176}};
+  const Case cases[] = {{1, 300, 257}, {6, 200, 513},  {47, 97, 300},  {50, 130, 600},
+                        {64, 896, 300}, {13, 40, 1176}, {3, 2000, 1000}, {20, 300, 1000}};
   uint32_t seed = 100;
   for (const Case& c : cases) {
     for (DType dt : {DType::kF32, DType::kBF16}) {

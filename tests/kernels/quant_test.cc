@@ -193,7 +193,10 @@ TEST_P(QuantMatMulTest, WithPoolAndManyColumns) {
   ThreadPool pool(3);
   uint32_t seed = 400;
   for (QuantType t : kTypes) {
-    for (const Case& c : {Case{1, 257, 256}, Case{6, 100, 512}, Case{60, 150, 384}}) CheckQuantCase(t, c, &pool, seed++);
+    // The last two are large enough for the kernels to actually use the pool.
+    for (const Case& c : {Case{1, 257, 256}, Case{6, 100, 512}, Case{60, 150, 384}, Case{8, 700, 1024}}) {
+      CheckQuantCase(t, c, &pool, seed++);
+    }
   }
 }
 

@@ -256,7 +256,8 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     return;
   }
 
-  pool = PoolFor(pool, g.n_q * g.n_kv * g.hd * g.group * g.num_kv_heads);
+  pool = PoolFor(pool, 2 * g.n_q * g.n_kv * g.hd * g.group * g.num_kv_heads,
+                 2 * g.n_kv * g.hd * g.num_kv_heads * sizeof(float));
   const size_t threads = NumWorkers(pool);
   const size_t nblk = (g.rows + kBQ - 1) / kBQ;
   // Key splits when a KV head's rows fit one block and there are fewer heads than workers.

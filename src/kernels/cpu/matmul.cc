@@ -341,7 +341,12 @@ void MatMulPacked(const float* x, size_t m, const WeightView& w, const float* bi
 void MatMulImpl(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool,
                 cpu::MatMulPath path) {
   if (m <= 0 || w.rows <= 0) return;
-  pool = PoolFor(pool, static_cast<size_t>(m) * static_cast<size_t>(w.rows) * static_cast<size_t>(w.cols));
+  {
+    const size_t n = static_cast<size_t>(w.rows), k = static_cast<size_t>(w.cols);
+    const size_t wbytes = w.quantized() ? n * QuantizedRowBytes(w.quant, w.cols)
+                                        : n * k * (w.dtype == DType::kF32 ? 4 : 2);
+    pool = PoolFor(pool, static_cast<size_t>(m) * n * k, wbytes);
+  }
   if (path == cpu::MatMulPath::kAuto) {
     path = (!w.quantized() && m < kDotMaxRows) ? cpu::MatMulPath::kDot : cpu::MatMulPath::kPacked;
   }

@@ -433,7 +433,7 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
                         ThreadPool* pool) {
   if (m64 <= 0 || w.rows <= 0) return;
   const size_t m = static_cast<size_t>(m64), n = static_cast<size_t>(w.rows), k = static_cast<size_t>(w.cols);
-  pool = PoolFor(pool, m * n * k);
+  pool = PoolFor(pool, m * n * k, n * QuantizedRowBytes(w.quant, w.cols));
   const internal::ActLayout l = internal::MakeActLayout(w.quant, w.cols);
   const size_t kpad = static_cast<size_t>(l.kpad), nb = static_cast<size_t>(l.nb);
   auto q = hwy::AllocateAligned<int8_t>(m * kpad);

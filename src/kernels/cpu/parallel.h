@@ -15,10 +15,14 @@ namespace cpu {
 
 inline size_t NumWorkers(ThreadPool* pool) { return pool ? pool->num_threads() : 1; }
 
-// The pool, or null when the op is too small (in multiply-adds or element visits) to repay
-// waking the workers (a round trip costs several microseconds).
-constexpr size_t kMinParallelWork = size_t{1} << 18;
-inline ThreadPool* PoolFor(ThreadPool* pool, size_t work) { return work < kMinParallelWork ? nullptr : pool; }
+// The pool, or null when the op is too small to repay waking the workers: a ParallelFor
+// round trip of base/thread_pool costs ~12 us here (kernels_bench BM_PoolRoundTrip), so an
+// op must take > ~20 us on one core. Estimated from its multiply-adds (~100 per ns on one
+// core) and the bytes it streams from memory (~25 per ns on one core).
+inline ThreadPool* PoolFor(ThreadPool* pool, size_t macs, size_t stream_bytes = 0) {
+  const size_t ns = std::max(macs / 100, stream_bytes / 25);
+  return ns < 20000 ? nullptr : pool;
+}
 
 // Calls slot_fn(slot) once for each slot in [0, min(workers, max_slots)), concurrently on the
 // pool. Each slot typically loops `while ((t = next.fetch_add(1)) < num_tasks)`.
