@@ -101,11 +101,10 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   const int64_t Hd = c_.hidden_size, D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
   const int64_t QD = NH * D, KD = KV * D, I = c_.intermediate_size;
   const int64_t bs = kv->block_size();
-  int64_t T = 0, max_ctx = 0;
+  int64_t T = 0;
   std::vector<int64_t> pt, ph, pw;
   for (const BatchSegment& s : segs) {
     T += s.n;
-    max_ctx = std::max(max_ctx, s.past + s.n);
     pt.insert(pt.end(), s.pos_t, s.pos_t + s.n);
     ph.insert(ph.end(), s.pos_h, s.pos_h + s.n);
     pw.insert(pw.end(), s.pos_w, s.pos_w + s.n);
@@ -117,8 +116,9 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   std::vector<float> x(embeds, embeds + T * Hd);
   std::vector<float> normed(T * Hd), q(T * QD), k(T * KD), v(T * KD), attn(T * QD), tmp(T * Hd), gate(T * I),
       up(T * I);
-  std::vector<float> kctx(max_ctx * KD), vctx(max_ctx * KD);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  // Per-worker scratch for gathering a sequence's context.
+  std::vector<std::vector<float>> kctx(pool ? pool->num_threads() : 1), vctx(kctx.size());
   for (int l = 0; l < c_.num_layers; ++l) {
     const DecoderLayerWeights& L = w_.layers[l];
     kernels::RmsNorm(x.data(), T, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data(), pool);
@@ -127,8 +127,19 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
     kernels::MatMul(normed.data(), T, L.v, L.v_b.data(), v.data(), pool);
     kernels::RopeRotateHalfRows(q.data(), T, QD, NH, D, cos.data(), sin.data(), pool);
     kernels::RopeRotateHalfRows(k.data(), T, KD, KV, D, cos.data(), sin.data(), pool);
-    int64_t row = 0;
-    for (const BatchSegment& s : segs) {
+    // Attention per sequence. With many sequences (batched decode) the sequences run in parallel,
+    // each attention call single-threaded; with few, each call uses the pool. The per-query
+    // arithmetic is the same either way, so results do not depend on the batch.
+    std::vector<int64_t> first_row(segs.size());
+    for (size_t i = 0, r = 0; i < segs.size(); ++i) {
+      first_row[i] = static_cast<int64_t>(r);
+      r += static_cast<size_t>(segs[i].n);
+    }
+    const size_t workers = pool ? pool->num_threads() : 1;
+    const bool across = segs.size() >= 2 * workers;
+    auto one = [&](size_t si, size_t worker, ThreadPool* inner) {
+      const BatchSegment& s = segs[si];
+      const int64_t row = first_row[si];
       // Write the new keys/values into their blocks, then gather the whole context contiguously.
       for (int64_t i = 0; i < s.n; ++i) {
         const int64_t p = s.past + i;
@@ -137,11 +148,17 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
         std::memcpy(kv->Value(b, l) + (p % bs) * KD, &v[(row + i) * KD], sizeof(float) * KD);
       }
       const int64_t ctx = s.past + s.n;
+      std::vector<float>& kc = kctx[worker];
+      std::vector<float>& vc = vctx[worker];
+      if (static_cast<int64_t>(kc.size()) < ctx * KD) {
+        kc.resize(ctx * KD);
+        vc.resize(ctx * KD);
+      }
       for (int64_t start = 0; start < ctx; start += bs) {
         const int32_t b = s.block_table[start / bs];
         const int64_t len = std::min(bs, ctx - start);
-        std::memcpy(&kctx[start * KD], kv->Key(b, l), sizeof(float) * len * KD);
-        std::memcpy(&vctx[start * KD], kv->Value(b, l), sizeof(float) * len * KD);
+        std::memcpy(&kc[start * KD], kv->Key(b, l), sizeof(float) * len * KD);
+        std::memcpy(&vc[start * KD], kv->Value(b, l), sizeof(float) * len * KD);
       }
       kernels::AttentionShape a;
       a.n_q = s.n;
@@ -154,8 +171,14 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
       a.out_stride = QD;
       a.causal = true;
       a.scale = scale;
-      kernels::Attention(q.data() + row * QD, kctx.data(), vctx.data(), a, attn.data() + row * QD, pool);
-      row += s.n;
+      kernels::Attention(q.data() + row * QD, kc.data(), vc.data(), a, attn.data() + row * QD, inner);
+    };
+    if (across && pool) {
+      pool->ParallelFor(segs.size(), [&](size_t b, size_t e, size_t w) {
+        for (size_t si = b; si < e; ++si) one(si, w, nullptr);
+      });
+    } else {
+      for (size_t si = 0; si < segs.size(); ++si) one(si, 0, pool);
     }
     kernels::MatMul(attn.data(), T, L.o, nullptr, tmp.data(), pool);
     for (int64_t i = 0; i < T * Hd; ++i) x[i] += tmp[i];
