@@ -438,5 +438,45 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   EXPECT_GT(s200.load(), 0);
 }
 
+TEST_F(ServerTest, ClientDisconnectCancelsGeneration) {
+  StartServer({"--max-tokens", "100000"});
+  for (bool stream : {true, false}) {
+    {
+      httplib::Client cli("127.0.0.1", srv_.port());
+      cli.set_read_timeout(stream ? 60 : 1, 0);  // the non-streaming client gives up after 1 s
+      Json req = {{"messages", {{{"role", "user"}, {"content", "Never stop."}}}},
+                  {"max_tokens", 10000}, {"ignore_eos", true}, {"stream", stream}};
+      size_t got = 0;
+      httplib::Request r;
+      r.method = "POST";
+      r.path = "/v1/chat/completions";
+      r.body = req.dump();
+      r.set_header("Content-Type", "application/json");
+      r.content_receiver = [&](const char*, size_t n, uint64_t, uint64_t) {
+        got += n;
+        return got < 200;  // hang up after the first events
+      };
+      (void)cli.send(r);
+    }  // connection closed
+    // The engine must stop generating for the departed client, bounded by a deadline.
+    auto cli = srv_.Client();
+    bool idle = false;
+    for (auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30);) {
+      auto h = cli.Get("/health");
+      if (h && h->status == 200 && Json::parse(h->body)["queue"]["running"] == 0) {
+        idle = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(idle) << (stream ? "stream" : "non-stream") << ": generation still running after the client left";
+  }
+  auto m = srv_.Client().Get("/metrics");
+  ASSERT_TRUE(m);
+  const size_t at = m->body.find("\nmineru_client_disconnects_total ");
+  ASSERT_NE(at, std::string::npos) << m->body;
+  EXPECT_EQ(std::atoi(m->body.c_str() + at + 33), 2) << m->body.substr(at, 60);
+}
+
 }  // namespace
 }  // namespace mineru::testing
