@@ -478,5 +478,34 @@ TEST_F(ServerTest, ClientDisconnectCancelsGeneration) {
   EXPECT_EQ(std::atoi(m->body.c_str() + at + 33), 2) << m->body.substr(at, 60);
 }
 
+TEST_F(ServerTest, RemoteImagesOnlyWhenAllowed) {
+  StartServer({"--allow-remote-images"});
+  // A loopback server that hosts the image.
+  httplib::Server images;
+  const std::string png = ReadFileToString(kFx + "/image0.png").value();
+  images.Get("/image0.png", [&](const httplib::Request&, httplib::Response& res) { res.set_content(png, "image/png"); });
+  const int port = images.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { images.listen_after_bind(); });
+  for (auto t0 = std::chrono::steady_clock::now();
+       !images.is_running() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5);) {
+    std::this_thread::yield();
+  }
+  auto ask = [&](const std::string& url) {
+    Json req = {{"messages",
+                 {{{"role", "user"},
+                   {"content", {{{"type", "image_url"}, {"image_url", {{"url", url}}}}, {{"type", "text"}, {"text", "Hi"}}}}}}},
+                {"max_tokens", 4}};
+    return srv_.Client().Post("/v1/chat/completions", req.dump(), "application/json");
+  };
+  auto ok = ask("http://127.0.0.1:" + std::to_string(port) + "/image0.png");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  auto missing = ask("http://127.0.0.1:" + std::to_string(port) + "/nope.png");
+  EXPECT_EQ(missing->status, 400) << missing->body;
+  EXPECT_EQ(ask("ftp://example.com/a.png")->status, 400);
+  images.stop();
+  t.join();
+}
+
 }  // namespace
 }  // namespace mineru::testing
