@@ -85,7 +85,14 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--api-key", f->o.api_key, "Require Authorization: Bearer <key>");
   c->add_flag("--allow-remote-images", f->o.allow_remote_images, "Accept http(s) image URLs");
   c->add_option("--data-dir", f->o.data_dir, "Uploads and job outputs")->capture_default_str();
-  c->add_option("--jobs-db", f->o.jobs_db, "SQLite job store (default: DATA_DIR/jobs.sqlite3)");
+  c->add_option("--jobs-db", f->o.jobs_db,
+                "Job store: a SQLite file (default: DATA_DIR/jobs.sqlite3) or postgresql://USER:PASS@HOST:PORT/DB "
+                "(a queue shared by many servers; uploads and results kept in the database)");
+  c->add_option("--job-lease-seconds", f->o.job_lease_s,
+                "A running job's lease: renewed while it parses; when its server dies, another takes the job "
+                "over after this long")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 86400.0));
   c->add_option("--retention-hours", f->o.retention_hours, "Keep finished jobs this long")->capture_default_str();
   c->add_option("--job-workers", f->o.job_workers, "Documents parsed concurrently")->capture_default_str();
   c->add_option("--max-queued-jobs", f->o.max_queued_jobs, "More queued jobs get 429")->capture_default_str();

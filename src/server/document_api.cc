@@ -1,14 +1,21 @@
 // server/document_api.cc — mineru-api's document endpoints: POST /file_parse (synchronous) and the
 // durable job API: POST /tasks (202 + id), GET /tasks/{id}, GET /tasks/{id}/result, plus the
 // files the web page needs (/tasks/{id}/pages/{n}, /tasks/{id}/files/{name}).
+// Jobs: a worker claims a job with a lease it renews while parsing (LeaseKeeper); progress and the
+// finish only count while it still owns the job. With a store that keeps files (PostgreSQL), the
+// upload and the outputs live in the store and any replica serves them; the worker parses in a
+// local scratch directory and stores the page images as they are done and the rest at the finish.
 
 #include <dirent.h>
 #include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
+#include <thread>
 
 #include "base/mapped_file.h"
 #include "pipeline/document.h"
@@ -87,25 +94,93 @@ std::string Slurp(const std::string& p) {
   return s.ok() ? *s : std::string();
 }
 
-// mineru-api's per-document result: file contents as strings (as MinerU's API returns them).
-Json DocumentResult(const std::string& out_dir, const std::string& name, const ParseRequest& p) {
-  const std::string base = out_dir + "/" + name + "/" + name;
-  Json r = Json::object();
-  if (p.return_md) r["md_content"] = Slurp(base + ".md");
-  if (p.return_middle_json) r["middle_json"] = Slurp(base + "_middle.json");
-  if (p.return_model_output) r["model_output"] = Slurp(base + "_model.json");
-  if (p.return_content_list) r["content_list"] = Slurp(base + "_content_list.json");
-  if (p.return_images) {
-    Json images = Json::object();
-    const std::string dir = out_dir + "/" + name + "/images";
+// Reads a document's output files (paths relative to the output directory: "DOC/DOC.md",
+// "DOC/images/x.jpg"): from a local directory, or from the job store.
+class OutputReader {
+ public:
+  virtual ~OutputReader() = default;
+  virtual std::optional<std::string> Read(const std::string& rel) = 0;
+  // Files directly in reldir whose names end with suffix: (file name, data).
+  virtual std::vector<std::pair<std::string, std::string>> ReadDir(const std::string& reldir,
+                                                                   const std::string& suffix) = 0;
+  Status status;  // the first store error: a result read with one is incomplete
+};
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+class LocalOutputs final : public OutputReader {
+ public:
+  explicit LocalOutputs(std::string dir) : dir_(std::move(dir)) {}
+  std::optional<std::string> Read(const std::string& rel) override {
+    auto s = ReadFileToString(dir_ + "/" + rel, size_t(1) << 30);
+    if (!s.ok()) return std::nullopt;
+    return *s;
+  }
+  std::vector<std::pair<std::string, std::string>> ReadDir(const std::string& reldir,
+                                                           const std::string& suffix) override {
+    std::vector<std::pair<std::string, std::string>> out;
+    const std::string dir = dir_ + "/" + reldir;
     if (DIR* d = ::opendir(dir.c_str())) {
       while (dirent* e = ::readdir(d)) {
         const std::string f = e->d_name;
-        if (f.size() > 4 && f.compare(f.size() - 4, 4, ".jpg") == 0) {
-          images[f] = "data:image/jpeg;base64," + Base64Encode(Slurp(dir + "/" + f));
-        }
+        if (f.size() > suffix.size() && EndsWith(f, suffix)) out.emplace_back(f, Slurp(dir + "/" + f));
       }
       ::closedir(d);
+    }
+    return out;
+  }
+
+ private:
+  std::string dir_;
+};
+
+class StoredOutputs final : public OutputReader {
+ public:
+  StoredOutputs(JobStore& store, std::string id) : store_(store), id_(std::move(id)) {}
+  std::optional<std::string> Read(const std::string& rel) override {
+    auto r = store_.ReadFile(id_, rel);
+    if (!r.ok()) {
+      if (status.ok()) status = r.status();
+      return std::nullopt;
+    }
+    return *r;
+  }
+  std::vector<std::pair<std::string, std::string>> ReadDir(const std::string& reldir,
+                                                           const std::string& suffix) override {
+    std::vector<std::pair<std::string, std::string>> out;
+    auto r = store_.ReadFiles(id_, reldir + "/", true);
+    if (!r.ok()) {
+      if (status.ok()) status = r.status();
+      return out;
+    }
+    for (JobFile& f : *r) {
+      const std::string base = f.name.substr(reldir.size() + 1);
+      if (base.find('/') == std::string::npos && base.size() > suffix.size() && EndsWith(base, suffix)) {
+        out.emplace_back(base, std::move(f.data));
+      }
+    }
+    return out;
+  }
+
+ private:
+  JobStore& store_;
+  std::string id_;
+};
+
+// mineru-api's per-document result: file contents as strings (as MinerU's API returns them).
+Json DocumentResult(OutputReader& out, const std::string& name, const ParseRequest& p) {
+  const std::string base = name + "/" + name;
+  Json r = Json::object();
+  if (p.return_md) r["md_content"] = out.Read(base + ".md").value_or("");
+  if (p.return_middle_json) r["middle_json"] = out.Read(base + "_middle.json").value_or("");
+  if (p.return_model_output) r["model_output"] = out.Read(base + "_model.json").value_or("");
+  if (p.return_content_list) r["content_list"] = out.Read(base + "_content_list.json").value_or("");
+  if (p.return_images) {
+    Json images = Json::object();
+    for (const auto& [f, data] : out.ReadDir(name + "/images", ".jpg")) {
+      images[f] = "data:image/jpeg;base64," + Base64Encode(data);
     }
     r["images"] = images;
   }
@@ -145,6 +220,40 @@ void RemoveTree(const std::string& path) {
   if (path.empty() || path == "/") return;
   std::string cmd = "rm -rf '" + path + "'";
   if (path.find('\'') == std::string::npos) (void)std::system(cmd.c_str());
+}
+
+ParseRequest JobParseRequest(const Job& j) {
+  Json o = Json::parse(j.options, nullptr, false);
+  return ParseRequestFrom(o.is_object() ? o : Json::object());
+}
+
+// The outputs of a job: from the store when it keeps files, else from the job's directory.
+std::unique_ptr<OutputReader> JobOutputs(Server::State& st, const Job& j) {
+  if (st.jobs->stores_files()) return std::make_unique<StoredOutputs>(*st.jobs, j.id);
+  return std::make_unique<LocalOutputs>(j.result_dir);
+}
+
+// Regular files under root/rel, as paths relative to root.
+void ListTree(const std::string& root, const std::string& rel, std::vector<std::string>* out) {
+  const std::string dir = rel.empty() ? root : root + "/" + rel;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    const std::string f = e->d_name;
+    if (f == "." || f == "..") continue;
+    const std::string r = rel.empty() ? f : rel + "/" + f;
+    struct stat sb;
+    if (::stat((root + "/" + r).c_str(), &sb) != 0) continue;
+    if (S_ISDIR(sb.st_mode)) ListTree(root, r, out);
+    else if (S_ISREG(sb.st_mode)) out->push_back(r);
+  }
+  ::closedir(d);
+}
+
+std::string PageFile(int page) {  // page: 0-based index in the document
+  char file[64];
+  std::snprintf(file, sizeof(file), "pages/page_%04d.png", page + 1);
+  return file;
 }
 
 }  // namespace
@@ -187,7 +296,8 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
         continue;
       }
       ++ok_files;
-      results[r.name] = DocumentResult(work + "/out", r.name, p);
+      LocalOutputs outputs(work + "/out");
+      results[r.name] = DocumentResult(outputs, r.name, p);
     }
     RemoveTree(work);
     malloc_trim(0);
@@ -200,6 +310,9 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     if (!req.is_multipart_form_data() || !req.has_file("files")) {
       return SendError(res, 400, "send multipart/form-data with a 'files' field");
     }
+    // A client (or a proxy retrying for it) that sends the same Idempotency-Key gets the same task.
+    const std::string key = req.get_header_value("Idempotency-Key");
+    if (key.size() > 200) return SendError(res, 400, "Idempotency-Key is longer than 200 characters");
     auto queued = st.jobs->CountByStatus("queued");
     if (!queued.ok()) return SendError(res, 503, queued.status().message());
     if (static_cast<size_t>(*queued) >= st.opt.max_queued_jobs) {
@@ -207,30 +320,44 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     }
     const auto f = req.get_file_value("files");
     const ParseRequest p = ReadParseRequest(req);
+    const bool stored = st.jobs->stores_files();
     Job j;
     j.id = NewJobId();
     j.status = "queued";
     j.created = j.updated = NowSeconds();
     j.filename = SafeName(f.filename);
+    j.client_key = key;
+    // The upload goes to the job's directory (with a store that keeps files: only long enough to
+    // check it, the store keeps it from then on).
     const std::string dir = st.opt.data_dir + "/jobs/" + j.id;
     if (::mkdir(dir.c_str(), 0755) != 0) return SendError(res, 500, "cannot create the job directory");
-    j.input_path = dir + "/" + j.filename;
-    Status w = WriteStringToFile(j.input_path, f.content);
+    const std::string path = dir + "/" + j.filename;
+    Status w = WriteStringToFile(path, f.content);
     if (!w.ok()) {
       RemoveTree(dir);
       return SendError(res, 507, "cannot store the upload: " + w.message());
     }
-    Status lim = CheckPageLimit(st, j.input_path, p);
+    Status lim = CheckPageLimit(st, path, p);
     if (!lim.ok()) {
       RemoveTree(dir);
       return SendError(res, lim.code() == StatusCode::kResourceExhausted ? 413 : 400, lim.message());
     }
     j.options = ParseRequestJson(p).dump();
-    j.result_dir = dir + "/out";
-    Status ins = st.jobs->Insert(j);
+    if (!stored) {
+      j.input_path = path;
+      j.result_dir = dir + "/out";
+    }
+    std::string existing;
+    Status ins = st.jobs->Insert(j, stored ? &f.content : nullptr, &existing);
+    if (stored || !ins.ok() || !existing.empty()) RemoveTree(dir);
     if (!ins.ok()) {
-      RemoveTree(dir);
-      return SendError(res, 503, ins.message());
+      return SendError(res, ins.code() == StatusCode::kIoError ? 507 : 503, ins.message());
+    }
+    if (!existing.empty()) {
+      auto e = st.jobs->Get(existing);
+      const std::string status = e.ok() && e->has_value() ? (*e)->status : "queued";
+      res.set_header("Idempotent-Replayed", "true");
+      return SendJson(res, 202, {{"task_id", existing}, {"status", status}});
     }
     st.jobs_cv.notify_one();
     st.metrics.Inc("mineru_jobs_submitted_total");
@@ -254,13 +381,13 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     auto j = get_job(req, res);
     if (!j) return;
     Json body = {{"task_id", j->id}, {"status", j->status}, {"filename", j->filename},
-                 {"created", j->created}, {"updated", j->updated},
+                 {"created", j->created}, {"updated", j->updated}, {"attempts", j->attempts},
                  {"progress", {{"pages_done", j->pages_done}, {"pages_total", j->pages_total}}}};
     if (!j->error.empty()) body["error"] = j->error;
     SendJson(res, 200, body);
   });
 
-  http.Get(R"(/tasks/([0-9a-f]{32})/result)", [get_job](const httplib::Request& req, httplib::Response& res) {
+  http.Get(R"(/tasks/([0-9a-f]{32})/result)", [&st, get_job](const httplib::Request& req, httplib::Response& res) {
     auto j = get_job(req, res);
     if (!j) return;
     if (j->status == "queued" || j->status == "running") {
@@ -269,30 +396,34 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     if (j->status == "failed") {
       return SendJson(res, 200, {{"task_id", j->id}, {"status", "failed"}, {"error", j->error}});
     }
-    ParseRequest p = ParseRequestFrom(Json::parse(j->options, nullptr, false).is_object()
-                                          ? Json::parse(j->options)
-                                          : Json::object());
+    ParseRequest p = JobParseRequest(*j);
     p.return_md = p.return_content_list = p.return_middle_json = p.return_model_output = p.return_images = true;
     const std::string name = pipeline::DocumentName(j->filename);
+    auto outputs = JobOutputs(st, *j);
+    Json doc = DocumentResult(*outputs, name, p);
+    if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
     SendJson(res, 200, {{"task_id", j->id}, {"status", "done"}, {"backend", "vlm"}, {"version", "2.5.4"},
-                        {"results", {{name, DocumentResult(j->result_dir, name, p)}}}});
+                        {"results", {{name, doc}}}});
   });
 
-  http.Get(R"(/tasks/([0-9a-f]{32})/pages/(\d+))", [get_job](const httplib::Request& req, httplib::Response& res) {
+  http.Get(R"(/tasks/([0-9a-f]{32})/pages/(\d+))", [&st, get_job](const httplib::Request& req,
+                                                                  httplib::Response& res) {
     auto j = get_job(req, res);
     if (!j) return;
-    const int n = std::atoi(std::string(req.matches[2]).c_str());
-    ParseRequest p = ParseRequestFrom(Json::parse(j->options, nullptr, false).is_object() ? Json::parse(j->options)
-                                                                                            : Json::object());
-    char file[64];
-    std::snprintf(file, sizeof(file), "/pages/page_%04d.png", p.start_page + n + 1);
+    const std::string digits = req.matches[2];
+    if (digits.size() > 7) return SendError(res, 404, "no such page");
+    const int n = std::atoi(digits.c_str());
+    const ParseRequest p = JobParseRequest(*j);
     const std::string name = pipeline::DocumentName(j->filename);
-    auto png = ReadFileToString(j->result_dir + "/" + name + file, 64u << 20);
-    if (!png.ok()) return SendError(res, 404, "no such page (yet)");
+    auto outputs = JobOutputs(st, *j);
+    auto png = outputs->Read(name + "/" + PageFile(p.start_page + n));
+    if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
+    if (!png) return SendError(res, 404, "no such page (yet)");
     res.set_content(*png, "image/png");
   });
 
-  http.Get(R"(/tasks/([0-9a-f]{32})/files/([A-Za-z0-9._-]+))", [get_job](const httplib::Request& req, httplib::Response& res) {
+  http.Get(R"(/tasks/([0-9a-f]{32})/files/([A-Za-z0-9._-]+))", [&st, get_job](const httplib::Request& req,
+                                                                             httplib::Response& res) {
     auto j = get_job(req, res);
     if (!j) return;
     const std::string name = pipeline::DocumentName(j->filename);
@@ -300,8 +431,10 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     const char* kinds[] = {".md", "_content_list.json", "_middle.json", "_model.json"};
     for (const char* k : kinds) {
       if (want == name + k) {
-        auto data = ReadFileToString(j->result_dir + "/" + name + "/" + want, size_t(1) << 30);
-        if (!data.ok()) return SendError(res, 404, "not available (yet)");
+        auto outputs = JobOutputs(st, *j);
+        auto data = outputs->Read(name + "/" + want);
+        if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
+        if (!data) return SendError(res, 404, "not available (yet)");
         res.set_header("Content-Disposition", "attachment; filename=\"" + want + "\"");
         res.set_content(*data, std::string(k) == ".md" ? "text/markdown; charset=utf-8" : "application/json");
         return;
@@ -310,6 +443,182 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     SendError(res, 404, "no such file");
   });
 }
+
+namespace {
+
+// A job interrupted this many times (its worker died or stalled while parsing it each time) fails
+// instead of taking down the next worker too.
+constexpr int kMaxAttempts = 5;
+
+// Keeps a claimed job's lease alive while it is parsed (renewed every lease/3), and cancels the
+// parse when the server drains or when the job turns out to belong to another worker now (the
+// lease expired, e.g. this process was stopped, and someone else claimed it).
+class LeaseKeeper {
+ public:
+  LeaseKeeper(Server::State& st, std::string id) : st_(st), id_(std::move(id)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~LeaseKeeper() { Stop(); }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void MarkLost() {
+    lost = true;
+    cancel = true;
+  }
+  std::atomic<bool> cancel{false};  // the parse stops at the next page
+  std::atomic<bool> lost{false};    // another worker owns the job: discard everything
+
+ private:
+  void Run() {
+    using Clock = std::chrono::steady_clock;
+    const auto every = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::max(0.2, st_.opt.job_lease_s / 3)));
+    auto next = Clock::now() + every;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(100));  // also notices draining within 0.1 s
+      if (stop_) break;
+      if (st_.draining) cancel = true;
+      if (Clock::now() < next) continue;
+      lock.unlock();
+      auto r = st_.jobs->RenewLease(id_, st_.worker_id, st_.opt.job_lease_s);
+      lock.lock();
+      if (r.ok() && !*r) MarkLost();
+      if (!r.ok()) std::fprintf(stderr, "job %s: cannot renew the lease: %s\n", id_.c_str(), r.status().message().c_str());
+      next = Clock::now() + every;
+    }
+  }
+
+  Server::State& st_;
+  std::string id_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+void JobLost(Server::State& st, const Job& j) {
+  std::fprintf(stderr, "job %s: taken over by another worker (the lease expired); this attempt is discarded\n",
+               j.id.c_str());
+  st.metrics.Inc("mineru_jobs_lease_lost_total");
+}
+
+void FinishJob(Server::State& st, const Job& j, bool ok, const std::string& err, const std::string& result_dir,
+               const std::vector<JobFile>& files) {
+  for (int attempt = 0;; ++attempt) {
+    auto f = st.jobs->Finish(j.id, st.worker_id, ok, err, result_dir, files);
+    if (f.ok()) {
+      if (!*f) return JobLost(st, j);
+      st.metrics.Inc("mineru_jobs_finished_total", ok ? "status=\"done\"" : "status=\"failed\"");
+      return;
+    }
+    std::fprintf(stderr, "job %s: cannot record the finish: %s\n", j.id.c_str(), f.status().message().c_str());
+    // The store is unreachable: retry briefly; after that the lease expires and another worker redoes it.
+    if (attempt >= 3 || st.draining) return;
+    std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
+  }
+}
+
+void RunJob(Server::State& st, const Job& j) {
+  if (j.attempts > kMaxAttempts) {
+    return FinishJob(st, j, false,
+                     "gave up after " + std::to_string(j.attempts - 1) +
+                         " attempts: the worker parsing this document stopped each time",
+                     j.result_dir, {});
+  }
+  const bool stored = st.jobs->stores_files();
+  std::string input = j.input_path, result_dir = j.result_dir, work;
+  if (stored) {  // a local scratch copy of the upload; the outputs go back to the store
+    work = st.opt.data_dir + "/jobs/" + j.id;
+    RemoveTree(work);
+    ::mkdir(work.c_str(), 0755);
+    auto up = st.jobs->ReadFile(j.id, "upload/" + j.filename);
+    if (!up.ok()) {
+      std::fprintf(stderr, "job %s: cannot read the upload: %s\n", j.id.c_str(), up.status().message().c_str());
+      (void)st.jobs->Release(j.id, st.worker_id);
+      RemoveTree(work);
+      return;
+    }
+    if (!up->has_value()) return FinishJob(st, j, false, "the upload is missing from the job store", "", {});
+    input = work + "/" + j.filename;
+    result_dir = work + "/out";
+    Status w = WriteStringToFile(input, **up);
+    if (!w.ok()) {
+      std::fprintf(stderr, "job %s: cannot write the scratch copy: %s\n", j.id.c_str(), w.message().c_str());
+      (void)st.jobs->Release(j.id, st.worker_id);
+      RemoveTree(work);
+      return;
+    }
+  }
+  const ParseRequest p = JobParseRequest(j);
+  const std::string name = pipeline::DocumentName(j.filename);
+  std::unique_ptr<pipeline::Backend> owned;
+  pipeline::Backend* backend = BackendFor(st, &owned);
+  LeaseKeeper keeper(st, j.id);
+  std::set<std::string> stored_files;  // page images already in the store
+  auto progress = [&](const pipeline::ProgressEvent& e) {
+    if (e.kind == pipeline::ProgressEvent::kDocumentDone || keeper.lost) return;
+    if (stored && e.kind == pipeline::ProgressEvent::kPageDone) {
+      // The page image first (a replica that shows "n pages done" can show page n), now rather
+      // than at the finish, so every replica can show it while the job runs.
+      const std::string rel = name + "/" + PageFile(e.page);
+      auto png = ReadFileToString(result_dir + "/" + rel, 64u << 20);
+      if (png.ok()) {
+        auto put = st.jobs->PutFiles(j.id, st.worker_id, std::vector<JobFile>{JobFile{rel, std::move(*png)}});
+        if (put.ok() && !*put) return keeper.MarkLost();
+        if (put.ok()) stored_files.insert(rel);  // else it goes with the other files at the finish
+        else std::fprintf(stderr, "job %s: cannot store %s: %s\n", j.id.c_str(), rel.c_str(), put.status().message().c_str());
+      }
+    }
+    auto own = st.jobs->UpdateProgress(j.id, st.worker_id, e.pages_done, e.pages_total, st.opt.job_lease_s);
+    if (own.ok() && !*own) keeper.MarkLost();
+  };
+  pipeline::ParseOptions o = OptionsFor(st, p, result_dir);
+  o.cancel = &keeper.cancel;
+  int global_page = 0;
+  pipeline::DocumentReport r = pipeline::ParseDocument(input, o, *backend, &global_page, progress);
+  keeper.Stop();
+  if (keeper.lost) {
+    JobLost(st, j);
+  } else if (r.status.code() == StatusCode::kCancelled) {
+    // Draining: hand the job back to the queue (another worker, or this one after a restart, redoes it).
+    auto released = st.jobs->Release(j.id, st.worker_id);
+    std::fprintf(stderr, "job %s: %s\n", j.id.c_str(),
+                 released.ok() && *released ? "handed back to the queue (draining)"
+                                            : "left for its lease to expire (draining)");
+  } else {
+    std::string err = r.status.ok() ? "" : r.status.message();
+    if (r.status.ok() && r.failed_pages() > 0) {
+      for (const auto& pg : r.pages) {
+        if (!pg.ok) {
+          err = "page " + std::to_string(pg.page + 1) + ": " + pg.error;
+          break;
+        }
+      }
+    }
+    std::vector<JobFile> files;
+    if (stored && r.status.ok()) {
+      std::vector<std::string> names;
+      ListTree(result_dir, "", &names);
+      for (const std::string& rel : names) {
+        if (stored_files.count(rel)) continue;
+        auto data = ReadFileToString(result_dir + "/" + rel, size_t(1) << 30);
+        if (data.ok()) files.push_back({rel, std::move(*data)});
+      }
+    }
+    FinishJob(st, j, r.status.ok(), err, stored ? "" : result_dir, files);
+  }
+  if (stored) RemoveTree(work);
+  malloc_trim(0);
+}
+
+}  // namespace
 
 void JobWorker(Server::State& st) {
   while (!st.draining) {
@@ -320,42 +629,14 @@ void JobWorker(Server::State& st) {
     }
     if (st.draining) break;
     if (!st.ready && !st.doc_backend) continue;
-    auto claimed = st.jobs->ClaimNext();
+    auto claimed = st.jobs->ClaimNext(st.worker_id, st.opt.job_lease_s);
     if (!claimed.ok() || !claimed->has_value()) {
       std::unique_lock<std::mutex> lock(st.jobs_mu);
       st.jobs_cv.wait_for(lock, std::chrono::milliseconds(500));
       continue;
     }
-    Job j = **claimed;
     ++st.jobs_running;
-    ParseRequest p = ParseRequestFrom(Json::parse(j.options, nullptr, false).is_object() ? Json::parse(j.options)
-                                                                                          : Json::object());
-    std::unique_ptr<pipeline::Backend> owned;
-    pipeline::Backend* backend = BackendFor(st, &owned);
-    int global_page = 0;
-    auto progress = [&](const pipeline::ProgressEvent& e) {
-      if (e.kind != pipeline::ProgressEvent::kDocumentDone) (void)st.jobs->UpdateProgress(j.id, e.pages_done, e.pages_total);
-    };
-    pipeline::DocumentReport r = pipeline::ParseDocument(j.input_path, OptionsFor(st, p, j.result_dir), *backend,
-                                                         &global_page, progress);
-    if (r.status.code() == StatusCode::kCancelled) {
-      // Draining: leave the job for the next start (it is requeued then).
-      --st.jobs_running;
-      st.jobs_cv.notify_all();
-      break;
-    }
-    std::string err = r.status.ok() ? "" : r.status.message();
-    if (r.status.ok() && r.failed_pages() > 0) {
-      for (const auto& pg : r.pages) {
-        if (!pg.ok) {
-          err = "page " + std::to_string(pg.page + 1) + ": " + pg.error;
-          break;
-        }
-      }
-    }
-    (void)st.jobs->Finish(j.id, r.status.ok(), err, j.result_dir);
-    malloc_trim(0);
-    st.metrics.Inc("mineru_jobs_finished_total", r.status.ok() ? "status=\"done\"" : "status=\"failed\"");
+    RunJob(st, **claimed);
     --st.jobs_running;
     st.jobs_cv.notify_all();
   }

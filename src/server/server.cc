@@ -93,10 +93,12 @@ StatusOr<int> Server::Start() {
   if (!MakeDir(st.opt.data_dir) || !MakeDir(st.opt.data_dir + "/jobs")) {
     return IoError("cannot create data directory " + st.opt.data_dir);
   }
+  st.worker_id = NewWorkerId();
   MINERU_ASSIGN_OR_RETURN(st.jobs, JobStore::Open(st.opt.jobs_db.empty() ? st.opt.data_dir + "/jobs.sqlite3"
                                                                           : st.opt.jobs_db));
   MINERU_ASSIGN_OR_RETURN(int requeued, st.jobs->RequeueInterrupted());
   if (requeued > 0) std::fprintf(stderr, "resuming %d interrupted job(s)\n", requeued);
+  std::fprintf(stderr, "job store: %s, worker id %s\n", st.jobs->kind(), st.worker_id.c_str());
   if (!st.opt.replay.empty()) {
     MINERU_ASSIGN_OR_RETURN(st.doc_backend, pipeline::MakeReplayBackend(st.opt.replay, st.opt.replay_delay_ms));
   }
@@ -152,7 +154,9 @@ StatusOr<int> Server::Start() {
                  {"queue", {{"running", es.running}, {"waiting", es.waiting}}},
                  {"kv_blocks", {{"used", es.kv_blocks_used}, {"total", es.kv_blocks_total}}},
                  {"jobs", {{"queued", s.jobs->CountByStatus("queued").ok() ? *s.jobs->CountByStatus("queued") : -1},
-                           {"running", s.jobs_running.load()}}}};
+                           {"running", s.jobs_running.load()},
+                           {"store", s.jobs->kind()},
+                           {"worker_id", s.worker_id}}}};
     SendJson(res, 200, body);
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

@@ -35,7 +35,8 @@ struct ServerOptions {
   std::string api_key;     // empty: no auth
   bool allow_remote_images = false;
   std::string data_dir = "mineru-data";  // uploads, job outputs
-  std::string jobs_db;                   // default: data_dir/jobs.sqlite3
+  std::string jobs_db;                   // SQLite path (default: data_dir/jobs.sqlite3) or postgresql://…
+  double job_lease_s = 30;               // a running job's lease; renewed every third of it
   double retention_hours = 24 * 7;
   int job_workers = 2;
   size_t max_queued_jobs = 1000;
@@ -62,8 +63,9 @@ class Server {
   // Binds and starts serving in background threads; the model loads asynchronously (/health
   // answers 503 until it is ready). Returns the bound port.
   StatusOr<int> Start();
-  // Stops accepting, lets in-flight requests finish, stops job workers (a running job that does
-  // not finish within drain_s stays "running" in the store and is resumed on the next start).
+  // Stops accepting, lets in-flight requests finish, stops job workers (a running job stops at the
+  // next page and goes back to the queue; one still running at drain_s stays "running" in the
+  // store until its lease expires or, with SQLite, the next start).
   void Drain(double drain_s = 30);
   // Blocks until Drain() completes.
   void Wait();

@@ -23,6 +23,7 @@ struct Server::State {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<pipeline::Backend> doc_backend;
   std::unique_ptr<JobStore> jobs;
+  std::string worker_id;  // this process as a job owner (NewWorkerId)
   Metrics metrics;
   std::mutex jobs_mu;
   std::condition_variable jobs_cv;
