@@ -112,10 +112,7 @@ void AddChat(CLI::App& app, Action* run) {
   c->add_option("--max-new-tokens", f->max_new_tokens, "Limit per answer")->capture_default_str();
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
-  c->add_option("--temperature", f->sampling.temperature, "0 = greedy");
-  c->add_option("--top-k", f->sampling.top_k);
-  c->add_option("--top-p", f->sampling.top_p);
-  c->add_option("--seed", f->sampling.seed);
+  AddSamplingFlags(c, &f->sampling);
   c->callback([f, run] { *run = [f] { return RunChat(*f); }; });
 }
 

@@ -123,14 +123,7 @@ void AddGenerate(CLI::App& app, Action* run) {
   c->add_flag("--skip-special-tokens", f->skip_special, "Drop special tokens from the printed text");
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
-  c->add_option("--temperature", f->sampling.temperature, "0 = greedy");
-  c->add_option("--top-k", f->sampling.top_k);
-  c->add_option("--top-p", f->sampling.top_p);
-  c->add_option("--seed", f->sampling.seed);
-  c->add_option("--presence-penalty", f->sampling.presence_penalty);
-  c->add_option("--frequency-penalty", f->sampling.frequency_penalty);
-  c->add_option("--repetition-penalty", f->sampling.repetition_penalty);
-  c->add_option("--no-repeat-ngram-size", f->sampling.no_repeat_ngram_size);
+  AddSamplingFlags(c, &f->sampling);
   c->callback([f, run] { *run = [f] { return RunGenerate(*f); }; });
 }
 

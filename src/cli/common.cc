@@ -45,3 +45,18 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text) {
 size_t ResolveThreads(int flag) { return flag > 0 ? static_cast<size_t>(flag) : ThreadPool::DefaultThreads(); }
 
 }  // namespace mineru::cli
+
+namespace mineru::cli {
+
+void AddSamplingFlags(CLI::App* c, SamplingParams* s) {
+  c->add_option("--temperature", s->temperature, "0 = greedy");
+  c->add_option("--top-k", s->top_k);
+  c->add_option("--top-p", s->top_p);
+  c->add_option("--seed", s->seed);
+  c->add_option("--presence-penalty", s->presence_penalty);
+  c->add_option("--frequency-penalty", s->frequency_penalty);
+  c->add_option("--repetition-penalty", s->repetition_penalty);
+  c->add_option("--no-repeat-ngram-size", s->no_repeat_ngram_size);
+}
+
+}  // namespace mineru::cli

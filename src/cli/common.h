@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "base/status.h"
+#include "engine/sampler.h"
 #include "model/qwen2vl.h"
 #include "tokenizer/tokenizer.h"
 
@@ -22,5 +25,8 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text);
 
 // Threads: flag value if > 0, else the hardware count.
 size_t ResolveThreads(int flag);
+
+// The sampling flags shared by the subcommands that generate text.
+void AddSamplingFlags(CLI::App* c, SamplingParams* s);
 
 }  // namespace mineru::cli

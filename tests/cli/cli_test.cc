@@ -14,45 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "../util/run_cli.h"
 #include "base/mapped_file.h"
 #include "base/safetensors.h"
 
 namespace {
 
-const std::string kBin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
 const std::string kFx = MINERU_FIXTURES_DIR;
 
-struct CmdResult {
-  int code = -1;
-  bool signaled = false;
-  std::string out, err;
-};
+using CmdResult = mineru::testing::CmdResult;
+using mineru::testing::Quote;
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CmdResult Exec(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string errf = std::string(MINERU_BINARY_DIR) + "/cli_test_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = Quote(kBin);
-  for (const auto& a : args) cmd += " " + Quote(a);
-  cmd += " 2>" + Quote(errf);
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.signaled = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) >= 128);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = mineru::ReadFileToString(errf).value();
-  std::remove(errf.c_str());
-  return r;
-}
+CmdResult Exec(const std::vector<std::string>& args) { return mineru::testing::RunCli(args); }
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../util/pdf_writer.h"
+#include "../util/run_cli.h"
 #include "base/mapped_file.h"
 
 namespace {
@@ -24,39 +25,12 @@ using Json = nlohmann::json;
 using mineru::testing::MakePdf;
 using mineru::testing::PdfPage;
 
-const std::string kBin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
 const std::string kFx = MINERU_FIXTURES_DIR;
 
-struct Result {
-  int code = -1;
-  bool signaled = false;
-  std::string out, err;
-};
+using Result = mineru::testing::CmdResult;
+using mineru::testing::Quote;
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-Result Exec(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string errf = std::string(MINERU_BINARY_DIR) + "/doc_test_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = Quote(kBin);
-  for (const auto& a : args) cmd += " " + Quote(a);
-  cmd += " 2>" + Quote(errf);
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.signaled = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) >= 128);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = mineru::ReadFileToString(errf).value();
-  std::remove(errf.c_str());
-  return r;
-}
+Result Exec(const std::vector<std::string>& args) { return mineru::testing::RunCli(args); }
 
 std::string TmpDir(const std::string& name) {
   std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
