@@ -146,6 +146,7 @@ class Engine {
   std::atomic<int64_t> next_id_{1};
   std::unordered_map<int64_t, std::unique_ptr<Seq>> seqs_;  // loop thread only
   EngineStats stats_;  // guarded by mu_
+  std::vector<float> logits_scratch_;  // loop thread only
   std::thread loop_;
 };
 
