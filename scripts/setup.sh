@@ -5,6 +5,16 @@ SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+# Packages such as nginx and postgresql start a system service when installed; the tests run their
+# own instances on loopback, so keep the package scripts from starting services during this
+# install (a temporary policy-rc.d, removed afterwards if we created it).
+created_policy=0
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  created_policy=1
+fi
+trap 'if [ "$created_policy" = 1 ]; then $SUDO rm -f /usr/sbin/policy-rc.d; fi' EXIT
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential g++ cmake ninja-build ccache pkg-config git \
   libhwy-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev \
