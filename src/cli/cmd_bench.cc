@@ -19,6 +19,7 @@
 #include "engine/chat.h"
 #include "engine/engine.h"
 #include "engine/generate.h"
+#include "image/preprocess.h"
 #include "model/mrope.h"
 
 #ifndef MINERU_SOURCE_DIR
@@ -217,6 +218,17 @@ int RunBench(const BenchFlags& f) {
         out["page_s"] = Now() - t0;
         out["vision_s"] = lc.vision_s + vision_blocks;
         out["stage2_tok_s"] = block_tokens / bb->wall_s;
+        // Patches the workload's images occupy (as the processor resizes them).
+        int64_t patches = 0;
+        auto count = [&](int64_t w, int64_t h) {
+          auto hw = SmartResize(h, w, 28, m.image_config().min_pixels, m.image_config().max_pixels);
+          if (hw.ok()) patches += static_cast<int64_t>(hw->first) * hw->second / (14 * 14);
+        };
+        count(L["w"], L["h"]);
+        for (const Json& b : w["blocks"]) count(b["w"], b["h"]);
+        out["patches"] = patches;
+        out["vision_patches_s"] = patches / out["vision_s"].get<double>();
+        out["decode_tok_s"] = DecodeRate(*bb);
         out["kv_peak_mb"] = e.Stats().kv_bytes_peak / 1048576.0;
       } else {
         const Json& c = w["chat"];
