@@ -1,5 +1,8 @@
 #include "server/server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -82,6 +85,24 @@ void LoadModel(Server::State& st) {
   st.ready = true;
   st.jobs_cv.notify_all();
   std::fprintf(stderr, "model ready: %s\n", st.opt.model_dir.c_str());
+}
+
+// cpp-httplib (the Debian build) listens with a backlog of 5: a burst of clients connecting at once
+// (MinerU's client opens one connection per block of a page) would see dropped SYNs and seconds of
+// retransmission delay. Linux lets listen() be called again on the listening socket to raise it.
+void WidenListenBacklog(int port) {
+  for (int fd = 0; fd < 1024; ++fd) {
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof(addr);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int p = -1;
+    if (addr.ss_family == AF_INET) p = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) p = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (p == port) ::listen(fd, SOMAXCONN);
+  }
 }
 
 }  // namespace
@@ -203,6 +224,7 @@ StatusOr<int> Server::Start() {
 
   const int port = st.opt.port == 0 ? http.bind_to_any_port(st.opt.host) : (http.bind_to_port(st.opt.host, st.opt.port) ? st.opt.port : -1);
   if (port < 0) return IoError("cannot listen on " + st.opt.host + ":" + std::to_string(st.opt.port));
+  WidenListenBacklog(port);
   listen_thread_ = std::thread([this] { http_->listen_after_bind(); });
   load_thread_ = std::thread([this] { LoadModel(*st_); });
   for (int i = 0; i < std::max(1, st.opt.job_workers); ++i) workers_.emplace_back([this] { JobWorker(*st_); });

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <mutex>
 
 #include <nlohmann/json.hpp>
@@ -387,11 +388,18 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   for (int i = 0; i < 8; ++i) ASSERT_EQ(one_round(i), 200);  // warm up
   const long baseline = RssKb(srv_.pid());
   std::atomic<int> ok{0}, failed{0};
+  std::mutex codes_mu;
+  std::map<int, int> codes;  // status -> count, for the failure message
   std::vector<std::thread> clients;
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(6);
   for (int c = 0; c < 32; ++c) {
     clients.emplace_back([&, c] {
-      for (int i = c; std::chrono::steady_clock::now() < end; i += 32) (one_round(i) == 200 ? ok : failed)++;
+      for (int i = c; std::chrono::steady_clock::now() < end; i += 32) {
+        const int code = one_round(i);
+        (code == 200 ? ok : failed)++;
+        std::lock_guard<std::mutex> lock(codes_mu);
+        codes[code]++;
+      }
     });
   }
   for (auto& t : clients) t.join();
@@ -403,7 +411,9 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_EQ(failed.load(), 0);
+  std::string summary;
+  for (const auto& [code, n] : codes) summary += std::to_string(code) + "x" + std::to_string(n) + " ";
+  EXPECT_EQ(failed.load(), 0) << "status counts (-1 = no response): " << summary;
   EXPECT_GT(ok.load(), 32);
   const long after = RssKb(srv_.pid());
   EXPECT_LT(after, baseline + 64 * 1024) << "RSS grew from " << baseline << " kB to " << after << " kB";
