@@ -131,7 +131,7 @@ class ServerTest : public ::testing::Test {
  protected:
   void StartServer(const std::vector<std::string>& extra = {}) {
     dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    replay_ = WriteReplay(dir_, 3);
+    replay_ = WriteReplay(dir_, 6);
     std::vector<std::string> args = {"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data", "--replay", replay_};
     if (std::find(extra.begin(), extra.end(), "--max-tokens") == extra.end()) {
       args.insert(args.end(), {"--max-tokens", "24"});
@@ -267,9 +267,12 @@ TEST_F(ServerTest, FileParseAndTasks) {
 }
 
 TEST_F(ServerTest, JobSurvivesKill9) {
-  StartServer({"--replay-delay-ms", "700", "--job-workers", "1"});
+  // Six pages of at least a second each: a wide window to catch the job mid-way, even on a loaded
+  // machine.
+  StartServer({"--replay-delay-ms", "1000", "--job-workers", "1"});
   auto cli = srv_.Client();
-  const std::string pdf = MakePdf({TextPage("A"), TextPage("B"), TextPage("C")});
+  const std::string pdf =
+      MakePdf({TextPage("A"), TextPage("B"), TextPage("C"), TextPage("D"), TextPage("E"), TextPage("F")});
   auto t = cli.Post("/tasks", httplib::MultipartFormDataItems{{"files", pdf, "doc.pdf", "application/pdf"}});
   ASSERT_EQ(t->status, 202);
   const std::string id = Json::parse(t->body)["task_id"];
@@ -299,8 +302,8 @@ TEST_F(ServerTest, JobSurvivesKill9) {
   ASSERT_EQ(st["status"], "done") << st.dump();
   Json result = Json::parse(cli2.Get("/tasks/" + id + "/result")->body);
   const Json model = Json::parse(result["results"]["doc"]["model_output"].get<std::string>());
-  ASSERT_EQ(model.size(), 3u);
-  EXPECT_EQ(model[2][0]["content"], "Page Title 3");
+  ASSERT_EQ(model.size(), 6u);
+  EXPECT_EQ(model[5][0]["content"], "Page Title 6");
 }
 
 TEST_F(ServerTest, AuthAndLimits) {
