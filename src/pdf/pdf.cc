@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/mapped_file.h"
+#include "base/utf8.h"
 
 namespace mineru {
 namespace {
@@ -20,9 +21,13 @@ void QuietPoppler() {
   std::call_once(once, [] { poppler::set_debug_error_function([](const std::string&, void*) {}, nullptr); });
 }
 
+// Text from the PDF is outside data: ill-formed sequences become U+FFFD here, so everything
+// downstream (block text, JSON output) sees valid UTF-8.
 std::string Utf8(const poppler::ustring& s) {
   poppler::byte_array b = s.to_utf8();
-  return std::string(b.begin(), b.end());
+  std::string out;
+  utf8::AppendLossy(std::string_view(b.data(), b.size()), /*final=*/true, &out);
+  return out;
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ struct RenderedPage {
 
 // One word/run of the text layer, in points from the page's top-left corner.
 struct PdfTextBox {
-  std::string text;  // UTF-8
+  std::string text;  // valid UTF-8
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
 };
 

@@ -3,23 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/utf8.h"
+
 namespace mineru::pipeline {
 namespace {
 
-// First code point of a UTF-8 string (0 if empty), and the last.
-uint32_t DecodeAt(const std::string& s, size_t i) {
-  const unsigned char c = s[i];
-  if (c < 0x80) return c;
-  int n = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
-  uint32_t cp = c & (0x3f >> n);
-  for (int k = 1; k <= n && i + k < s.size(); ++k) cp = (cp << 6) | (s[i + k] & 0x3f);
-  return cp;
+// First and last code points of valid UTF-8 text (PdfTextBox text is valid UTF-8); 0 if empty.
+uint32_t FirstCodePoint(const std::string& s) {
+  int len = 0;
+  return s.empty() ? 0 : utf8::DecodeAt(s, 0, &len);
 }
 uint32_t LastCodePoint(const std::string& s) {
-  if (s.empty()) return 0;
-  size_t i = s.size() - 1;
-  while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80) --i;
-  return DecodeAt(s, i);
+  int len = 0;
+  return s.empty() ? 0 : utf8::DecodeBefore(s, s.size(), &len);
 }
 bool IsCjk(uint32_t cp) {
   return (cp >= 0x3000 && cp <= 0x9fff) || (cp >= 0xac00 && cp <= 0xd7af) || (cp >= 0xf900 && cp <= 0xfaff) ||
@@ -63,7 +59,7 @@ std::optional<std::string> TextInBlock(const std::vector<PdfTextBox>& words, con
     for (size_t k = 0; k < line.size(); ++k) {
       const PdfTextBox* w = line[k];
       if (!out.empty()) {
-        const uint32_t prev = LastCodePoint(out), next = DecodeAt(w->text, 0);
+        const uint32_t prev = LastCodePoint(out), next = FirstCodePoint(w->text);
         const bool line_start = k == 0;
         if (line_start && prev == '-') {
           out.pop_back();  // de-hyphenate across lines
@@ -81,9 +77,10 @@ bool PageTextLayerUsable(const std::vector<PdfTextBox>& words, const std::vector
                          double width_pt, double height_pt) {
   size_t chars = 0, bad = 0;
   for (const PdfTextBox& w : words) {
-    for (size_t i = 0; i < w.text.size(); ++i) {
-      if ((static_cast<unsigned char>(w.text[i]) & 0xc0) == 0x80) continue;
-      const uint32_t cp = DecodeAt(w.text, i);
+    for (size_t i = 0; i < w.text.size();) {
+      int len = 1;
+      const uint32_t cp = utf8::DecodeAt(w.text, i, &len);
+      i += static_cast<size_t>(len);
       ++chars;
       if (cp == 0xfffd || (cp >= 0xe000 && cp <= 0xf8ff) || cp < 0x20) ++bad;
     }

@@ -20,7 +20,7 @@
 #include <utility>
 
 #include "base/mapped_file.h"
-#include "tokenizer/utf8_util.h"
+#include "base/utf8.h"
 
 namespace mineru {
 namespace {

@@ -1,4 +1,4 @@
-#include "tokenizer/utf8_util.h"
+#include "base/utf8.h"
 
 namespace mineru {
 namespace utf8 {

@@ -1,6 +1,6 @@
-// tokenizer/utf8_util.h — small UTF-8 helpers used by the tokenizer (validation, lossy decoding).
+// base/utf8.h — small UTF-8 helpers (validation, lossy decoding, code point access).
 //
-// Internal to the tokenizer layer, but other layers may use it (it has no dependencies).
+// Used by the tokenizer and by readers of outside text (the PDF text layer).
 #pragma once
 
 #include <cstddef>
