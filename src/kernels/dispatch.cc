@@ -4,6 +4,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+
+#include "hwy/targets.h"
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
@@ -38,11 +41,18 @@ Backend GetBackend() {
   return static_cast<Backend>(b);
 }
 
+int64_t QuantDequantMinRows() {
+#if HWY_ARCH_X86 && (HWY_TARGETS & HWY_AVX3_DL)
+  if ((hwy::SupportedTargets() & HWY_AVX3_DL) != 0) return std::numeric_limits<int64_t>::max();
+#endif
+  return kQuantDequantMinRows;
+}
+
 const char* ActiveTargetName() { return UseRef() ? "reference" : cpu::DispatchedTargetName(); }
 
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool) {
   if (UseRef()) return ref::MatMul(x, m, w, bias, y, pool);
-  if (w.quantized() && m < kQuantDequantMinRows) return cpu::MatMulQuantInt(x, m, w, bias, y, pool);
+  if (w.quantized() && m < QuantDequantMinRows()) return cpu::MatMulQuantInt(x, m, w, bias, y, pool);
   cpu::MatMul(x, m, w, bias, y, pool);
 }
 

@@ -57,7 +57,7 @@ const char* ActiveTargetName();
 
 // y[m, n] = x[m, k] · W[n, k]^T (+ bias[n]). x and y must not alias. pool may be null.
 // Dense W is widened to fp32 on the fly. Quantized W (kernels/quant.h): for
-// m < kQuantDequantMinRows the rows of x are quantized to int8 per block and multiplied with
+// m < QuantDequantMinRows() the rows of x are quantized to int8 per block and multiplied with
 // integer dot products; for larger m W is dequantized panel by panel into the fp32 GEMM.
 // Scratch: O(k) per call plus per-worker panels (~100 KB); nothing persists between calls.
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool);

@@ -33,11 +33,15 @@ size_t QuantizedRowBytes(QuantType t, int64_t cols);
 // "none", "q8_0", "q4_0", "q4_g128".
 const char* QuantTypeName(QuantType t);
 
-// MatMul with a quantized W and m < kQuantDequantMinRows quantizes each row of x to int8
-// per block (block = QuantBlockSize) on the fly and uses integer dot products; for
-// m >= kQuantDequantMinRows it dequantizes W panel by panel to fp32 and runs the fp32 GEMM
-// (no activation rounding there). Both backends follow the same rule.
+// MatMul with a quantized W and m < QuantDequantMinRows() quantizes each row of x to int8
+// per block (block = QuantBlockSize) on the fly and uses integer dot products; for larger m
+// it dequantizes W panel by panel to fp32 and runs the fp32 GEMM (no activation rounding
+// there). The threshold is kQuantDequantMinRows, except on CPUs with AVX-512 VNNI (the
+// AVX3_DL target compiled and supported), where integer products are faster at every m and
+// the threshold is unlimited. Both backends follow the same rule (it honours
+// hwy::SetSupportedTargetsForTest), so the reference twin computes what the SIMD path does.
 constexpr int64_t kQuantDequantMinRows = 48;
+int64_t QuantDequantMinRows();
 
 // An owned quantized matrix. Movable, not copyable (the copy would be O(size)).
 class QuantizedMatrix {

@@ -124,7 +124,7 @@ void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float*
 }  // namespace
 
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool) {
-  if (w.quantized() && m < kQuantDequantMinRows) {
+  if (w.quantized() && m < QuantDequantMinRows()) {
     MatMulQuantInt(x, m, w, bias, y, pool);
     return;
   }

@@ -4,7 +4,8 @@
 //
 //   kernels_bench [--benchmark_filter=REGEX]   threads: MINERU_THREADS (default: all cores)
 //   MatMul/shape:S/w:W/m:M/tgt:T  S indexes kShapes, W: 0 bf16 1 q8_0 2 q4_0 3 q4_g128,
-//       T: 0 best SIMD target, 1 capped at AVX2, 2 the scalar reference twin
+//       T: 0 best SIMD target, 1 capped at AVX2, 2 the scalar reference twin, 3 capped at AVX3
+//       (AVX-512 without VNNI), 4 the integer path (cpu::MatMulQuantInt) at any m
 //   Attention/...   vision (5476 patches), causal prefill (1369), decode (n_q = 1)
 //   Elementwise, Quantize (load-time cost), QuantAccuracy (rel. RMS error of y per format),
 //   PoolRoundTrip (ParallelFor overhead), FmaPeak/0|1 (AVX2 / AVX-512 FMA ceiling).
@@ -25,6 +26,7 @@
 
 #include "base/bf16.h"
 #include "hwy/targets.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
 
@@ -104,6 +106,7 @@ class TargetScope {
  public:
   explicit TargetScope(int target) {
     if (target == 1) hwy::SetSupportedTargetsForTest(HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
+    if (target == 3) hwy::SetSupportedTargetsForTest(HWY_AVX3 | HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
     SetBackend(target == 2 ? Backend::kReference : Backend::kHighway);
   }
   ~TargetScope() {
@@ -121,8 +124,13 @@ void BM_MatMul(benchmark::State& state) {
   const std::vector<float> x = RandomVec(static_cast<size_t>(m * s.k), 7);
   const std::vector<float> bias = RandomVec(static_cast<size_t>(s.n), 8);
   std::vector<float> y(static_cast<size_t>(m * s.n));
+  const bool int_path = state.range(3) == 4;
   for (auto _ : state) {
-    MatMul(x.data(), m, w.view, bias.data(), y.data(), &Pool());
+    if (int_path) {
+      cpu::MatMulQuantInt(x.data(), m, w.view, bias.data(), y.data(), &Pool());
+    } else {
+      MatMul(x.data(), m, w.view, bias.data(), y.data(), &Pool());
+    }
     benchmark::DoNotOptimize(y.data());
   }
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(s.n) * static_cast<double>(s.k);
@@ -139,6 +147,8 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
       if (std::string(kShapes[shape].name) == "lm_head" && m > 16) continue;
       for (int wt : {kBf16, kQ8, kQ4, kQ4G128}) b->Args({shape, wt, m, 0});
       b->Args({shape, kBf16, m, 1});  // the same on AVX2 (for machines with AVX-512)
+      if (m <= 16) b->Args({shape, kQ8, m, 3});  // int8 without VNNI (for machines with it)
+      if (m > 16) b->Args({shape, kQ8, m, 4});   // the integer path where MatMul dequantizes
     }
   }
   // The scalar reference for the A/B figure, on a few shapes.
@@ -289,7 +299,7 @@ void BM_QuantAccuracy(benchmark::State& state) {
     }
   }
   state.counters["rel_rmse"] = std::sqrt(err / ref);
-  state.SetLabel(std::string(kWTypeNames[wtype]) + (m < kQuantDequantMinRows ? "/int8-acts" : "/dequant-panels") +
+  state.SetLabel(std::string(kWTypeNames[wtype]) + (m < QuantDequantMinRows() ? "/int8-acts" : "/dequant-panels") +
                  (tails ? "/outliers" : "/gaussian"));
 }
 BENCHMARK(BM_QuantAccuracy)

@@ -159,7 +159,7 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
       scale[i * c.n + j] = static_cast<float>(s);
     }
   }
-  const bool int_path = c.m < kQuantDequantMinRows;
+  const bool int_path = c.m < QuantDequantMinRows();
   int bad = 0;
   for (size_t i = 0; i < base.size(); ++i) {
     const float s = scale[i];

@@ -30,7 +30,7 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
 
-// Integer path of a quantized MatMul (any m); kernels::MatMul uses it for m < kQuantDequantMinRows.
+// Integer path of a quantized MatMul (any m); kernels::MatMul uses it for m < QuantDequantMinRows().
 void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
                     ThreadPool* pool);
 

@@ -30,6 +30,11 @@
 #include "kernels/quant_internal.h"
 
 HWY_BEFORE_NAMESPACE();
+#if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
+// Highway 1.0.3's AVX3_DL target string names "avxvnni" (VEX) but not "avx512vnni", which
+// _mm512_dpbusd_epi32 needs; its CPU check for AVX3_DL does require AVX512-VNNI.
+#pragma GCC target("avx512vnni")
+#endif
 namespace mineru {
 namespace kernels {
 namespace HWY_NAMESPACE {
@@ -199,6 +204,54 @@ HWY_INLINE __m512i UnpackNibblePair(__m128i q0, __m128i q1) {
   return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(15));
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// VNNI (vpdpbusd: u8 x s8, four products summed into each int32 lane). Q8: x is made unsigned
+// by x + 128 (an xor of the sign bit) and the accumulator starts at -128 * sum(w) of its lane
+// group, so each lane holds exactly sum(x * w) — the same integers as the AVX2/AVX-512 paths.
+template <size_t R, size_t C>
+HWY_INLINE void TileQ8x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_RESTRICT xr, size_t npairs,
+                         float* HWY_RESTRICT out) {
+  __m512 acc[R][C];
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i zero = _mm512_setzero_si512();
+  for (size_t pb = 0; pb < npairs; ++pb) {
+    const size_t b = 2 * pb;
+    __m512i w[C], init[C];
+    __m512 dw[C];
+#pragma GCC unroll 4
+    for (size_t c = 0; c < C; ++c) {
+      const uint8_t* blk = wrow[c] + b * internal::kQ8_0BlockBytes;
+      dw[c] = PairScale(_cvtsh_ss(internal::LoadU16(blk)), _cvtsh_ss(internal::LoadU16(blk + 34)));
+      w[c] = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 36)), 1);
+      init[c] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k128, w[c]));
+    }
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      const __m512i xu = _mm512_xor_si512(_mm512_loadu_si512(xr[r].q + b * 32), k128);
+      const __m512 dx = PairScale(xr[r].d[b], xr[r].d[b + 1]);
+#pragma GCC unroll 4
+      for (size_t c = 0; c < C; ++c) {
+        const __m512i p = _mm512_dpbusd_epi32(init[c], xu, w[c]);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, dw[c]), acc[r][c]);
+      }
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) out[r * C + c] = HSum512(acc[r][c]);
+  }
+}
+
+// u8 x s8 of two vectors into one int32 vector: vpdpbusd (the nibbles are the unsigned side).
+HWY_INLINE __m512i DotU8S8(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_epi32(acc, u, s); }
+HWY_INLINE __m512i DotU8S8Pair(__m512i u0, __m512i s0, __m512i u1, __m512i s1) {
+  return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u0, s0), u1, s1);
+}
+#else
 template <size_t R, size_t C>
 HWY_INLINE void TileQ8x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_RESTRICT xr, size_t npairs,
                          float* HWY_RESTRICT out) {
@@ -240,6 +293,16 @@ HWY_INLINE void TileQ8x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HW
   }
 }
 
+HWY_INLINE __m512i DotU8S8(__m512i acc, __m512i u, __m512i s) {
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+}
+// <= 4 * 15 * 127 per int16 lane before the widening: no saturation.
+HWY_INLINE __m512i DotU8S8Pair(__m512i u0, __m512i s0, __m512i u1, __m512i s1) {
+  return _mm512_madd_epi16(_mm512_add_epi16(_mm512_maddubs_epi16(u0, s0), _mm512_maddubs_epi16(u1, s1)),
+                           _mm512_set1_epi16(1));
+}
+#endif  // HWY_AVX3_DL
+
 // Q4_0: pairs of 18-byte blocks. Q4_G128: one 66-byte group = two vectors.
 template <size_t R, size_t C, size_t kSub>
 HWY_INLINE void TileQ4x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_RESTRICT xr, size_t nsteps,
@@ -252,7 +315,6 @@ HWY_INLINE void TileQ4x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HW
       corr[r][c] = 0.0f;
     }
   }
-  const __m512i ones = _mm512_set1_epi16(1);
   for (size_t st = 0; st < nsteps; ++st) {
     if constexpr (kSub == 1) {
       const size_t b = 2 * st;
@@ -275,7 +337,7 @@ HWY_INLINE void TileQ4x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HW
         const float c0 = xr[r].corr[b], c1 = xr[r].corr[b + 1];
 #pragma GCC unroll 4
         for (size_t c = 0; c < C; ++c) {
-          const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(w[c], xv), ones);
+          const __m512i p = DotU8S8(_mm512_setzero_si512(), w[c], xv);
           acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, dw[c]), acc[r][c]);
           corr[r][c] += dw0[c] * c0;
           corr[r][c] += dw1[c] * c1;
@@ -303,9 +365,7 @@ HWY_INLINE void TileQ4x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HW
         const float cx = xr[r].corr[g];
 #pragma GCC unroll 4
         for (size_t c = 0; c < C; ++c) {
-          // <= 4 * 15 * 127 per int16 lane: no saturation.
-          const __m512i p16 = _mm512_add_epi16(_mm512_maddubs_epi16(w0[c], x0), _mm512_maddubs_epi16(w1[c], x1));
-          const __m512i p = _mm512_madd_epi16(p16, ones);
+          const __m512i p = DotU8S8Pair(w0[c], x0, w1[c], x1);
           acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, _mm512_set1_ps(dws[c])), acc[r][c]);
           corr[r][c] += dws[c] * cx;
         }
@@ -429,6 +489,15 @@ void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_byt
 
 }  // namespace
 
+#if HWY_TARGET == HWY_AVX3_DL
+// matmul_vnni.cc: int8 rows q (stride kpad) with scales d (stride nb) x W, lanes = columns.
+void MatMulVnniPanels(QuantType t, const int8_t* q, const float* d, size_t m, size_t kpad, size_t nb,
+                      const uint8_t* wbase, size_t row_bytes, size_t n, const float* bias, float* y,
+                      ThreadPool* pool);
+// Below this many rows the per-call repacking of W costs more than the row tiles lose.
+constexpr size_t kVnniPanelMinRows = 4;
+#endif
+
 void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const float* bias, float* y,
                         ThreadPool* pool) {
   if (m64 <= 0 || w.rows <= 0) return;
@@ -447,6 +516,13 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
       QuantizeActRow(x + i * k, k, l, q.get() + i * kpad, d + i * nb, corr + i * nb);
     }
   });
+#if HWY_TARGET == HWY_AVX3_DL
+  if (m >= kVnniPanelMinRows) {
+    MatMulVnniPanels(w.quant, q.get(), d, m, kpad, nb, static_cast<const uint8_t*>(w.data),
+                     QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool);
+    return;
+  }
+#endif
   std::vector<QRow> rows(m);
   for (size_t i = 0; i < m; ++i) rows[i] = QRow{q.get() + i * kpad, d + i * nb, corr + i * nb};
 

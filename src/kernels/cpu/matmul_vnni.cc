@@ -1,0 +1,266 @@
+// kernels/cpu/matmul_vnni.cc — the integer MatMul for several rows on AVX-512 VNNI (AVX3_DL
+// target only; other targets compile nothing here).
+//
+// Why a second layout: the row-wise tiles of matmul_quant.cc put the 32 values of one block in
+// the lanes of a vector, so every vpdpbusd (64 multiply-adds) is followed by a conversion, a
+// scale product and an FMA for that block — the float epilogue, not the integer products,
+// bounds them. Here lanes are output columns instead: W is repacked on the fly, 16 rows
+// (columns of y) at a time, into "quads" (4 consecutive k values of 16 columns = one 64-byte
+// vector), and each vpdpbusd multiplies one broadcast 4-byte group of an activation row with
+// a quad. A 32-value block then costs 8 vpdpbusd per row and panel plus one epilogue (convert,
+// scale, FMA) for all 16 columns: about 3x fewer instructions per multiply-add.
+//
+// Arithmetic (identical integers to the other paths): activations are int8 per block of the
+// weight format (quant_internal.h); vpdpbusd needs one unsigned operand, so x is fed as
+// x + 128 (an xor of the sign bit) and each column's accumulator starts at -128 * sum(w) of the
+// group, leaving exactly sum(x * w). The Q4 formats are unpacked to signed int8 (nibble - 8)
+// while packing, so their "-8" needs no correction term. Per group (32 values; 128 for
+// Q4_G128): y += float(sum) * (scale_w * scale_x), groups in order.
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/matmul_vnni.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/bf16.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/quant.h"
+#include "kernels/quant_internal.h"
+
+#if HWY_ARCH_X86
+#include <immintrin.h>
+#endif
+
+HWY_BEFORE_NAMESPACE();
+#if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
+// Highway 1.0.3's AVX3_DL target string lacks "avx512vnni" (its CPU check requires it).
+#pragma GCC target("avx512vnni")
+#endif
+namespace mineru {
+namespace kernels {
+namespace HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX3_DL
+
+namespace {
+
+constexpr size_t kCols = 16;   // columns per panel (int32 lanes of a vector)
+constexpr size_t kPanels = 2;  // panels per tile
+constexpr size_t kRows = 4;    // activation rows per tile
+
+// One packed group of one panel: G/4 quads, then the accumulator start and the scales.
+//   quad[i] lane c = w[col c][4i .. 4i+3]  (int8; zero for columns past n)
+//   init[c] = -128 * sum of the group's w[col c]
+//   scale[c] = f16 scale of col c's block/group (0 past n)
+inline size_t GroupBytes(size_t group) { return group / 4 * 64 + 64 + 64; }
+
+// 8x8 transpose of 32-bit elements within each 256-bit half of eight vectors:
+// in: v[i] = [col i: 8 dwords | col i+8: 8 dwords]  ->  out: v[q] lane c = dword q of col c.
+HWY_INLINE void Transpose8x8Halves(__m512i v[8]) {
+  __m512i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // rows 0-3 (h = 0) and 4-7 (h = 1)
+    const int b = 4 * h;
+    u[b + 0] = _mm512_unpacklo_epi64(t[b + 0], t[b + 2]);
+    u[b + 1] = _mm512_unpackhi_epi64(t[b + 0], t[b + 2]);
+    u[b + 2] = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);
+    u[b + 3] = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);
+  }
+  // u[j] (j < 4) holds dword j of cols 0-3 in 128-bit lane 0 (8-11 in lane 2) and dword j + 4
+  // in lane 1 (lane 3); u[j + 4] the same for cols 4-7 / 12-15.
+  const __m512i lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+  const __m512i hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+  for (int j = 0; j < 4; ++j) {
+    v[j] = _mm512_permutex2var_epi64(u[j], lo, u[j + 4]);
+    v[j + 4] = _mm512_permutex2var_epi64(u[j], hi, u[j + 4]);
+  }
+}
+
+// 32 signed int8 values of sub-block `s` (32 values) of column row `wr`, group `g`.
+HWY_INLINE __m256i LoadSub(QuantType t, const uint8_t* wr, size_t g, size_t s) {
+  if (t == QuantType::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + g * internal::kQ8_0BlockBytes + 2));
+  }
+  const uint8_t* qs = t == QuantType::kQ4_0 ? wr + g * internal::kQ4_0BlockBytes + 2
+                                            : wr + g * internal::kQ4_G128BlockBytes + 2 + 16 * s;
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes), _mm256_set1_epi8(15));
+  return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+}
+
+HWY_INLINE float GroupScale(QuantType t, const uint8_t* wr, size_t g) {
+  const size_t bytes = t == QuantType::kQ8_0   ? internal::kQ8_0BlockBytes
+                       : t == QuantType::kQ4_0 ? internal::kQ4_0BlockBytes
+                                               : internal::kQ4_G128BlockBytes;
+  return _cvtsh_ss(internal::LoadU16(wr + g * bytes));
+}
+
+// Packs groups [g0, g1) of the panel of columns [j0, j0 + nv) (nv <= 16) into dst.
+void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group,
+               size_t g0, size_t g1, uint8_t* dst) {
+  const size_t subs = group / 32;
+  const __m256i zero256 = _mm256_setzero_si256();
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (size_t g = g0; g < g1; ++g) {
+    uint8_t* out = dst + (g - g0) * GroupBytes(group);
+    __m512i sum = _mm512_setzero_si512();
+    for (size_t s = 0; s < subs; ++s) {
+      __m512i v[8];
+      for (size_t i = 0; i < 8; ++i) {
+        const __m256i a = i < nv ? LoadSub(t, wbase + (j0 + i) * row_bytes, g, s) : zero256;
+        const __m256i b = i + 8 < nv ? LoadSub(t, wbase + (j0 + i + 8) * row_bytes, g, s) : zero256;
+        v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+      }
+      Transpose8x8Halves(v);
+      for (size_t q = 0; q < 8; ++q) {
+        _mm512_store_si512(out + (8 * s + q) * 64, v[q]);
+        sum = _mm512_dpbusd_epi32(sum, ones, v[q]);  // 1 * w, four per lane
+      }
+    }
+    _mm512_store_si512(out + group / 4 * 64, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
+    alignas(64) float sc[kCols] = {};
+    for (size_t c = 0; c < nv; ++c) sc[c] = GroupScale(t, wbase + (j0 + c) * row_bytes, g);
+    std::memcpy(out + group / 4 * 64 + 64, sc, sizeof(sc));
+  }
+}
+
+// acc[r][p] (+)= rows r0..r0+R of xu (x + 128) times the packed panels, groups [g0, g1).
+// xu rows have stride kpad; d rows have stride nb (one scale per group).
+template <size_t R>
+HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu,
+                           const float* d, size_t kpad, size_t nb, __m512 acc[R][kPanels]) {
+  const size_t quads = group / 4, gbytes = GroupBytes(group);
+  for (size_t g = g0; g < g1; ++g) {
+    const uint8_t* pp[kPanels];
+    __m512i p[R][kPanels];
+    for (size_t k = 0; k < kPanels; ++k) {
+      pp[k] = panel[k] + (g - g0) * gbytes;
+      const __m512i init = _mm512_load_si512(pp[k] + quads * 64);
+      for (size_t r = 0; r < R; ++r) p[r][k] = init;
+    }
+    const uint8_t* xg = xu + g * group;
+    for (size_t q = 0; q < quads; ++q) {
+      const __m512i w0 = _mm512_load_si512(pp[0] + q * 64);
+      const __m512i w1 = _mm512_load_si512(pp[1] + q * 64);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < R; ++r) {
+        int32_t x4;
+        std::memcpy(&x4, xg + r * kpad + 4 * q, 4);
+        const __m512i xb = _mm512_set1_epi32(x4);
+        p[r][0] = _mm512_dpbusd_epi32(p[r][0], xb, w0);
+        p[r][1] = _mm512_dpbusd_epi32(p[r][1], xb, w1);
+      }
+    }
+    const __m512 s0 = _mm512_load_ps(pp[0] + quads * 64 + 64);
+    const __m512 s1 = _mm512_load_ps(pp[1] + quads * 64 + 64);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {
+      const __m512 dx = _mm512_set1_ps(d[r * nb + g]);
+      acc[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[r][0]), _mm512_mul_ps(s0, dx), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[r][1]), _mm512_mul_ps(s1, dx), acc[r][1]);
+    }
+  }
+}
+
+// Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x 32 floats).
+template <size_t R>
+void RunRows(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu, const float* d,
+             size_t kpad, size_t nb, size_t i0, float* accbuf) {
+  __m512 acc[R][kPanels];
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t k = 0; k < kPanels; ++k) acc[r][k] = _mm512_load_ps(accbuf + (i0 + r) * 32 + 16 * k);
+  }
+  TileGroups<R>(panel, group, g0, g1, xu + i0 * kpad, d + i0 * nb, kpad, nb, acc);
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t k = 0; k < kPanels; ++k) _mm512_store_ps(accbuf + (i0 + r) * 32 + 16 * k, acc[r][k]);
+  }
+}
+
+}  // namespace
+
+void MatMulVnniPanels(QuantType t, const int8_t* q, const float* d, size_t m, size_t kpad, size_t nb,
+                      const uint8_t* wbase, size_t row_bytes, size_t n, const float* bias, float* y,
+                      ThreadPool* pool) {
+  const size_t group = kpad / nb;
+  // Activations as unsigned bytes (x + 128).
+  auto xu = hwy::AllocateAligned<uint8_t>(m * kpad);
+  for (size_t i = 0; i < m * kpad; ++i) xu[i] = static_cast<uint8_t>(q[i]) ^ 0x80u;
+
+  const size_t tile_cols = kCols * kPanels;
+  const size_t ntiles = (n + tile_cols - 1) / tile_cols;
+  // Row blocks keep a block's activations in L2 while every column tile passes over them;
+  // group chunks keep the packed panels (<= ~32 KB) in L1 while the row block passes.
+  const size_t row_block = std::min<size_t>(m, 192);
+  const size_t nrb = (m + row_block - 1) / row_block;
+  const size_t chunk_groups = std::max<size_t>(1, (size_t{16} << 10) / GroupBytes(group));
+  const size_t slots = std::max<size_t>(1, cpu::NumWorkers(pool));
+  const size_t pack_bytes = kPanels * chunk_groups * GroupBytes(group);
+  auto scratch = hwy::AllocateAligned<uint8_t>(slots * (pack_bytes + row_block * tile_cols * sizeof(float)));
+  auto Tile = [&](size_t rb, size_t jt, size_t slot) {
+    const size_t i_begin = rb * row_block, i_end = std::min(m, i_begin + row_block);
+    const size_t j0 = jt * tile_cols, nv = std::min(tile_cols, n - j0);
+    uint8_t* pack = scratch.get() + slot * (pack_bytes + row_block * tile_cols * sizeof(float));
+    float* accbuf = reinterpret_cast<float*>(pack + pack_bytes);
+    std::fill(accbuf, accbuf + (i_end - i_begin) * tile_cols, 0.0f);
+    const uint8_t* panel[kPanels] = {pack, pack + chunk_groups * GroupBytes(group)};
+    for (size_t g0 = 0; g0 < nb; g0 += chunk_groups) {
+      const size_t g1 = std::min(nb, g0 + chunk_groups);
+      for (size_t k = 0; k < kPanels; ++k) {
+        const size_t pj = j0 + k * kCols;
+        const size_t pnv = nv > k * kCols ? std::min(kCols, nv - k * kCols) : 0;
+        PackPanel(t, wbase, row_bytes, pj, pnv, group, g0, g1, pack + k * chunk_groups * GroupBytes(group));
+      }
+      const uint8_t* xb = xu.get() + i_begin * kpad;
+      const float* db = d + i_begin * nb;
+      const size_t rows = i_end - i_begin;
+      size_t i = 0;
+      for (; i + kRows <= rows; i += kRows) RunRows<kRows>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf);
+      switch (rows - i) {
+        case 3: RunRows<3>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
+        case 2: RunRows<2>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
+        case 1: RunRows<1>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
+        default: break;
+      }
+    }
+    for (size_t i = i_begin; i < i_end; ++i) {
+      const float* a = accbuf + (i - i_begin) * tile_cols;
+      for (size_t c = 0; c < nv; ++c) y[i * n + j0 + c] = a[c] + (bias ? bias[j0 + c] : 0.0f);
+    }
+  };
+  // Each task is a run of consecutive column tiles of one row block, so that the next tile's
+  // W rows can be prefetched (32 concurrent row streams defeat the hardware prefetchers when
+  // W comes from DRAM, e.g. the lm_head).
+  const size_t run = cpu::ChunkSize(ntiles, pool, 1, 4);
+  const size_t nruns = (ntiles + run - 1) / run;
+  cpu::RunTasks(pool, nrb * nruns, [&](size_t task, size_t slot) {
+    const size_t rb = task / nruns, jr = task % nruns;
+    for (size_t jt = jr * run; jt < std::min(ntiles, (jr + 1) * run); ++jt) {
+      if (jt + 1 < ntiles) {
+        const size_t pj0 = (jt + 1) * tile_cols, pj1 = std::min(n, pj0 + tile_cols);
+        const uint8_t* next = wbase + pj0 * row_bytes;
+        for (size_t off = 0; off < (pj1 - pj0) * row_bytes; off += 64) hwy::Prefetch(next + off);
+      }
+      Tile(rb, jt, slot);
+    }
+  });
+}
+
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace mineru
+HWY_AFTER_NAMESPACE();
