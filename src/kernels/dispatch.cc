@@ -6,8 +6,6 @@
 #include <cstring>
 #include <limits>
 
-#include "hwy/targets.h"
-
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -42,10 +40,8 @@ Backend GetBackend() {
 }
 
 int64_t QuantDequantMinRows() {
-#if HWY_ARCH_X86 && (HWY_TARGETS & HWY_AVX3_DL)
-  if ((hwy::SupportedTargets() & HWY_AVX3_DL) != 0) return std::numeric_limits<int64_t>::max();
-#endif
-  return kQuantDequantMinRows;
+  // A dispatch-table lookup (cached; hwy::SupportedTargets() would run CPUID, which traps in VMs).
+  return cpu::IntegerPathAtAnyRows() ? std::numeric_limits<int64_t>::max() : kQuantDequantMinRows;
 }
 
 const char* ActiveTargetName() { return UseRef() ? "reference" : cpu::DispatchedTargetName(); }

@@ -34,6 +34,9 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
 void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
                     ThreadPool* pool);
 
+// True when the dispatched target multiplies int8 faster than fp32 at every m (AVX-512 VNNI).
+bool IntegerPathAtAnyRows();
+
 // Name of the target HWY_DYNAMIC_DISPATCH selects now.
 const char* DispatchedTargetName();
 // Targets compiled into the kernels and supported by this CPU (for per-target tests).

@@ -498,6 +498,8 @@ void MatMulVnniPanels(QuantType t, const int8_t* q, const float* d, size_t m, si
 constexpr size_t kVnniPanelMinRows = 4;
 #endif
 
+bool IntegerPathAtAnyRowsImpl() { return HWY_TARGET == HWY_AVX3_DL; }
+
 void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const float* bias, float* y,
                         ThreadPool* pool) {
   if (m64 <= 0 || w.rows <= 0) return;
@@ -565,6 +567,9 @@ namespace kernels {
 namespace cpu {
 
 HWY_EXPORT(MatMulQuantIntImpl);
+HWY_EXPORT(IntegerPathAtAnyRowsImpl);
+
+bool IntegerPathAtAnyRows() { return HWY_DYNAMIC_DISPATCH(IntegerPathAtAnyRowsImpl)(); }
 
 void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
                     ThreadPool* pool) {

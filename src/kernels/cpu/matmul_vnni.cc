@@ -56,7 +56,7 @@ namespace {
 
 constexpr size_t kCols = 16;   // columns per panel (int32 lanes of a vector)
 constexpr size_t kPanels = 2;  // panels per tile
-constexpr size_t kRows = 4;    // activation rows per tile
+constexpr size_t kRows = 6;    // activation rows per tile
 
 // One packed group of one panel: G/4 quads, then the accumulator start and the scales.
 //   quad[i] lane c = w[col c][4i .. 4i+3]  (int8; zero for columns past n)
@@ -90,50 +90,69 @@ HWY_INLINE void Transpose8x8Halves(__m512i v[8]) {
 }
 
 // 32 signed int8 values of sub-block `s` (32 values) of column row `wr`, group `g`.
-HWY_INLINE __m256i LoadSub(QuantType t, const uint8_t* wr, size_t g, size_t s) {
-  if (t == QuantType::kQ8_0) {
+template <QuantType T>
+HWY_INLINE __m256i LoadSub(const uint8_t* wr, size_t g, size_t s) {
+  if constexpr (T == QuantType::kQ8_0) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + g * internal::kQ8_0BlockBytes + 2));
+  } else {
+    const uint8_t* qs = T == QuantType::kQ4_0 ? wr + g * internal::kQ4_0BlockBytes + 2
+                                              : wr + g * internal::kQ4_G128BlockBytes + 2 + 16 * s;
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i nib =
+        _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes), _mm256_set1_epi8(15));
+    return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
   }
-  const uint8_t* qs = t == QuantType::kQ4_0 ? wr + g * internal::kQ4_0BlockBytes + 2
-                                            : wr + g * internal::kQ4_G128BlockBytes + 2 + 16 * s;
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes), _mm256_set1_epi8(15));
-  return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
 }
 
-HWY_INLINE float GroupScale(QuantType t, const uint8_t* wr, size_t g) {
-  const size_t bytes = t == QuantType::kQ8_0   ? internal::kQ8_0BlockBytes
-                       : t == QuantType::kQ4_0 ? internal::kQ4_0BlockBytes
-                                               : internal::kQ4_G128BlockBytes;
-  return _cvtsh_ss(internal::LoadU16(wr + g * bytes));
+template <QuantType T>
+constexpr size_t BlockBytes() {
+  return T == QuantType::kQ8_0   ? internal::kQ8_0BlockBytes
+         : T == QuantType::kQ4_0 ? internal::kQ4_0BlockBytes
+                                 : internal::kQ4_G128BlockBytes;
 }
 
-// Packs groups [g0, g1) of the panel of columns [j0, j0 + nv) (nv <= 16) into dst.
-void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group,
-               size_t g0, size_t g1, uint8_t* dst) {
+// Packs groups [g0, g1) of the panel of columns [j0, j0 + nv) (1 <= nv <= 16) into dst.
+// Lanes past nv repeat the last valid row (branch-free loads); their outputs are never written.
+template <QuantType T>
+void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0, size_t g1,
+                uint8_t* dst) {
   const size_t subs = group / 32;
-  const __m256i zero256 = _mm256_setzero_si256();
   const __m512i ones = _mm512_set1_epi8(1);
+  const uint8_t* rows[kCols];
+  for (size_t c = 0; c < kCols; ++c) rows[c] = wbase + (j0 + std::min(c, nv - 1)) * row_bytes;
   for (size_t g = g0; g < g1; ++g) {
     uint8_t* out = dst + (g - g0) * GroupBytes(group);
     __m512i sum = _mm512_setzero_si512();
     for (size_t s = 0; s < subs; ++s) {
       __m512i v[8];
+#pragma GCC unroll 8
       for (size_t i = 0; i < 8; ++i) {
-        const __m256i a = i < nv ? LoadSub(t, wbase + (j0 + i) * row_bytes, g, s) : zero256;
-        const __m256i b = i + 8 < nv ? LoadSub(t, wbase + (j0 + i + 8) * row_bytes, g, s) : zero256;
-        v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+        v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(LoadSub<T>(rows[i], g, s)), LoadSub<T>(rows[i + 8], g, s), 1);
       }
       Transpose8x8Halves(v);
+#pragma GCC unroll 8
       for (size_t q = 0; q < 8; ++q) {
         _mm512_store_si512(out + (8 * s + q) * 64, v[q]);
         sum = _mm512_dpbusd_epi32(sum, ones, v[q]);  // 1 * w, four per lane
       }
     }
     _mm512_store_si512(out + group / 4 * 64, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
-    alignas(64) float sc[kCols] = {};
-    for (size_t c = 0; c < nv; ++c) sc[c] = GroupScale(t, wbase + (j0 + c) * row_bytes, g);
-    std::memcpy(out + group / 4 * 64 + 64, sc, sizeof(sc));
+    // The 16 f16 scales: one 16-bit gather-free load per column, converted together.
+    alignas(32) uint16_t h[kCols];
+#pragma GCC unroll 16
+    for (size_t c = 0; c < kCols; ++c) h[c] = internal::LoadU16(rows[c] + g * BlockBytes<T>());
+    _mm512_store_ps(out + group / 4 * 64 + 64, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h))));
+  }
+}
+
+void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0,
+               size_t g1, uint8_t* dst) {
+  if (t == QuantType::kQ8_0) {
+    PackPanelT<QuantType::kQ8_0>(wbase, row_bytes, j0, nv, group, g0, g1, dst);
+  } else if (t == QuantType::kQ4_0) {
+    PackPanelT<QuantType::kQ4_0>(wbase, row_bytes, j0, nv, group, g0, g1, dst);
+  } else {
+    PackPanelT<QuantType::kQ4_G128>(wbase, row_bytes, j0, nv, group, g0, g1, dst);
   }
 }
 
@@ -219,8 +238,9 @@ void MatMulVnniPanels(QuantType t, const int8_t* q, const float* d, size_t m, si
     for (size_t g0 = 0; g0 < nb; g0 += chunk_groups) {
       const size_t g1 = std::min(nb, g0 + chunk_groups);
       for (size_t k = 0; k < kPanels; ++k) {
-        const size_t pj = j0 + k * kCols;
-        const size_t pnv = nv > k * kCols ? std::min(kCols, nv - k * kCols) : 0;
+        size_t pj = j0 + k * kCols;
+        size_t pnv = nv > k * kCols ? std::min(kCols, nv - k * kCols) : 0;
+        if (pnv == 0) pj = j0, pnv = 1;  // an empty second panel: any valid row, discarded
         PackPanel(t, wbase, row_bytes, pj, pnv, group, g0, g1, pack + k * chunk_groups * GroupBytes(group));
       }
       const uint8_t* xb = xu.get() + i_begin * kpad;
@@ -229,6 +249,8 @@ void MatMulVnniPanels(QuantType t, const int8_t* q, const float* d, size_t m, si
       size_t i = 0;
       for (; i + kRows <= rows; i += kRows) RunRows<kRows>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf);
       switch (rows - i) {
+        case 5: RunRows<5>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
+        case 4: RunRows<4>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
         case 3: RunRows<3>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
         case 2: RunRows<2>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
         case 1: RunRows<1>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
