@@ -490,8 +490,9 @@ void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_byt
 }  // namespace
 
 #if HWY_TARGET == HWY_AVX3_DL
-// matmul_vnni.cc: int8 rows q (stride kpad) with scales d (stride nb) x W, lanes = columns.
-void MatMulVnniPanels(QuantType t, const int8_t* q, const float* d, size_t m, size_t kpad, size_t nb,
+// matmul_vnni.cc: rows xu = int8 activations + 128 as bytes (stride kpad) with scales d
+// (stride nb) x W, lanes = columns.
+void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, size_t kpad, size_t nb,
                       const uint8_t* wbase, size_t row_bytes, size_t n, const float* bias, float* y,
                       ThreadPool* pool);
 // Below this many rows the per-call repacking of W costs more than the row tiles lose.
@@ -512,15 +513,24 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   float* d = dq.get();
   float* corr = dq.get() + m * nb;
   // Few rows (decode): quantize inline rather than pay a pool round trip.
+#if HWY_TARGET == HWY_AVX3_DL
+  const bool panels = m >= kVnniPanelMinRows;
+#else
+  const bool panels = false;
+#endif
   const size_t qchunk = m * k < (size_t{1} << 16) ? m : ChunkSize(m, pool, 16, 2);
   RunTasks(m * k < (size_t{1} << 16) ? nullptr : pool, (m + qchunk - 1) / qchunk, [&](size_t t, size_t) {
     for (size_t i = t * qchunk; i < std::min(m, (t + 1) * qchunk); ++i) {
       QuantizeActRow(x + i * k, k, l, q.get() + i * kpad, d + i * nb, corr + i * nb);
+      if (panels) {  // the VNNI panels take x + 128 as unsigned bytes (sign bit flipped)
+        uint8_t* row = reinterpret_cast<uint8_t*>(q.get() + i * kpad);
+        for (size_t j = 0; j < kpad; ++j) row[j] ^= 0x80u;
+      }
     }
   });
 #if HWY_TARGET == HWY_AVX3_DL
-  if (m >= kVnniPanelMinRows) {
-    MatMulVnniPanels(w.quant, q.get(), d, m, kpad, nb, static_cast<const uint8_t*>(w.data),
+  if (panels) {
+    MatMulVnniPanels(w.quant, reinterpret_cast<const uint8_t*>(q.get()), d, m, kpad, nb, static_cast<const uint8_t*>(w.data),
                      QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool);
     return;
   }

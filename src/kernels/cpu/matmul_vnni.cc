@@ -210,13 +210,11 @@ void RunRows(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, co
 
 }  // namespace
 
-void MatMulVnniPanels(QuantType t, const int8_t* q, const float* d, size_t m, size_t kpad, size_t nb,
+// xu: the int8 activations plus 128 as unsigned bytes (quantize, then flip the sign bit).
+void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, size_t kpad, size_t nb,
                       const uint8_t* wbase, size_t row_bytes, size_t n, const float* bias, float* y,
                       ThreadPool* pool) {
   const size_t group = kpad / nb;
-  // Activations as unsigned bytes (x + 128).
-  auto xu = hwy::AllocateAligned<uint8_t>(m * kpad);
-  for (size_t i = 0; i < m * kpad; ++i) xu[i] = static_cast<uint8_t>(q[i]) ^ 0x80u;
 
   const size_t tile_cols = kCols * kPanels;
   const size_t ntiles = (n + tile_cols - 1) / tile_cols;
@@ -243,7 +241,7 @@ void MatMulVnniPanels(QuantType t, const int8_t* q, const float* d, size_t m, si
         if (pnv == 0) pj = j0, pnv = 1;  // an empty second panel: any valid row, discarded
         PackPanel(t, wbase, row_bytes, pj, pnv, group, g0, g1, pack + k * chunk_groups * GroupBytes(group));
       }
-      const uint8_t* xb = xu.get() + i_begin * kpad;
+      const uint8_t* xb = xu + i_begin * kpad;
       const float* db = d + i_begin * nb;
       const size_t rows = i_end - i_begin;
       size_t i = 0;
