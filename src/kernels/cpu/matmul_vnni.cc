@@ -120,9 +120,14 @@ void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, si
   const __m512i ones = _mm512_set1_epi8(1);
   const uint8_t* rows[kCols];
   for (size_t c = 0; c < kCols; ++c) rows[c] = wbase + (j0 + std::min(c, nv - 1)) * row_bytes;
+  constexpr size_t kAhead = 512;  // software prefetch distance along each of the 16 row streams
   for (size_t g = g0; g < g1; ++g) {
     uint8_t* out = dst + (g - g0) * GroupBytes(group);
     __m512i sum = _mm512_setzero_si512();
+    if (g + 1 < g1) {
+#pragma GCC unroll 16
+      for (size_t c = 0; c < kCols; ++c) hwy::Prefetch(rows[c] + g * BlockBytes<T>() + kAhead);
+    }
     for (size_t s = 0; s < subs; ++s) {
       __m512i v[8];
 #pragma GCC unroll 8
@@ -268,10 +273,12 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
   cpu::RunTasks(pool, nrb * nruns, [&](size_t task, size_t slot) {
     const size_t rb = task / nruns, jr = task % nruns;
     for (size_t jt = jr * run; jt < std::min(ntiles, (jr + 1) * run); ++jt) {
-      if (jt + 1 < ntiles) {
+      if (jt + 1 < ntiles) {  // the head of each of the next tile's rows (PackPanelT streams the rest)
         const size_t pj0 = (jt + 1) * tile_cols, pj1 = std::min(n, pj0 + tile_cols);
-        const uint8_t* next = wbase + pj0 * row_bytes;
-        for (size_t off = 0; off < (pj1 - pj0) * row_bytes; off += 64) hwy::Prefetch(next + off);
+        for (size_t j = pj0; j < pj1; ++j) {
+          const uint8_t* r = wbase + j * row_bytes;
+          for (size_t off = 0; off < std::min<size_t>(row_bytes, 512); off += 64) hwy::Prefetch(r + off);
+        }
       }
       Tile(rb, jt, slot);
     }
