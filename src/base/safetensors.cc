@@ -83,8 +83,12 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
   if (size < 8) return DataLossError(path + ": too short for a safetensors file");
   uint64_t header_len = 0;
   std::memcpy(&header_len, file->data(), 8);  // little-endian hosts only (x86, ARM)
-  if (header_len > kMaxHeaderBytes || header_len > size - 8) {
-    return DataLossError(path + ": header length " + std::to_string(header_len) + " exceeds the file");
+  if (header_len > kMaxHeaderBytes) {
+    return DataLossError(path + ": header length " + std::to_string(header_len) + " exceeds the format's limit");
+  }
+  if (header_len > size - 8) {
+    return DataLossError(path + ": truncated: the header alone needs " + std::to_string(8 + header_len) +
+                         " bytes, the file has " + std::to_string(size));
   }
   const char* hdr = reinterpret_cast<const char*>(file->data() + 8);
   nlohmann::json j = nlohmann::json::parse(hdr, hdr + header_len, nullptr, /*allow_exceptions=*/false);
@@ -133,7 +137,11 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
       return DataLossError(where + " has non-integer data_offsets");
     }
     uint64_t b = offs[0].get<uint64_t>(), e = offs[1].get<uint64_t>();
-    if (b > e || e > data_size) return DataLossError(where + " points outside the file (truncated?)");
+    if (b > e) return DataLossError(where + " has data_offsets in the wrong order");
+    if (e > data_size) {
+      return DataLossError(path + ": truncated: tensor '" + name + "' ends at byte " +
+                           std::to_string(8 + header_len + e) + ", the file has " + std::to_string(size));
+    }
     if (e - b != numel * DTypeSize(t.dtype)) {
       return DataLossError(where + " byte range does not match its shape " + t.ShapeString());
     }

@@ -43,6 +43,8 @@ class SafetensorsFile {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return file_->path(); }
+  // The mapping the tensors point into (corrupted() / CheckUnchanged(): see base/mapped_file.h).
+  const MappedFile& file() const { return *file_; }
 
  private:
   std::unique_ptr<MappedFile> file_;

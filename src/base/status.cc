@@ -11,6 +11,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kDataLoss: return "corrupt data";
     case StatusCode::kUnimplemented: return "unsupported";
     case StatusCode::kResourceExhausted: return "limit exceeded";
+    case StatusCode::kOutOfMemory: return "out of memory";
     case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kDeadlineExceeded: return "deadline exceeded";
     case StatusCode::kUnavailable: return "unavailable";
@@ -21,7 +22,9 @@ const char* StatusCodeName(StatusCode code) {
 
 std::string Status::ToString() const {
   if (ok()) return "ok";
-  return std::string(StatusCodeName(code_)) + ": " + message_;
+  const std::string name = StatusCodeName(code_);
+  if (message_.rfind(name, 0) == 0) return message_;  // "out of memory ..." says it already
+  return name + ": " + message_;
 }
 
 Status Status::WithPrefix(const std::string& prefix) const {

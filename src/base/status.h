@@ -19,7 +19,8 @@ enum class StatusCode {
   kIoError,           // the OS refused a read or write
   kDataLoss,          // a file is truncated or its contents lie
   kUnimplemented,     // a valid input we do not support (yet)
-  kResourceExhausted, // a limit (pixels, tokens, memory) was exceeded
+  kResourceExhausted, // a limit (pixels, tokens, pages, queue) was exceeded
+  kOutOfMemory,       // an allocation failed (std::bad_alloc); the request may succeed later or smaller
   kCancelled,
   kDeadlineExceeded,
   kUnavailable,
@@ -37,7 +38,7 @@ class [[nodiscard]] Status {
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
-  // "code: message", one line.
+  // "code: message", one line (just the message when it starts with the code's name).
   std::string ToString() const;
   // Returns a copy whose message is "prefix: message" (adds context while propagating).
   Status WithPrefix(const std::string& prefix) const;
@@ -54,6 +55,9 @@ inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std:
 inline Status UnimplementedError(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status CancelledError(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+// "out of memory <what>": for a caught std::bad_alloc (callers turn it into a Status at the place that
+// allocates in proportion to outside data; the HTTP layer answers 507).
+inline Status OutOfMemoryError(const std::string& what) { return {StatusCode::kOutOfMemory, "out of memory " + what}; }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // Holds either a value or a non-OK Status.

@@ -23,6 +23,17 @@ size_t ThreadPool::DefaultThreads() {
   return n == 0 ? 1 : n;
 }
 
+void ThreadPool::RunChunk(const RangeFn& fn, size_t b, size_t e, size_t worker) {
+  try {
+    fn(b, e, worker);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_) error_ = std::current_exception();
+    pending_ -= num_chunks_ - next_chunk_;  // the chunks nobody will start now (this one still counts)
+    next_chunk_ = num_chunks_;
+  }
+}
+
 void ThreadPool::ParallelFor(size_t n, const RangeFn& fn, size_t min_chunk) {
   if (n == 0) return;
   min_chunk = std::max<size_t>(min_chunk, 1);
@@ -42,6 +53,7 @@ void ThreadPool::ParallelFor(size_t n, const RangeFn& fn, size_t min_chunk) {
     num_chunks_ = chunks;
     next_chunk_ = 0;
     pending_ = chunks;
+    error_ = nullptr;
     ++generation_;
   }
   cv_start_.notify_all();
@@ -54,13 +66,19 @@ void ThreadPool::ParallelFor(size_t n, const RangeFn& fn, size_t min_chunk) {
       c = next_chunk_++;
     }
     size_t b = c * chunk, e = std::min(n, b + chunk);
-    fn(b, e, 0);
+    RunChunk(fn, b, e, 0);
     std::lock_guard<std::mutex> lock(mu_);
     if (--pending_ == 0) cv_done_.notify_all();
   }
   std::unique_lock<std::mutex> lock(mu_);
   cv_done_.wait(lock, [this] { return pending_ == 0; });
   fn_ = nullptr;
+  if (error_) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    lock.unlock();
+    std::rethrow_exception(e);
+  }
 }
 
 void ThreadPool::WorkerLoop(size_t index) {
@@ -76,7 +94,7 @@ void ThreadPool::WorkerLoop(size_t index) {
       size_t n = n_, chunk = chunk_;
       lock.unlock();
       size_t b = c * chunk, e = std::min(n, b + chunk);
-      (*fn)(b, e, index);
+      RunChunk(*fn, b, e, index);
       lock.lock();
       if (--pending_ == 0) cv_done_.notify_all();
     }

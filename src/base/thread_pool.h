@@ -2,11 +2,14 @@
 //
 // ParallelFor(n, fn) calls fn(begin, end, worker) over disjoint ranges covering [0, n) and
 // returns when all are done. The calling thread takes part as worker 0. Not reentrant: a
-// task must not call ParallelFor on the same pool.
+// task must not call ParallelFor on the same pool. An exception thrown by fn (std::bad_alloc in
+// a kernel's scratch buffer) does not end the process: the remaining chunks are skipped, and once
+// every started chunk is done ParallelFor rethrows the first one to its caller.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -33,6 +36,8 @@ class ThreadPool {
 
  private:
   void WorkerLoop(size_t index);
+  // Runs one chunk; an exception is kept in error_ (the first one wins) and the rest skipped.
+  void RunChunk(const RangeFn& fn, size_t b, size_t e, size_t worker);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
@@ -45,6 +50,7 @@ class ThreadPool {
   size_t next_chunk_ = 0;
   size_t pending_ = 0;
   size_t generation_ = 0;
+  std::exception_ptr error_;  // guarded by mu_
   bool stop_ = false;
 };
 

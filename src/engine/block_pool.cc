@@ -2,6 +2,8 @@
 
 #include "base/check.h"
 
+#include <new>
+
 namespace mineru {
 
 BlockPool::BlockPool(int num_blocks, int block_size, int num_layers, int kv_dim)
@@ -24,7 +26,20 @@ void BlockPool::FreeStorage(int32_t b) {
 
 std::optional<int32_t> BlockPool::Allocate() {
   int32_t b;
-  if (!free_.empty()) {
+  bool use_free = !free_.empty();
+  if (use_free && !blocks_[free_.back()].data && floats_per_block_ > 0) {
+    // Storage first, so a failure leaves the pool as it was; then a cached block's storage is
+    // reused if there is one.
+    std::unique_ptr<float[]> data(new (std::nothrow) float[floats_per_block_]);
+    if (data) {
+      blocks_[free_.back()].data = std::move(data);
+      ++allocated_blocks_;
+    } else {
+      ++alloc_failures_;
+      use_free = false;
+    }
+  }
+  if (use_free) {
     b = free_.back();
     free_.pop_back();
   } else if (!lru_.empty()) {
@@ -43,10 +58,6 @@ std::optional<int32_t> BlockPool::Allocate() {
   Block& blk = blocks_[b];
   blk.refs = 1;
   blk.has_hash = false;
-  if (!blk.data && floats_per_block_ > 0) {
-    blk.data.reset(new float[floats_per_block_]);
-    ++allocated_blocks_;
-  }
   ++used_;
   return b;
 }

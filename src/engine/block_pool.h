@@ -39,7 +39,9 @@ class BlockPool : public KvStore {
   size_t allocated_bytes() const { return allocated_blocks_ * bytes_per_block_; }
   size_t bytes_per_block() const { return bytes_per_block_; }
 
-  // A fresh block (refcount 1), evicting the least recently used cached block if needed.
+  // A fresh block (refcount 1), evicting the least recently used cached block if needed. None when
+  // every block is in use, or when the block's storage cannot be allocated (out of memory; counted
+  // in alloc_failures()): the scheduler then preempts as for a full pool, which frees memory.
   std::optional<int32_t> Allocate();
   void Ref(int32_t block);
   // Drops one reference; at zero the block is cached (if it has a hash) or freed.
@@ -53,6 +55,7 @@ class BlockPool : public KvStore {
   float* Key(int32_t block, int layer) override;
   float* Value(int32_t block, int layer) override;
 
+  int64_t alloc_failures() const { return alloc_failures_; }
   int64_t hits() const { return hits_; }
   int64_t lookups() const { return lookups_; }
 
@@ -76,6 +79,7 @@ class BlockPool : public KvStore {
   int used_ = 0;
   size_t allocated_blocks_ = 0;
   int64_t hits_ = 0, lookups_ = 0;
+  int64_t alloc_failures_ = 0;
 };
 
 }  // namespace mineru

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "model/mrope.h"
 
@@ -109,7 +111,34 @@ Engine::~Engine() {
   if (loop_.joinable()) loop_.join();
 }
 
+Status Engine::Health() {
+  if (!degraded_) {
+    Status w = model_.weights().CheckFiles();
+    if (!w.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!degraded_) {
+        degraded_reason_ = w.message();
+        degraded_ = true;
+        std::fprintf(stderr, "error: %s (until then every request fails)\n", degraded_reason_.c_str());
+      }
+    }
+  }
+  if (!degraded_) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  return Status(StatusCode::kUnavailable, degraded_reason_);
+}
+
 StatusOr<std::shared_ptr<RequestHandle>> Engine::Submit(EngineRequest req) {
+  MINERU_RETURN_IF_ERROR(Health());
+  // Tokens, preprocessed images and positions are allocated in proportion to what the caller sent.
+  try {
+    return Prepare(std::move(req));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("preparing the request (tokenizing, image preprocessing)");
+  }
+}
+
+StatusOr<std::shared_ptr<RequestHandle>> Engine::Prepare(EngineRequest req) {
   const double t0 = Now();
   const ModelConfig& mc = model_.config();
   if (req.max_new_tokens <= 0 || req.max_new_tokens > cfg_.max_new_tokens) {
@@ -237,8 +266,18 @@ void Engine::Finish(Seq& s, const std::string& reason, const std::string& error)
   s.handle->cv_.notify_all();
 }
 
+void Engine::FailAll(const std::string& error) {
+  for (auto& [id, s] : seqs_) Finish(*s, "error", error);
+  seqs_.clear();
+}
+
 void Engine::AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh) {
   const int64_t H = model_.config().text.hidden_size;
+  if (Status h = Health(); !h.ok()) {
+    for (auto& s : *fresh) Finish(*s, "error", h.message());
+    fresh->clear();
+    return;
+  }
   // Images not in the cache are encoded together in packed passes (attention stays per image).
   struct Pending {
     Seq* seq;
@@ -264,34 +303,47 @@ void Engine::AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh) {
   constexpr int64_t kMaxPatchesPerPass = 65536;
   std::unordered_map<const Seq*, size_t> seq_index;
   for (size_t si = 0; si < fresh->size(); ++si) seq_index[(*fresh)[si].get()] = si;
+  std::vector<std::string> errors(fresh->size());  // why a sequence's images are missing
   for (size_t start = 0; start < todo.size();) {
-    std::vector<ImageGrid> grids;
-    std::vector<float> packed;
-    int64_t patches = 0;
     size_t end = start;
+    int64_t patches = 0;
     while (end < todo.size() && (end == start || patches + todo[end].seq->inputs[todo[end].image].grid.num_patches() <=
                                                      kMaxPatchesPerPass)) {
-      const ImageInput& in = todo[end].seq->inputs[todo[end].image];
-      // The same image twice in this batch: encode once.
-      grids.push_back(in.grid);
-      packed.insert(packed.end(), in.pixel_values.begin(), in.pixel_values.end());
-      patches += in.grid.num_patches();
+      patches += todo[end].seq->inputs[todo[end].image].grid.num_patches();
       ++end;
     }
-    auto out = model_.vision().Encode(packed.data(), patches, grids, pool_.get());
-    int64_t row = 0;
-    for (size_t k = start; k < end; ++k) {
-      Seq* s = todo[k].seq;
-      const ImageInput& in = s->inputs[todo[k].image];
-      const int64_t rows = model_.ImageTokens(in.grid);
-      if (out.ok()) {
+    // The activations grow with the images' patches: out of memory fails this pass's requests only.
+    std::string error;
+    try {
+      std::vector<ImageGrid> grids;
+      std::vector<float> packed;
+      for (size_t k = start; k < end; ++k) {
+        const ImageInput& in = todo[k].seq->inputs[todo[k].image];
+        grids.push_back(in.grid);
+        packed.insert(packed.end(), in.pixel_values.begin(), in.pixel_values.end());
+      }
+      auto out = model_.vision().Encode(packed.data(), patches, grids, pool_.get());
+      // Weights that changed under the pass make garbage embeddings: never cache them.
+      Status h = Health();
+      if (!out.ok()) error = "vision encoding failed: " + out.status().message();
+      else if (!h.ok()) error = h.message();
+      int64_t row = 0;
+      for (size_t k = start; k < end && error.empty(); ++k) {
+        Seq* s = todo[k].seq;
+        const ImageInput& in = s->inputs[todo[k].image];
+        const int64_t rows = model_.ImageTokens(in.grid);
         auto c = std::make_shared<CachedImage>();
         c->grid = in.grid;
         c->embeddings.assign(out->begin() + row * H, out->begin() + (row + rows) * H);
         image_cache_.Put(s->image_hashes[todo[k].image], c);
         per_seq[seq_index[s]][todo[k].image] = c;
+        row += rows;
       }
-      row += rows;
+    } catch (const std::bad_alloc&) {
+      error = OutOfMemoryError("encoding " + std::to_string(patches) + " image patches").message();
+    }
+    if (!error.empty()) {
+      for (size_t k = start; k < end; ++k) errors[seq_index[todo[k].seq]] = error;
     }
     start = end;
   }
@@ -299,36 +351,34 @@ void Engine::AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh) {
   for (size_t si = 0; si < fresh->size(); ++si) {
     std::unique_ptr<Seq>& s = (*fresh)[si];
     bool ok = true;
-    for (const auto& c : per_seq[si]) {
-      if (!c) ok = false;
-      else s->embeds.insert(s->embeds.end(), c->embeddings.begin(), c->embeddings.end());
+    try {
+      for (const auto& c : per_seq[si]) {
+        if (!c) ok = false;
+        else s->embeds.insert(s->embeds.end(), c->embeddings.begin(), c->embeddings.end());
+      }
+    } catch (const std::bad_alloc&) {
+      ok = false;
+      errors[si] = OutOfMemoryError("holding the image embeddings").message();
     }
     s->inputs.clear();  // pixel values are no longer needed
     s->comp.vision_s = vision_s;
     s->comp.queue_s = Now() - s->t_submit;
     const int64_t id = s->id;
     if (!ok) {
-      Finish(*s, "error", "vision encoding failed");
+      Finish(*s, "error", errors[si].empty() ? "vision encoding failed" : errors[si]);
+      s.reset();
       continue;
     }
     sched_->Add(id, s->keys);
     seqs_[id] = std::move(s);
   }
+  fresh->clear();
 }
 
-bool Engine::RunStep() {
+// One packed decoder pass over the plan; fills logits_scratch_ for the sequences that sample now.
+void Engine::Forward(const StepPlan& plan, std::vector<int64_t>* sample_ids) {
   const ModelConfig& mc = model_.config();
   const int64_t H = mc.text.hidden_size, V = mc.text.vocab_size;
-  StepPlan plan = sched_->Schedule();
-  for (int64_t id : plan.rejected) {
-    auto it = seqs_.find(id);
-    if (it != seqs_.end()) {
-      Finish(*it->second, "error", "request does not fit in the KV cache");
-      seqs_.erase(it);
-    }
-  }
-  if (plan.seqs.empty()) return false;
-
   const int64_t T = plan.tokens();
   std::vector<float> embeds(static_cast<size_t>(T * H));
   std::vector<std::vector<int64_t>> pt(plan.seqs.size()), ph(plan.seqs.size()), pw(plan.seqs.size());
@@ -371,23 +421,59 @@ bool Engine::RunStep() {
   sched_->Commit(plan);
 
   // Sequences whose known tokens are all computed now sample their next token (one batched head).
-  std::vector<int64_t> sample_ids;
   std::vector<float> last;
   row = 0;
   for (const ScheduledSeq& p : plan.seqs) {
     row += p.n;
     if (p.start + p.n == sched_->NumTokens(p.id)) {
-      sample_ids.push_back(p.id);
+      sample_ids->push_back(p.id);
       last.insert(last.end(), hidden.begin() + (row - 1) * H, hidden.begin() + row * H);
     }
   }
+  std::vector<float>& logits = logits_scratch_;
   // Reused across steps: [sequences, vocab] is ~10 MB at 16 sequences, and a fresh zeroed buffer
   // each step costs page faults and a memset.
-  std::vector<float>& logits = logits_scratch_;
-  if (logits.size() < sample_ids.size() * static_cast<size_t>(V)) logits.resize(sample_ids.size() * static_cast<size_t>(V));
-  if (!sample_ids.empty()) {
-    model_.decoder().Logits(last.data(), static_cast<int64_t>(sample_ids.size()), logits.data(), pool_.get());
+  if (logits.size() < sample_ids->size() * static_cast<size_t>(V)) logits.resize(sample_ids->size() * static_cast<size_t>(V));
+  if (!sample_ids->empty()) {
+    model_.decoder().Logits(last.data(), static_cast<int64_t>(sample_ids->size()), logits.data(), pool_.get());
   }
+}
+
+bool Engine::RunStep() {
+  const int64_t V = model_.config().text.vocab_size;
+  StepPlan plan = sched_->Schedule();
+  for (int64_t id : plan.rejected) {
+    auto it = seqs_.find(id);
+    if (it != seqs_.end()) {
+      Finish(*it->second, "error", "request does not fit in the KV cache");
+      seqs_.erase(it);
+    }
+  }
+  if (plan.seqs.empty()) return false;
+
+  const int64_t T = plan.tokens();
+  // Activations are bounded by the batch budget, but memory can still run out (other requests,
+  // other processes): the sequences of this step fail, the others go on.
+  std::vector<int64_t> sample_ids;
+  try {
+    Forward(plan, &sample_ids);
+  } catch (const std::bad_alloc&) {
+    const std::string error = OutOfMemoryError("running a batch of " + std::to_string(T) + " tokens").message();
+    for (const ScheduledSeq& p : plan.seqs) {
+      auto it = seqs_.find(p.id);
+      if (it == seqs_.end()) continue;
+      Finish(*it->second, "error", error);
+      seqs_.erase(it);
+    }
+    return true;
+  }
+  // Weights that changed on disk during the step (a truncation reads as zeros): nothing computed
+  // from them may reach a client.
+  if (Status h = Health(); !h.ok()) {
+    FailAll(h.message());
+    return true;
+  }
+  std::vector<float>& logits = logits_scratch_;
   const double now = Now();
   int64_t new_tokens = 0;
   for (size_t k = 0; k < sample_ids.size(); ++k) {
@@ -446,7 +532,14 @@ void Engine::Loop() {
         incoming_.pop_front();
       }
     }
-    if (!fresh.empty()) AdmitNew(&fresh);
+    // Last line of defence: an exception escaping the loop thread would end the process.
+    try {
+      if (!fresh.empty()) AdmitNew(&fresh);
+    } catch (const std::exception& e) {
+      for (auto& s : fresh) {
+        if (s) Finish(*s, "error", std::string("internal error: ") + e.what());
+      }
+    }
     // Cancellations and deadlines.
     const double now = Now();
     for (auto it = seqs_.begin(); it != seqs_.end();) {
@@ -461,7 +554,12 @@ void Engine::Loop() {
         ++it;
       }
     }
-    const bool progressed = RunStep();
+    bool progressed = true;
+    try {
+      progressed = RunStep();
+    } catch (const std::exception& e) {
+      FailAll(std::string("internal error: ") + e.what());
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.running = static_cast<int>(sched_->num_running());
@@ -479,9 +577,13 @@ void Engine::Loop() {
       // Nothing could be scheduled (all sequences waiting for memory that cannot free up): fail
       // the oldest waiting one rather than spin.
       auto it = seqs_.begin();
-      Finish(*it->second, "error", "could not be scheduled (KV cache exhausted)");
+      const bool oom = blocks_->alloc_failures() != kv_alloc_failures_seen_;
+      Finish(*it->second, "error",
+             oom ? OutOfMemoryError("allocating KV cache blocks").message()
+                 : std::string("could not be scheduled (KV cache exhausted)"));
       seqs_.erase(it);
     }
+    kv_alloc_failures_seen_ = blocks_->alloc_failures();
   }
   // Shutdown: everything still pending is cancelled.
   std::vector<std::unique_ptr<Seq>> rest;

@@ -115,7 +115,15 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // Errors: the request's own (InvalidArgument, ResourceExhausted), OutOfMemory when preparing it
+  // (tokens, image preprocessing) could not allocate, Unavailable when the engine is degraded.
   StatusOr<std::shared_ptr<RequestHandle>> Submit(EngineRequest request);
+  // Ok while the engine can serve. Once a weight file changed on disk while mapped (checked here
+  // with one fstat per file, at every Submit, and after every step of the loop; see
+  // ModelWeights::CheckFiles), the engine is degraded for good: the requests in flight finish with
+  // finish_reason "error" and the reason, new ones are refused with Unavailable and the reason
+  // ("model file X changed on disk while mapped (...); restart or reload").
+  Status Health();
   EngineStats Stats() const;
   const Qwen2VLModel& model() const { return model_; }
   const Tokenizer* tokenizer() const { return tok_; }
@@ -125,9 +133,13 @@ class Engine {
   struct Seq;
   Engine(const Qwen2VLModel& model, const Tokenizer* tok, const EngineConfig& config);
   void Loop();
+  StatusOr<std::shared_ptr<RequestHandle>> Prepare(EngineRequest request);
   void AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh);
   void Finish(Seq& s, const std::string& reason, const std::string& error = "");
+  // Finishes every admitted sequence with finish_reason "error" (loop thread).
+  void FailAll(const std::string& error);
   bool RunStep();
+  void Forward(const StepPlan& plan, std::vector<int64_t>* sample_ids);
 
   const Qwen2VLModel& model_;
   const Tokenizer* tok_;
@@ -146,6 +158,9 @@ class Engine {
   std::atomic<int64_t> next_id_{1};
   std::unordered_map<int64_t, std::unique_ptr<Seq>> seqs_;  // loop thread only
   EngineStats stats_;  // guarded by mu_
+  std::atomic<bool> degraded_{false};
+  std::string degraded_reason_;  // guarded by mu_; set once, with degraded_
+  int64_t kv_alloc_failures_seen_ = 0;  // loop thread only
   std::vector<float> logits_scratch_;  // loop thread only
   std::thread loop_;
 };

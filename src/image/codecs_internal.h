@@ -18,7 +18,7 @@ namespace image_internal {
 Status CheckClaimedSize(int64_t width, int64_t height, const DecodeLimits& limits, const char* format);
 
 // Allocates width*height*3 bytes for `out` (after CheckClaimedSize), reporting allocation failure
-// as ResourceExhausted instead of throwing.
+// as OutOfMemory instead of throwing.
 Status AllocateImage(int width, int height, RgbImage* out);
 
 StatusOr<RgbImage> DecodePng(const uint8_t* data, size_t size, const DecodeLimits& limits);

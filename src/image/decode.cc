@@ -33,8 +33,8 @@ Status AllocateImage(int width, int height, RgbImage* out) {
   try {
     out->pixels.resize(static_cast<size_t>(width) * height * 3);
   } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("out of memory allocating a " + std::to_string(width) + "x" +
-                                  std::to_string(height) + " image");
+    return OutOfMemoryError("decoding a " + std::to_string(width) + "x" + std::to_string(height) + " image (" +
+                            std::to_string(static_cast<size_t>(width) * height * 3 >> 20) + " MB of pixels)");
   }
   out->width = width;
   out->height = height;
@@ -65,6 +65,9 @@ StatusOr<RgbImage> DecodeImageFile(const std::string& path, const DecodeLimits& 
   MINERU_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
   auto img = DecodeImage(file->data(), file->size(), limits);
   if (!img.ok()) return img.status().WithPrefix(path);
+  // Shrunk while it was read: the lost pages read as zeros (base/mapped_file.h).
+  Status same = file->CheckUnchanged();
+  if (!same.ok()) return DataLossError(path + " changed while it was read: " + same.message());
   return img;
 }
 

@@ -30,6 +30,7 @@ struct DecodeLimits {
 // Format is chosen from the magic bytes. Errors:
 //  InvalidArgument  — empty input or an unsupported format ("unsupported image format ...");
 //  ResourceExhausted — the header claims more than limits.max_pixels pixels;
+//  OutOfMemory      — the pixels (within the limit) could not be allocated;
 //  DataLoss         — corrupt or truncated data, or a header with a zero/negative size.
 StatusOr<RgbImage> DecodeImage(const uint8_t* data, size_t size, const DecodeLimits& limits = {});
 StatusOr<RgbImage> DecodeImageFile(const std::string& path, const DecodeLimits& limits = {});

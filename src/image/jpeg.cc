@@ -109,7 +109,7 @@ bool JpegReadPixels(JpegDecodeCtx* ctx, uint8_t* out, uint8_t* row) {
 
 StatusOr<RgbImage> DecodeJpeg(const uint8_t* data, size_t size, const DecodeLimits& limits) {
   JpegDecodeCtx* ctx = static_cast<JpegDecodeCtx*>(std::calloc(1, sizeof(JpegDecodeCtx)));
-  if (ctx == nullptr) return ResourceExhaustedError("jpeg: out of memory");
+  if (ctx == nullptr) return OutOfMemoryError("(jpeg decoder)");
   struct Guard {
     JpegDecodeCtx* ctx;
     ~Guard() {
@@ -144,7 +144,7 @@ StatusOr<RgbImage> DecodeJpeg(const uint8_t* data, size_t size, const DecodeLimi
   try {
     row.resize(static_cast<size_t>(ci->image_width) * 4);
   } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("jpeg: out of memory");
+    return OutOfMemoryError("(jpeg decoder)");
   }
   if (!JpegReadPixels(ctx, img.pixels.data(), row.data())) {
     return DataLossError(std::string("jpeg: ") + ctx->err.msg);
@@ -206,7 +206,7 @@ Status EncodeJpeg(const RgbImage& image, std::string* out, int quality) {
   }
   quality = quality < 1 ? 1 : (quality > 100 ? 100 : quality);
   auto* ctx = static_cast<JpegEncodeCtx*>(std::calloc(1, sizeof(JpegEncodeCtx)));
-  if (ctx == nullptr) return ResourceExhaustedError("jpeg: out of memory");
+  if (ctx == nullptr) return OutOfMemoryError("(jpeg encoder)");
   struct Guard {
     JpegEncodeCtx* ctx;
     ~Guard() {

@@ -207,7 +207,7 @@ StatusOr<RgbImage> DecodePng(const uint8_t* data, size_t size, const DecodeLimit
       for (png_uint_32 y = 0; y < hdr.height; ++y) rows[y] = raw.data() + y * rowbytes;
     }
   } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("png: out of memory");
+    return OutOfMemoryError("(png decoder)");
   }
   if (!PngReadPixels(&ctx, &hdr, rowbytes, img.pixels.data(), row.data(),
                      rows.empty() ? nullptr : rows.data())) {

@@ -76,7 +76,7 @@ StatusOr<RgbImage> DecodeTiff(const uint8_t* data, size_t size, const DecodeLimi
   mem.data = data;
   mem.size = size;
   TIFFOpenOptions* opts = TIFFOpenOptionsAlloc();
-  if (opts == nullptr) return ResourceExhaustedError("tiff: out of memory");
+  if (opts == nullptr) return OutOfMemoryError("(tiff decoder)");
   TIFFOpenOptionsSetErrorHandlerExtR(opts, TiffErrorHandler, &mem);
   TIFFOpenOptionsSetWarningHandlerExtR(opts, TiffWarningHandler, &mem);
   TIFFOpenOptionsSetMaxSingleMemAlloc(opts, tmsize_t(1) << 31);
@@ -145,7 +145,7 @@ StatusOr<RgbImage> DecodeTiff(const uint8_t* data, size_t size, const DecodeLimi
     try {
       line.resize(static_cast<size_t>(TIFFScanlineSize64(tif)));
     } catch (const std::bad_alloc&) {
-      return ResourceExhaustedError("tiff: out of memory");
+      return OutOfMemoryError("(tiff decoder)");
     }
     const int step = kind == Kind::kRgb8 ? (photometric == PHOTOMETRIC_YCBCR ? 3 : spp) : spp;
     for (uint32_t y = 0; y < h; ++y) {
@@ -222,7 +222,7 @@ StatusOr<RgbImage> DecodeTiff(const uint8_t* data, size_t size, const DecodeLimi
   try {
     raster.resize(static_cast<size_t>(w) * h);
   } catch (const std::bad_alloc&) {
-    return ResourceExhaustedError("tiff: out of memory");
+    return OutOfMemoryError("(tiff decoder)");
   }
   if (!TIFFReadRGBAImageOriented(tif, w, h, raster.data(), ORIENTATION_TOPLEFT, 1)) {
     return DataLossError(TiffMessage(mem, "corrupt or truncated image data"));

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -153,6 +154,11 @@ Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_di
   }
   out.close();
   if (!out) return IoError("write failed: " + tmp);
+  // A source that changed while it was read (lost pages read as zeros) must not become a model.
+  if (Status same = weights->CheckFiles(); !same.ok()) {
+    std::remove(tmp.c_str());
+    return same;
+  }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename " + tmp);
   (void)pool;
   return Status::Ok();

@@ -122,6 +122,17 @@ std::vector<const TensorInfo*> ModelWeights::tensors() const {
   return out;
 }
 
+Status ModelWeights::CheckFiles() const {
+  for (const auto& f : files_) {
+    Status s = f->file().CheckUnchanged();
+    if (!s.ok()) {
+      return Status(StatusCode::kUnavailable, "model file " + f->path() + " changed on disk while mapped (" +
+                                                  s.message() + "); restart or reload");
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::string& dir, const ModelConfig& cfg) {
   std::unique_ptr<ModelWeights> w(new ModelWeights());
   MINERU_ASSIGN_OR_RETURN(std::vector<std::string> paths, ShardFiles(dir));

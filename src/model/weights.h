@@ -66,6 +66,11 @@ class ModelWeights {
   void AdoptQuantized(kernels::QuantizedMatrix m) { owned_.push_back(std::move(m)); }
   // Every tensor of the checkpoint, in file order (for writers).
   std::vector<const TensorInfo*> tensors() const;
+  // Ok while every mapped weight file is as it was loaded (MappedFile::CheckUnchanged: no page lost
+  // to a truncation, same size and mtime). Otherwise Unavailable "model file X changed on disk while
+  // mapped (...); restart or reload": what the mapped views read since then is garbage. Cheap (one
+  // fstat per file), so the engine calls it at admission and after each step.
+  Status CheckFiles() const;
 
   VisionWeights vision;
   TextWeights text;

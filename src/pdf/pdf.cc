@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "base/mapped_file.h"
 #include "base/utf8.h"
@@ -88,13 +91,38 @@ StatusOr<std::pair<double, double>> PdfDocument::PageSize(int index) const {
 
 StatusOr<RenderedPage> PdfDocument::RenderPage(int index, double dpi, int max_side) const {
   MINERU_ASSIGN_OR_RETURN(auto size, PageSize(index));
-  RenderedPage out;
-  out.width_pt = size.first;
-  out.height_pt = size.second;
   double scale = dpi / 72.0;
   const double long_side = std::max(size.first, size.second);
   if (long_side * scale > max_side) scale = max_side / long_side;
+  auto page = RenderAtScale(index, size.first, size.second, scale);
+  if (page.ok() || page.status().code() != StatusCode::kOutOfMemory) return page;
+  // Once more at half the DPI (a quarter of the pixels); see the header.
+  auto smaller = RenderAtScale(index, size.first, size.second, scale / 2);
+  if (smaller.ok() || smaller.status().code() != StatusCode::kOutOfMemory) return smaller;
+  return Status(StatusCode::kOutOfMemory, page.status().message() + "; at half the resolution too");
+}
+
+StatusOr<RenderedPage> PdfDocument::RenderAtScale(int index, double width_pt, double height_pt, double scale) const {
+  RenderedPage out;
+  out.width_pt = width_pt;
+  out.height_pt = height_pt;
   out.scale = scale;
+  const double est_pixels = std::ceil(width_pt * scale + 1) * std::ceil(height_pt * scale + 1);
+  const double est_bytes = est_pixels * kRenderBytesPerPixel;
+  const std::string what = "rendering page " + std::to_string(index + 1) + " at " +
+                           std::to_string(static_cast<int>(std::lround(scale * 72))) + " DPI (about " +
+                           std::to_string(static_cast<long long>(est_bytes / (1 << 20))) + " MB)";
+  if (limits_.max_render_bytes > 0 && est_bytes > static_cast<double>(limits_.max_render_bytes)) {
+    return OutOfMemoryError(what + ": over the render budget of " + std::to_string(limits_.max_render_bytes >> 20) +
+                            " MB");
+  }
+  // Poppler's own allocations may abort instead of failing: probe the peak first.
+  if (est_bytes >= static_cast<double>(SIZE_MAX / 2)) return OutOfMemoryError(what);
+  if (void* probe = std::malloc(static_cast<size_t>(est_bytes))) {
+    std::free(probe);
+  } else {
+    return OutOfMemoryError(what);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::unique_ptr<poppler::page> p(doc_->create_page(index));
   if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));
@@ -110,7 +138,11 @@ StatusOr<RenderedPage> PdfDocument::RenderPage(int index, double dpi, int max_si
   const int w = img.width(), h = img.height();
   out.image.width = w;
   out.image.height = h;
-  out.image.pixels.resize(static_cast<size_t>(w) * h * 3);
+  try {
+    out.image.pixels.resize(static_cast<size_t>(w) * h * 3);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError(what);
+  }
   const char* src = img.const_data();
   const int stride = img.bytes_per_row();
   for (int y = 0; y < h; ++y) {

@@ -34,6 +34,9 @@ struct PdfTextBox {
 struct PdfLimits {
   int max_pages = 100000;
   double max_page_side_pt = 200000;  // larger MediaBoxes are refused
+  // Memory one page render may take (estimated at kRenderBytesPerPixel per output pixel); 0 = no
+  // budget. A render over the budget is treated as out of memory (see RenderPage).
+  size_t max_render_bytes = 0;
 };
 
 class PdfDocument {
@@ -44,8 +47,16 @@ class PdfDocument {
   ~PdfDocument();
 
   int num_pages() const { return num_pages_; }
-  // index is 0-based.
+  // index is 0-based. Out of memory (an allocation fails, a probe allocation of the estimated
+  // peak fails, or the estimate is over limits.max_render_bytes) is retried once at half the
+  // resolution (a quarter of the memory): the page keeps its size in points and RenderedPage::scale
+  // says the lower resolution, so layout boxes and crops stay where they were, with less detail.
+  // If that fails too: OutOfMemory. Poppler itself may abort on a failed allocation, which is why
+  // the peak is probed before it runs.
   StatusOr<RenderedPage> RenderPage(int index, double dpi = 200, int max_side = 3500) const;
+  // Estimated peak bytes per output pixel of a render: poppler's 4-byte bitmap, its 3-byte image
+  // and our 3-byte copy (the bitmap is gone by the time we copy).
+  static constexpr size_t kRenderBytesPerPixel = 7;
   StatusOr<std::vector<PdfTextBox>> PageText(int index) const;
   // Page size in points (rotation applied).
   StatusOr<std::pair<double, double>> PageSize(int index) const;
@@ -54,6 +65,7 @@ class PdfDocument {
   PdfDocument() = default;
   static StatusOr<std::unique_ptr<PdfDocument>> Finish(poppler::document* doc, std::string bytes,
                                                        const PdfLimits& limits);
+  StatusOr<RenderedPage> RenderAtScale(int index, double width_pt, double height_pt, double scale) const;
   std::string bytes_;  // keeps in-memory data alive for poppler
   poppler::document* doc_ = nullptr;
   int num_pages_ = 0;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <future>
 #include <map>
+#include <new>
 #include <optional>
 
 #include "base/hash.h"
@@ -93,8 +94,9 @@ struct PageResult {
   std::string md5;
 };
 
-PageResult ProcessPage(const InputDocument& doc, int page, int page_idx, int global_page, const ParseOptions& opt,
-                       Backend& backend, const std::string& images_dir, const std::string& layout_dir) {
+PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, int global_page,
+                              const ParseOptions& opt, Backend& backend, const std::string& images_dir,
+                              const std::string& layout_dir) {
   PageResult res;
   PageReport& pr = res.report;
   pr.page = page;
@@ -204,10 +206,46 @@ PageResult ProcessPage(const InputDocument& doc, int page, int page_idx, int glo
   return res;
 }
 
+// One page; running out of memory (page image, crops, layout pictures) fails this page only.
+PageResult ProcessPage(const InputDocument& doc, int page, int page_idx, int global_page, const ParseOptions& opt,
+                       Backend& backend, const std::string& images_dir, const std::string& layout_dir) {
+  try {
+    return ProcessPageOrThrow(doc, page, page_idx, global_page, opt, backend, images_dir, layout_dir);
+  } catch (const std::bad_alloc&) {
+    PageResult res;
+    res.report.page = page;
+    res.report.ok = false;
+    res.report.error = OutOfMemoryError("processing page " + std::to_string(page + 1)).ToString();
+    res.input.page_idx = page_idx;
+    return res;
+  }
+}
+
+DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOptions& opt, Backend& backend,
+                                    int* global_page, const ProgressFn& progress);
+
 }  // namespace
 
 DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& opt, Backend& backend,
                              int* global_page, const ProgressFn& progress) {
+  // Assembly (JSON, Markdown) grows with the document: out of memory fails the document, never the
+  // process (a server runs this on its job workers).
+  try {
+    return ParseDocumentOrThrow(input_path, opt, backend, global_page, progress);
+  } catch (const std::bad_alloc&) {
+    DocumentReport rep;
+    rep.input = input_path;
+    rep.name = DocumentName(input_path);
+    rep.output_dir = opt.output_dir + "/" + rep.name;
+    rep.status = OutOfMemoryError("parsing " + input_path);
+    return rep;
+  }
+}
+
+namespace {
+
+DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOptions& opt, Backend& backend,
+                                    int* global_page, const ProgressFn& progress) {
   DocumentReport rep;
   rep.input = input_path;
   rep.name = DocumentName(input_path);
@@ -316,5 +354,7 @@ DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& 
   }
   return rep;
 }
+
+}  // namespace
 
 }  // namespace mineru::pipeline

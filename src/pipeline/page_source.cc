@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <sstream>
 
 #include "base/mapped_file.h"
@@ -24,6 +25,15 @@ StatusOr<std::unique_ptr<InputDocument>> InputDocument::Open(const std::string& 
 }
 
 StatusOr<PageImage> InputDocument::LoadPage(int index) const {
+  // The page image is as large as the page (or the input image) says.
+  try {
+    return LoadPageOrThrow(index);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("loading page " + std::to_string(index + 1));
+  }
+}
+
+StatusOr<PageImage> InputDocument::LoadPageOrThrow(int index) const {
   if (index < 0 || index >= num_pages()) return InvalidArgumentError("page index out of range");
   PageImage p;
   if (pdf_) {

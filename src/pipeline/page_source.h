@@ -35,11 +35,14 @@ class InputDocument {
   int num_pages() const { return pdf_ ? pdf_->num_pages() : 1; }
   bool is_pdf() const { return pdf_ != nullptr; }
   // index 0-based. Images are treated as MinerU does: a page of W x H points rendered at 200 DPI.
+  // Out of memory is an OutOfMemory status (a PDF page is retried at half the DPI first: pdf/pdf.h).
   StatusOr<PageImage> LoadPage(int index) const;
   // The PDF text layer of a page (empty for images).
   StatusOr<std::vector<PdfTextBox>> PageText(int index) const;
 
  private:
+  StatusOr<PageImage> LoadPageOrThrow(int index) const;
+
   std::unique_ptr<PdfDocument> pdf_;
   RgbImage image_;
   InputLimits limits_;

@@ -205,7 +205,10 @@ pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p
 }
 
 Status CheckPageLimit(const Server::State& st, const std::string& path, const ParseRequest& p) {
-  auto doc = pipeline::InputDocument::Open(path);
+  pipeline::InputLimits limits;  // the limits the parse will use (OptionsFor)
+  limits.pdf.max_pages = 1 << 24;
+  limits.image.max_pixels = st.opt.max_image_pixels;
+  auto doc = pipeline::InputDocument::Open(path, limits);
   if (!doc.ok()) return doc.status();
   const int pages = std::min((*doc)->num_pages(), p.end_page + 1) - p.start_page;
   if (pages <= 0) return InvalidArgumentError("start_page_id is past the end of the document");
@@ -262,6 +265,9 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
   http.Post("/file_parse", [&st](const httplib::Request& req, httplib::Response& res) {
     if (!st.ready && !st.doc_backend) return SendError(res, 503, "the model is loading");
     if (st.draining) return SendError(res, 503, "the server is shutting down");
+    if (!st.doc_backend) {
+      if (Status h = st.engine->Health(); !h.ok()) return SendError(res, 503, h.message());
+    }
     if (!req.is_multipart_form_data() || !req.has_file("files")) {
       return SendError(res, 400, "send multipart/form-data with one or more 'files'");
     }
@@ -273,6 +279,7 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     pipeline::Backend* backend = nullptr;
     int ok_files = 0;
     std::string last_error;
+    bool out_of_memory = false;  // the last failure was the server's memory, not the document
     auto range = req.files.equal_range("files");
     for (auto it = range.first; it != range.second; ++it) {
       const httplib::MultipartFormData& f = it->second;
@@ -282,6 +289,7 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       Status lim = CheckPageLimit(st, path, p);
       if (!lim.ok()) {
         last_error = name + ": " + lim.message();
+        out_of_memory = lim.code() == StatusCode::kOutOfMemory;
         if (lim.code() == StatusCode::kResourceExhausted) {
           RemoveTree(work);
           return SendError(res, 413, last_error);
@@ -293,6 +301,7 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       pipeline::DocumentReport r = pipeline::ParseDocument(path, OptionsFor(st, p, work + "/out"), *backend, &global_page);
       if (!r.status.ok()) {
         last_error = name + ": " + r.status.message();
+        out_of_memory = r.status.code() == StatusCode::kOutOfMemory;
         continue;
       }
       ++ok_files;
@@ -301,7 +310,9 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     }
     RemoveTree(work);
     malloc_trim(0);
-    if (ok_files == 0) return SendError(res, 400, last_error.empty() ? "no document could be parsed" : last_error);
+    if (ok_files == 0) {
+      return SendError(res, out_of_memory ? 507 : 400, last_error.empty() ? "no document could be parsed" : last_error);
+    }
     SendJson(res, 200, {{"backend", "vlm"}, {"version", "2.5.4"}, {"results", results}});
   });
 
@@ -340,7 +351,10 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     Status lim = CheckPageLimit(st, path, p);
     if (!lim.ok()) {
       RemoveTree(dir);
-      return SendError(res, lim.code() == StatusCode::kResourceExhausted ? 413 : 400, lim.message());
+      const int code = lim.code() == StatusCode::kResourceExhausted ? 413
+                       : lim.code() == StatusCode::kOutOfMemory  ? 507
+                                                                 : 400;
+      return SendError(res, code, lim.message());
     }
     j.options = ParseRequestJson(p).dump();
     if (!stored) {
@@ -629,6 +643,13 @@ void JobWorker(Server::State& st) {
     }
     if (st.draining) break;
     if (!st.ready && !st.doc_backend) continue;
+    // A degraded model (its file changed on disk) would fail every page: leave the jobs queued for
+    // a healthy worker, or for this one after a restart.
+    if (!st.doc_backend && !st.engine->Health().ok()) {
+      std::unique_lock<std::mutex> lock(st.jobs_mu);
+      st.jobs_cv.wait_for(lock, std::chrono::seconds(2), [&] { return st.draining.load(); });
+      continue;
+    }
     auto claimed = st.jobs->ClaimNext(st.worker_id, st.opt.job_lease_s);
     if (!claimed.ok() || !claimed->has_value()) {
       std::unique_lock<std::mutex> lock(st.jobs_mu);
@@ -636,7 +657,15 @@ void JobWorker(Server::State& st) {
       continue;
     }
     ++st.jobs_running;
-    RunJob(st, **claimed);
+    try {
+      RunJob(st, **claimed);
+    } catch (const std::exception& e) {
+      // Not expected (RunJob reports failures as statuses), but an escaping exception would end
+      // the process and every other request with it.
+      const bool oom = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+      const std::string err = oom ? "out of memory parsing the document" : std::string("internal error: ") + e.what();
+      FinishJob(st, **claimed, false, err, (*claimed)->result_dir, {});
+    }
     --st.jobs_running;
     st.jobs_cv.notify_all();
   }

@@ -3,6 +3,8 @@
 // the engine's scheduler, so concurrent users batch together.
 
 #include <chrono>
+#include <new>
+#include <optional>
 #include <thread>
 
 #include "download/http.h"
@@ -48,7 +50,12 @@ StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const ServerOptions& op
   if (comma == std::string::npos || url.substr(0, comma).find(";base64") == std::string::npos) {
     return InvalidArgumentError("image data URLs must be base64 (data:image/...;base64,...)");
   }
-  auto bytes = Base64Decode(std::string_view(url).substr(comma + 1));
+  std::optional<std::string> bytes;
+  try {  // about 3/4 of the URL's size
+    bytes = Base64Decode(std::string_view(url).substr(comma + 1));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("decoding a base64 image of " + std::to_string(url.size() - comma - 1) + " characters");
+  }
   if (!bytes) return InvalidArgumentError("invalid base64 in an image data URL");
   auto img = DecodeImage(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), limits);
   if (!img.ok()) return img.status().WithPrefix("image");
@@ -217,6 +224,9 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
   const std::string model = st.opt.model_name;
   const char* labels = kind == Kind::kChat ? "endpoint=\"chat\"" : "endpoint=\"completions\"";
   auto finish_reason = [](const Completion& c) {
+    // "error" (with the message next to it) when the engine failed the request, e.g. because the
+    // model file changed on disk or memory ran out mid-way.
+    if (c.finish_reason == "error") return std::string("error");
     return c.finish_reason == "stop" ? std::string("stop") : std::string("length");
   };
   if (stream) {
@@ -333,13 +343,25 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
     return [&st, kind](const httplib::Request& req, httplib::Response& res) {
       if (!st.ready) return SendError(res, 503, st.load_error.empty() ? "the model is loading" : st.load_error);
       if (st.draining) return SendError(res, 503, "the server is shutting down");
-      Json body = Json::parse(req.body, nullptr, false);
-      if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
+      // The parsed body and the decoded images grow with what the client sent.
+      Json body;
       EngineRequest er;
       bool stream = false;
-      Status ps = kind == Kind::kChat ? ParseChatRequest(body, st.opt, &er, &stream)
-                                      : ParseCompletionRequest(body, st, &er, &stream);
-      if (!ps.ok()) return SendError(res, ps.code() == StatusCode::kResourceExhausted ? 413 : 400, ps.message());
+      Status ps;
+      try {
+        body = Json::parse(req.body, nullptr, false);
+        if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
+        ps = kind == Kind::kChat ? ParseChatRequest(body, st.opt, &er, &stream)
+                                 : ParseCompletionRequest(body, st, &er, &stream);
+      } catch (const std::bad_alloc&) {
+        ps = OutOfMemoryError("reading the request (" + std::to_string(req.body.size()) + " bytes)");
+      }
+      if (!ps.ok()) {
+        const int code = ps.code() == StatusCode::kResourceExhausted ? 413
+                         : ps.code() == StatusCode::kOutOfMemory  ? 507
+                                                                  : 400;
+        return SendError(res, code, ps.message());
+      }
       const bool return_ids = body.contains("return_token_ids") && body["return_token_ids"].is_boolean() &&
                               body["return_token_ids"].get<bool>();
       Answer(st, res, std::move(er), stream, kind, return_ids);

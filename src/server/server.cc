@@ -33,6 +33,7 @@ int HttpStatusFor(const Status& s) {
     case StatusCode::kUnimplemented: return 400;
     case StatusCode::kNotFound: return 404;
     case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kOutOfMemory: return 507;  // the server's condition, not the request's form
     case StatusCode::kUnavailable: return 503;
     case StatusCode::kDeadlineExceeded: return 504;
     default: return 500;
@@ -155,13 +156,18 @@ StatusOr<int> Server::Start() {
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
+    int code = 500;
     try {
       std::rethrow_exception(ep);
+    } catch (const std::bad_alloc&) {
+      // What a handler did not turn into a Status itself: the request is lost, the process is not.
+      what = "out of memory handling the request";
+      code = 507;
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {
     }
-    SendError(res, 500, what);
+    SendError(res, code, what);
   });
 
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -169,6 +175,10 @@ StatusOr<int> Server::Start() {
     if (!s.load_error.empty()) return SendJson(res, 503, {{"status", "error"}, {"error", s.load_error}});
     if (s.draining) return SendJson(res, 503, {{"status", "draining"}});
     if (!s.ready) return SendJson(res, 503, {{"status", "loading"}});
+    // A weight file changed on disk under the mapping (checked now): requests fail until a restart.
+    if (Status h = s.engine->Health(); !h.ok()) {
+      return SendJson(res, 503, {{"status", "degraded"}, {"error", h.message()}});
+    }
     EngineStats es = s.engine->Stats();
     Json body = {{"status", "ok"},
                  {"model", s.opt.model_name},
@@ -187,6 +197,7 @@ StatusOr<int> Server::Start() {
     auto q = s.jobs->CountByStatus("queued");
     g.push_back({"mineru_jobs_queued", q.ok() ? double(*q) : -1.0});
     if (s.ready) {
+      g.push_back({"mineru_model_degraded", s.engine->Health().ok() ? 0.0 : 1.0});
       EngineStats es = s.engine->Stats();
       g.insert(g.end(), {{"mineru_requests_running", double(es.running)},
                          {"mineru_queue_depth", double(es.waiting)},

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,29 @@ TEST(ThreadPoolTest, CoversRangeExactlyOnce) {
       });
       for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1);
     }
+  }
+}
+
+TEST(ThreadPoolTest, AnExceptionInAChunkReachesTheCaller) {
+  // std::bad_alloc in a kernel's scratch buffer, on any worker: the caller gets it (and can turn it
+  // into an error status) instead of the process ending; the pool keeps working.
+  ThreadPool pool(3);
+  for (size_t bad : {0, 5, 99}) {
+    std::atomic<int> ran{0};
+    bool caught = false;
+    try {
+      pool.ParallelFor(100, [&](size_t b, size_t e, size_t) {
+        ran++;
+        if (b <= bad && bad < e) throw std::bad_alloc();
+      }, 10);
+    } catch (const std::bad_alloc&) {
+      caught = true;
+    }
+    EXPECT_TRUE(caught) << bad;
+    EXPECT_GE(ran.load(), 1);
+    std::atomic<int> sum{0};
+    pool.ParallelFor(100, [&](size_t b, size_t e, size_t) { sum += static_cast<int>(e - b); });
+    EXPECT_EQ(sum.load(), 100);
   }
 }
 

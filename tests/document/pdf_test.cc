@@ -62,5 +62,32 @@ TEST(PdfTest, Errors) {
   EXPECT_FALSE((*doc)->RenderPage(-1).ok());
 }
 
+TEST(PdfTest, OutOfMemoryRetriesOnceAtHalfTheDpi) {
+  PdfPage p;  // US letter: 1700 x 2200 at 200 DPI (~26 MB to render), 850 x 1100 at 100 DPI (~7 MB)
+  p.rects.push_back({72, 72, 144, 72, 0.0});
+  const std::string pdf = MakePdf({p});
+  PdfLimits limits;
+  limits.max_render_bytes = 10u << 20;  // stands in for memory running out at 200 DPI
+  auto doc = PdfDocument::OpenFromMemory(pdf, limits);
+  ASSERT_TRUE(doc.ok());
+  auto r = (*doc)->RenderPage(0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->image.width, 850);
+  EXPECT_EQ(r->image.height, 1100);
+  EXPECT_DOUBLE_EQ(r->scale, 100.0 / 72);  // coordinates stay right: the page is still 612 x 792 pt
+  EXPECT_DOUBLE_EQ(r->width_pt, 612);
+  EXPECT_EQ(r->image.pixels[(static_cast<size_t>(150) * 850 + 200) * 3], 0);  // the box, at half scale
+
+  limits.max_render_bytes = 2u << 20;  // not even at half the DPI
+  doc = PdfDocument::OpenFromMemory(pdf, limits);
+  ASSERT_TRUE(doc.ok());
+  r = (*doc)->RenderPage(0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kOutOfMemory);
+  EXPECT_NE(r.status().message().find("out of memory rendering page 1 at 200 DPI"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("at half the resolution too"), std::string::npos) << r.status().message();
+}
+
 }  // namespace
 }  // namespace mineru

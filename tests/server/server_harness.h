@@ -33,8 +33,10 @@ inline std::string TempDir(const std::string& name) {
 
 class ServerProcess {
  public:
-  // args: extra flags after `serve`. Waits until /health answers 200 (or the deadline passes).
-  bool Start(const std::vector<std::string>& args, const std::string& log_path, double deadline_s = 60) {
+  // args: extra flags after `serve`. Waits until /health answers ready_status (200: the model is
+  // loaded; 503: e.g. it failed to load) or the deadline passes; health_body() is that answer.
+  bool Start(const std::vector<std::string>& args, const std::string& log_path, double deadline_s = 60,
+             int ready_status = 200) {
     log_ = log_path;
     std::remove(log_.c_str());
     pid_ = ::fork();
@@ -63,7 +65,10 @@ class ServerProcess {
       if (port_ != 0) {
         httplib::Client c("127.0.0.1", port_);
         auto r = c.Get("/health");
-        if (r && r->status == 200) return true;
+        if (r && r->status == ready_status && (ready_status == 200 || r->body.find("loading") == std::string::npos)) {
+          health_body_ = r->body;
+          return true;
+        }
       }
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -76,6 +81,7 @@ class ServerProcess {
   }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
+  const std::string& health_body() const { return health_body_; }
   std::string log() const { return ReadFileToString(log_).ok() ? *ReadFileToString(log_) : ""; }
   // Sends sig and waits for exit; returns the exit status (or -1).
   int Stop(int sig = SIGTERM) {
@@ -100,6 +106,7 @@ class ServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   std::string log_;
+  std::string health_body_;
 };
 
 }  // namespace mineru::testing

@@ -1,0 +1,138 @@
+// Fault tests of the engine (issue #7), in process: the weight file truncated under a running
+// request (the mapped pages are lost: SIGBUS, absorbed by base/mapped_file) finishes that request
+// with finish_reason "error" and a clear reason, refuses new ones, and leaves the process alive; a
+// weight file already truncated at load is a one-line error.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include "../model/golden_util.h"
+#include "base/mapped_file.h"
+#include "engine/engine.h"
+
+namespace mineru {
+namespace {
+
+using testing::FixturePath;
+
+// A private copy of the fixture model that the test may damage.
+std::string CopyModel(const std::string& model, const std::string& name) {
+  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
+  ::mkdir(d.c_str(), 0755);
+  d += "/engine_fault_" + name + "_" + std::to_string(::getpid());
+  ::mkdir(d.c_str(), 0755);
+  for (const char* f : {"config.json", "preprocessor_config.json", "model.safetensors"}) {
+    auto bytes = ReadFileToString(FixturePath(model + "/" + f));
+    EXPECT_TRUE(bytes.ok()) << f;
+    if (bytes.ok()) {
+      EXPECT_TRUE(WriteStringToFile(d + "/" + f, *bytes).ok());
+    }
+  }
+  return d;
+}
+
+EngineRequest LongRequest() {
+  EngineRequest r;
+  for (int k = 0; k < 24; ++k) r.prompt_ids.push_back(100 + k);
+  r.max_new_tokens = 16000;  // far longer than the test runs
+  r.ignore_eos = true;
+  return r;
+}
+
+TEST(EngineFaultTest, WeightsTruncatedWhileRunning) {
+  const std::string dir = CopyModel("tiny", "running");
+  const std::string weights = dir + "/model.safetensors";
+  auto model = Qwen2VLModel::Load(dir);  // as stored: the matrices stay in the mapping
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EngineConfig cfg;
+  cfg.threads = 2;
+  auto engine = Engine::Create(**model, nullptr, cfg);
+  ASSERT_TRUE(engine.ok());
+  ASSERT_TRUE((*engine)->Health().ok());
+
+  auto h = (*engine)->Submit(LongRequest());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  std::vector<int32_t> ids;
+  ASSERT_TRUE((*h)->Next(nullptr, &ids));  // generating
+  ASSERT_FALSE(ids.empty());
+  const uint64_t faults = MappedFileFaultCount();
+  ASSERT_EQ(::truncate(weights.c_str(), 0), 0);
+
+  Completion c;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool done = false;
+  while (!done && std::chrono::steady_clock::now() < deadline) done = (*h)->WaitFor(0.5, &c);
+  ASSERT_TRUE(done) << "the request did not finish after its weights were truncated";
+  EXPECT_EQ(c.finish_reason, "error");
+  EXPECT_LT(c.ids.size(), 16000u);
+  for (const std::string& want :
+       std::vector<std::string>{"model file " + weights, "changed on disk while mapped", "restart or reload"}) {
+    EXPECT_NE(c.error.find(want), std::string::npos) << c.error;
+  }
+
+  // New requests are refused with the same reason; the engine stays degraded.
+  auto again = (*engine)->Submit(LongRequest());
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(again.status().message().find("changed on disk while mapped"), std::string::npos);
+  Status health = (*engine)->Health();
+  EXPECT_EQ(health.code(), StatusCode::kUnavailable);
+  EXPECT_NE(health.message().find("size "), std::string::npos) << health.message();
+
+  // The lost pages read as zeros instead of ending the process (the engine's step touched them,
+  // or this read does).
+  const WeightView& emb = (*model)->weights().text.embed_tokens;
+  const size_t bytes = static_cast<size_t>(emb.rows * emb.cols) * DTypeSize(emb.dtype);
+  EXPECT_EQ(*(static_cast<const volatile uint8_t*>(emb.data) + bytes - 1), 0);
+  EXPECT_GT(MappedFileFaultCount(), faults);
+  engine->reset();
+}
+
+TEST(EngineFaultTest, WeightsRewrittenInPlaceRefuseNewRequests) {
+  const std::string dir = CopyModel("tiny", "rewritten");
+  auto model = Qwen2VLModel::Load(dir, "q8");  // quantized copies: no fault, only the fstat check
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EngineConfig cfg;
+  cfg.threads = 1;
+  auto engine = Engine::Create(**model, nullptr, cfg);
+  ASSERT_TRUE(engine.ok());
+  EngineRequest small = LongRequest();
+  small.max_new_tokens = 2;
+  auto ok = (*engine)->Submit(small);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ((*ok)->Wait().finish_reason, "length");
+  // Same size, new contents and modification time.
+  const std::string weights = dir + "/model.safetensors";
+  std::string bytes = ReadFileToString(weights).value();
+  bytes[bytes.size() - 1] ^= 1;
+  ASSERT_TRUE(WriteStringToFile(weights, bytes).ok());
+  struct timespec times[2] = {{0, UTIME_OMIT}, {12345, 0}};  // distinct even with coarse timestamps
+  ASSERT_EQ(::utimensat(AT_FDCWD, weights.c_str(), times, 0), 0);
+  auto refused = (*engine)->Submit(small);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("modified in place"), std::string::npos) << refused.status().message();
+}
+
+TEST(EngineFaultTest, WeightsTruncatedBeforeLoadAreAOneLineError) {
+  const std::string dir = CopyModel("tiny", "atload");
+  const std::string weights = dir + "/model.safetensors";
+  struct stat st {};
+  ASSERT_EQ(::stat(weights.c_str(), &st), 0);
+  ASSERT_EQ(::truncate(weights.c_str(), st.st_size / 2), 0);
+  auto model = Qwen2VLModel::Load(dir);
+  ASSERT_FALSE(model.ok());
+  const std::string m = model.status().ToString();
+  EXPECT_EQ(model.status().code(), StatusCode::kDataLoss) << m;
+  EXPECT_NE(m.find(weights + ": truncated"), std::string::npos) << m;
+  EXPECT_NE(m.find("the file has " + std::to_string(st.st_size / 2)), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace mineru
