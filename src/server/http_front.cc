@@ -220,7 +220,7 @@ HttpFront::HttpFront() {
 
 HttpFront::~HttpFront() { StopFront(); }
 
-void HttpFront::StartFront(const HttpFrontOptions& opt, std::function<void(const char*)> on_event) {
+bool HttpFront::StartFront(const HttpFrontOptions& opt, std::function<void(const char*)> on_event) {
   opt_ = opt;
   opt_.workers = std::max(1, opt_.workers);
   opt_.keep_alive_max_count = std::max<size_t>(1, opt_.keep_alive_max_count);
@@ -230,10 +230,16 @@ void HttpFront::StartFront(const HttpFrontOptions& opt, std::function<void(const
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = wake_fd_;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  if (epoll_fd_ < 0 || wake_fd_ < 0 || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    epoll_fd_ = wake_fd_ = -1;
+    return false;
+  }
   reader_ = std::thread([this] { ReaderLoop(); });
   for (int i = 0; i < opt_.workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   started_ = true;
+  return true;
 }
 
 void HttpFront::StopFront() {
@@ -287,7 +293,12 @@ bool HttpFront::process_and_close_socket(socket_t sock) {
   auto c = std::make_unique<Conn>();
   c->fd = sock;
   c->deadline = Clock::now() + Seconds(opt_.read_timeout_s);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_) {  // stopped meanwhile: the reader is gone
+    lock.unlock();
+    Close(std::move(c));
+    return true;
+  }
   incoming_.push_back(std::move(c));
   const uint64_t v = 1;
   (void)!::write(wake_fd_, &v, sizeof(v));
@@ -313,7 +324,10 @@ bool HttpFront::Ready(Conn& c) {
     c.in_body = true;
     c.reserved = h.length;
     c.need = end + h.length;
-    c.buf.reserve(c.need);
+    try {
+      c.buf.reserve(c.need);
+    } catch (const std::exception&) {  // grows as it arrives instead
+    }
     c.deadline = Clock::now() + Seconds(opt_.read_timeout_s);
   }
   return c.buf.size() >= c.need;
@@ -356,6 +370,33 @@ void HttpFront::HandBack(std::unique_ptr<Conn> c) {
   (void)!::write(wake_fd_, &v, sizeof(v));
 }
 
+bool HttpFront::Collect(Conn& c, Clock::time_point now, bool* closed) {
+  static thread_local char tmp[65536];
+  try {
+    // Up to the end of the head, then of the body.
+    while (c.in_body || c.buf.size() <= opt_.max_head_bytes) {
+      const ssize_t r = ::recv(c.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+      if (r > 0) {
+        if (c.idle) {  // the next request begins: its head has read_timeout to arrive
+          c.idle = false;
+          c.deadline = now + Seconds(opt_.read_timeout_s);
+        }
+        // A body may take long, but not pause longer than read_timeout.
+        if (c.in_body) c.deadline = now + Seconds(opt_.read_timeout_s);
+        c.buf.append(tmp, static_cast<size_t>(r));
+        if (Ready(c)) return true;
+        continue;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      *closed = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+      return false;
+    }
+  } catch (const std::exception&) {  // no memory for this body: drop the connection, not the server
+    *closed = true;
+  }
+  return false;
+}
+
 void HttpFront::ReaderLoop() {
   std::unordered_map<int, std::unique_ptr<Conn>> waiting;
   auto drop = [&](std::unordered_map<int, std::unique_ptr<Conn>>::iterator it) {
@@ -365,7 +406,6 @@ void HttpFront::ReaderLoop() {
     return c;
   };
   epoll_event evs[64];
-  static thread_local char tmp[65536];
   auto next_sweep = Clock::now();
   for (;;) {
     const int n = ::epoll_wait(epoll_fd_, evs, 64, 100);
@@ -404,25 +444,8 @@ void HttpFront::ReaderLoop() {
       auto it = waiting.find(fd);
       if (it == waiting.end()) continue;
       Conn& c = *it->second;
-      bool closed = false, ready = false;
-      // Up to the end of the head, then of the body.
-      while (!ready && (c.in_body || c.buf.size() <= opt_.max_head_bytes)) {
-        const ssize_t r = ::recv(fd, tmp, sizeof(tmp), MSG_DONTWAIT);
-        if (r > 0) {
-          if (c.idle) {  // the next request begins: its head has read_timeout to arrive
-            c.idle = false;
-            c.deadline = now + Seconds(opt_.read_timeout_s);
-          }
-          // A body may take long, but not pause longer than read_timeout.
-          if (c.in_body) c.deadline = now + Seconds(opt_.read_timeout_s);
-          c.buf.append(tmp, static_cast<size_t>(r));
-          ready = Ready(c);
-          continue;
-        }
-        if (r < 0 && errno == EINTR) continue;
-        closed = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-        break;
-      }
+      bool closed = false;
+      const bool ready = Collect(c, now, &closed);
       if (ready) {
         Dispatch(drop(it));
       } else if (closed) {
@@ -470,10 +493,14 @@ void HttpFront::WorkerLoop() {
     // The last request on a connection says "Connection: close": the keep-alive limit, or the
     // server is stopping (the listener was closed).
     const bool close_after = stopping || svr_sock_ == INVALID_SOCKET || ++c->served >= opt_.keep_alive_max_count;
-    bool closed_by_client = false;
+    bool closed_by_client = false, ok = false;
     FrontStream s(*c, opt_);
-    const bool ok = process_request(s, close_after, closed_by_client, nullptr);
-    s.Finish();
+    try {  // handlers' exceptions are httplib's to answer; anything else only ends this connection
+      ok = process_request(s, close_after, closed_by_client, nullptr);
+      s.Finish();
+    } catch (...) {
+      ok = false;
+    }
     if (s.read_timed_out) Event("read_timeout");
     if (s.write_timed_out) {
       Event("write_timeout");

@@ -22,6 +22,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -52,7 +53,8 @@ class HttpFront : public httplib::Server {
 
   // Before listen_after_bind(). on_event (optional) counts connection events: "head_timeout",
   // "read_timeout", "write_timeout", "over_capacity", "head_too_large".
-  void StartFront(const HttpFrontOptions& opt, std::function<void(const char*)> on_event);
+  // false: no epoll instance (out of file descriptors).
+  bool StartFront(const HttpFrontOptions& opt, std::function<void(const char*)> on_event);
   // After stop(): closes connections waiting for a request, lets requests in flight (and those
   // whose head has arrived) finish, and joins the threads.
   void StopFront();
@@ -67,6 +69,8 @@ class HttpFront : public httplib::Server {
   void ReaderLoop();
   void WorkerLoop();
   bool Ready(Conn& c);      // the head (and the body, when the reader collects it) is here
+  // Reads what c's socket has; true when c is ready for a worker, *closed when the peer is gone.
+  bool Collect(Conn& c, std::chrono::steady_clock::time_point now, bool* closed);
   void Release(Conn& c);    // gives back c's share of the body budget
   void Dispatch(std::unique_ptr<Conn> c);
   void HandBack(std::unique_ptr<Conn> c);  // a kept-alive connection waits for its next request

@@ -170,9 +170,10 @@ StatusOr<int> Server::Start() {
   front.write_timeout_s = st.opt.write_timeout_s;
   front.max_connections = std::max<size_t>(1, st.opt.max_connections);
   front.send_buffer_bytes = std::max(0, st.opt.send_buffer_kb) * 1024;
-  http.StartFront(front, [this](const char* reason) {
+  const bool front_ok = http.StartFront(front, [this](const char* reason) {
     st_->metrics.Inc("mineru_http_connections_closed_total", std::string("reason=\"") + reason + "\"");
   });
+  if (!front_ok) return IoError(std::string("cannot start the connection reader: ") + std::strerror(errno));
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     State& s = *st_;

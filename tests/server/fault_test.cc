@@ -458,6 +458,12 @@ TEST_F(FaultTest, SlowlorisIsClosedAfterTheReadTimeout) {
   std::string got;
   EXPECT_TRUE(body.ReadUntilClosed(30, &got)) << "the stalled body's connection is still open";
   EXPECT_NE(got.find("HTTP/1.1 408"), std::string::npos) << got;
+  // A head that never ends is cut off at 64 KiB.
+  RawConn huge(srv.port());
+  huge.Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(80 << 10, 'a'));
+  got.clear();
+  EXPECT_TRUE(huge.ReadUntilClosed(30, &got));
+  EXPECT_NE(got.find("HTTP/1.1 431"), std::string::npos) << got.substr(0, 200);
   const std::string m = Metrics(srv);
   EXPECT_GE(Metric(m, "mineru_http_connections_closed_total{reason=\"head_timeout\"}"), 1) << m;
   EXPECT_GE(Metric(m, "mineru_http_connections_closed_total{reason=\"read_timeout\"}"), 1) << m;
