@@ -205,10 +205,27 @@ StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes
 }
 
 Status WriteStringToFile(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError("cannot write " + path);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!out) return IoError("write failed: " + path);
+  // POSIX writes, checked to the end (close included): a full disk or a file size limit must be an
+  // error here, not a silently truncated file (std::ofstream reports a failed final flush nowhere).
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot write " + path + ": " + std::strerror(errno));
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      ::unlink(path.c_str());  // no truncated file left behind
+      return IoError("cannot write " + path + ": " + std::strerror(err));
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(path.c_str());
+    return IoError("cannot write " + path + ": " + std::strerror(err));
+  }
   return Status::Ok();
 }
 

@@ -44,6 +44,9 @@ int RunServe(ServeFlags f) {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // A file size limit (ulimit -f) must fail the write (EFBIG, answered like a full disk), not kill
+  // the server.
+  signal(SIGXFSZ, SIG_IGN);
   server::Server srv(f.o);
   auto port = srv.Start();
   if (!port.ok()) return Fail(port.status().ToString());
@@ -103,7 +106,26 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--max-queued-requests", f->o.engine.max_queued, "Chat requests in flight; more get 429")->capture_default_str();
   c->add_option("--max-prompt-tokens", f->o.engine.max_prompt_tokens, "Per request")->capture_default_str();
   c->add_option("--request-timeout", f->o.request_timeout_s, "Seconds per chat request")->capture_default_str();
-  c->add_option("--http-threads", f->o.http_threads, "Connections served at once")->capture_default_str();
+  c->add_option("--http-threads", f->o.http_threads,
+                "Requests processed at once (connections waiting for a request hold no thread)")
+      ->capture_default_str();
+  c->add_option("--read-timeout-s", f->o.read_timeout_s,
+                "A request head must arrive within this (else 408 and close); a body may pause this long")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+  c->add_option("--write-timeout-s", f->o.write_timeout_s,
+                "A client that reads nothing of its response for this long is dropped (its generation is "
+                "cancelled)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+  c->add_option("--max-connections", f->o.max_connections, "Open connections; one more is answered 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  c->add_option("--send-buffer-kb", f->o.send_buffer_kb,
+                "Kernel send buffer per connection (0: sized by the kernel, up to 4 MB): bounds the memory a "
+                "client that does not read can pin, and how soon --write-timeout-s notices it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   c->add_option("--threads", f->threads, "Compute threads (default: all cores)");
   c->add_option("--quant", f->o.quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <map>
 #include <new>
@@ -27,7 +29,7 @@ Status MakeDirs(const std::string& path) {
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
       if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-        return IoError("cannot create directory " + cur);
+        return IoError("cannot create directory " + cur + ": " + std::strerror(errno));
       }
     }
     if (i < path.size()) cur += path[i];

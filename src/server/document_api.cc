@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -225,6 +227,36 @@ void RemoveTree(const std::string& path) {
   if (path.find('\'') == std::string::npos) (void)std::system(cmd.c_str());
 }
 
+// Failures to store something are the server's, never the client's: 507 when the disk (or a file
+// size limit) is full, 503 when the storage refuses writes otherwise (read-only, unreachable).
+bool SaysFull(const std::string& m) {
+  for (int e : {ENOSPC, EFBIG, EDQUOT}) {
+    if (m.find(std::strerror(e)) != std::string::npos) return true;
+  }
+  return m.find("database or disk is full") != std::string::npos;
+}
+
+void SendStorageError(Server::State& st, httplib::Response& res, const std::string& what, const Status& s) {
+  const bool full = SaysFull(s.message());
+  st.metrics.Inc("mineru_storage_errors_total", full ? "kind=\"full\"" : "kind=\"unavailable\"");
+  SendError(res, full ? 507 : 503,
+            what + (full ? ": the server's storage is full (" : ": the server cannot write its storage (") +
+                s.message() + ")");
+}
+
+Status ErrnoError(const std::string& what) { return IoError(what + ": " + std::strerror(errno)); }
+
+// A finished job whose outcome the store could not record yet (its disk is full or read-only) is
+// still "running" there; GET /tasks/{id} shows the outcome from memory meanwhile.
+void ShowUnrecordedFinish(Server::State& st, Job* j) {
+  std::lock_guard<std::mutex> lock(st.unrecorded_mu);
+  auto it = st.unrecorded.find(j->id);
+  if (it == st.unrecorded.end()) return;
+  j->status = it->second.status;
+  j->error = it->second.error;
+  j->updated = it->second.updated;
+}
+
 ParseRequest JobParseRequest(const Job& j) {
   Json o = Json::parse(j.options, nullptr, false);
   return ParseRequestFrom(o.is_object() ? o : Json::object());
@@ -273,7 +305,9 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     }
     const ParseRequest p = ReadParseRequest(req);
     const std::string work = st.opt.data_dir + "/sync-" + NewJobId();
-    ::mkdir(work.c_str(), 0755);
+    if (::mkdir(work.c_str(), 0755) != 0) {
+      return SendStorageError(st, res, "cannot store the upload", ErrnoError("cannot create " + work));
+    }
     Json results = Json::object();
     std::unique_ptr<pipeline::Backend> owned;
     pipeline::Backend* backend = nullptr;
@@ -285,7 +319,11 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       const httplib::MultipartFormData& f = it->second;
       const std::string name = SafeName(f.filename);
       const std::string path = work + "/" + name;
-      if (!WriteStringToFile(path, f.content).ok()) return SendError(res, 500, "cannot store the upload");
+      Status w = WriteStringToFile(path, f.content);
+      if (!w.ok()) {
+        RemoveTree(work);
+        return SendStorageError(st, res, "cannot store the upload", w);
+      }
       Status lim = CheckPageLimit(st, path, p);
       if (!lim.ok()) {
         last_error = name + ": " + lim.message();
@@ -299,6 +337,10 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       if (!backend) backend = BackendFor(st, &owned);
       int global_page = 0;
       pipeline::DocumentReport r = pipeline::ParseDocument(path, OptionsFor(st, p, work + "/out"), *backend, &global_page);
+      if (r.status.code() == StatusCode::kIoError) {  // the outputs could not be written
+        RemoveTree(work);
+        return SendStorageError(st, res, "cannot write the result of " + name, r.status);
+      }
       if (!r.status.ok()) {
         last_error = name + ": " + r.status.message();
         out_of_memory = r.status.code() == StatusCode::kOutOfMemory;
@@ -341,12 +383,14 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     // The upload goes to the job's directory (with a store that keeps files: only long enough to
     // check it, the store keeps it from then on).
     const std::string dir = st.opt.data_dir + "/jobs/" + j.id;
-    if (::mkdir(dir.c_str(), 0755) != 0) return SendError(res, 500, "cannot create the job directory");
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+      return SendStorageError(st, res, "cannot store the job", ErrnoError("cannot create " + dir));
+    }
     const std::string path = dir + "/" + j.filename;
     Status w = WriteStringToFile(path, f.content);
     if (!w.ok()) {
       RemoveTree(dir);
-      return SendError(res, 507, "cannot store the upload: " + w.message());
+      return SendStorageError(st, res, "cannot store the upload", w);
     }
     Status lim = CheckPageLimit(st, path, p);
     if (!lim.ok()) {
@@ -364,9 +408,7 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     std::string existing;
     Status ins = st.jobs->Insert(j, stored ? &f.content : nullptr, &existing);
     if (stored || !ins.ok() || !existing.empty()) RemoveTree(dir);
-    if (!ins.ok()) {
-      return SendError(res, ins.code() == StatusCode::kIoError ? 507 : 503, ins.message());
-    }
+    if (!ins.ok()) return SendStorageError(st, res, "cannot store the job", ins);
     if (!existing.empty()) {
       auto e = st.jobs->Get(existing);
       const std::string status = e.ok() && e->has_value() ? (*e)->status : "queued";
@@ -388,7 +430,9 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       SendError(res, 404, "no such task");
       return std::nullopt;
     }
-    return **j;
+    Job job = **j;
+    if (job.status == "running") ShowUnrecordedFinish(st, &job);
+    return job;
   };
 
   http.Get(R"(/tasks/([0-9a-f]{32}))", [get_job](const httplib::Request& req, httplib::Response& res) {
@@ -525,17 +569,38 @@ void JobLost(Server::State& st, const Job& j) {
 
 void FinishJob(Server::State& st, const Job& j, bool ok, const std::string& err, const std::string& result_dir,
                const std::vector<JobFile>& files) {
+  auto forget = [&] {
+    std::lock_guard<std::mutex> lock(st.unrecorded_mu);
+    st.unrecorded.erase(j.id);
+  };
   for (int attempt = 0;; ++attempt) {
     auto f = st.jobs->Finish(j.id, st.worker_id, ok, err, result_dir, files);
     if (f.ok()) {
+      forget();
       if (!*f) return JobLost(st, j);
       st.metrics.Inc("mineru_jobs_finished_total", ok ? "status=\"done\"" : "status=\"failed\"");
       return;
     }
     std::fprintf(stderr, "job %s: cannot record the finish: %s\n", j.id.c_str(), f.status().message().c_str());
-    // The store is unreachable: retry briefly; after that the lease expires and another worker redoes it.
-    if (attempt >= 3 || st.draining) return;
-    std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
+    st.metrics.Inc("mineru_storage_errors_total", "kind=\"finish\"");
+    if (attempt == 0) {
+      Job shown = j;
+      shown.status = ok ? "done" : "failed";
+      shown.error = err;
+      shown.updated = NowSeconds();
+      std::lock_guard<std::mutex> lock(st.unrecorded_mu);
+      st.unrecorded[j.id] = shown;
+    }
+    // A shared store that is unreachable: retry briefly; after that the lease expires and another
+    // worker redoes the job. The local store has no other worker: keep trying (the disk may get
+    // space back) until the server drains; a job left "running" then is redone on the next start.
+    if (st.draining || (st.jobs->shared() && attempt >= 3)) {
+      if (st.jobs->shared()) forget();
+      return;
+    }
+    std::unique_lock<std::mutex> lock(st.jobs_mu);
+    st.jobs_cv.wait_for(lock, std::chrono::seconds(std::min(1 << std::min(attempt, 4), 5)),
+                        [&] { return st.draining.load(); });
   }
 }
 
@@ -608,6 +673,10 @@ void RunJob(Server::State& st, const Job& j) {
                                             : "left for its lease to expire (draining)");
   } else {
     std::string err = r.status.ok() ? "" : r.status.message();
+    if (r.status.code() == StatusCode::kIoError) {
+      err = (SaysFull(err) ? "cannot write the result, the server's storage is full: "
+                           : "cannot write the result: ") + err;
+    }
     if (r.status.ok() && r.failed_pages() > 0) {
       for (const auto& pg : r.pages) {
         if (!pg.ok) {

@@ -2,9 +2,14 @@
 #include "server/job_store.h"
 
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <random>
 
@@ -122,10 +127,45 @@ Job ReadJob(Stmt& s) {
   return j;
 }
 
+// Why the store's files cannot grow, when SQLite does not say ("disk I/O error"): the file system
+// is (nearly) full, or a file is at the process's file size limit (ulimit -f). Empty: neither.
+std::string StorageHint(sqlite3* db) {
+  const char* file = sqlite3_db_filename(db, "main");
+  if (!file || !*file) return "";
+  const std::string path = file;
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) == 0) {
+    const unsigned long long free_bytes =
+        static_cast<unsigned long long>(::geteuid() == 0 ? v.f_bfree : v.f_bavail) * v.f_frsize;
+    if (free_bytes < (1u << 20)) return std::strerror(ENOSPC);
+  }
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    for (const std::string& f : {path, path + "-wal", path + "-journal"}) {
+      struct stat st {};
+      if (::stat(f.c_str(), &st) == 0 && static_cast<rlim_t>(st.st_size) + 65536 >= rl.rlim_cur) {
+        return std::string(std::strerror(EFBIG)) + ": the file size limit is " + std::to_string(rl.rlim_cur) + " bytes";
+      }
+    }
+  }
+  return "";
+}
+
 Status DbError(sqlite3* db, const std::string& what) {
   const int code = sqlite3_errcode(db);
-  const std::string msg = what + ": " + sqlite3_errmsg(db);
+  std::string msg = what + ": " + sqlite3_errmsg(db);
   if (code == SQLITE_FULL || code == SQLITE_READONLY || code == SQLITE_IOERR || code == SQLITE_CANTOPEN) {
+    // The OS's reason ("No space left on device", "File too large", "Permission denied") is what
+    // an operator needs; SQLite's own text is only "disk I/O error". Its errno is not always kept.
+    const int sys = sqlite3_system_errno(db);
+    std::string why;
+    for (int e : {ENOSPC, EFBIG, EDQUOT, EROFS, EACCES, EPERM, EIO}) {
+      if (sys == e) why = std::strerror(e);
+    }
+    if (why.empty() && code != SQLITE_READONLY) why = StorageHint(db);
+    if (!why.empty()) msg += " (" + why + ")";
     return IoError("job store " + msg);
   }
   return InternalError("job store " + msg);
@@ -142,6 +182,9 @@ class SqliteJobStore final : public JobStore {
                         nullptr) != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : "cannot open";
       return IoError("cannot open job store " + path + ": " + msg);
+    }
+    if (sqlite3_db_readonly(db_, "main") == 1) {
+      return IoError("the job store " + path + " is read-only (check the permissions of the file and its directory)");
     }
     sqlite3_busy_timeout(db_, 5000);
     MINERU_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));

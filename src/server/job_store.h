@@ -57,6 +57,8 @@ class JobStore {
   virtual const char* kind() const = 0;
   // True when uploads and results are kept in the store (every replica can read them).
   virtual bool stores_files() const { return false; }
+  // True when other servers share the store (a job this one cannot finish is taken over).
+  virtual bool shared() const { return false; }
 
   // Adds a queued job; with stores_files(), upload (not null) is kept as "upload/<filename>" in
   // the same transaction. When job.client_key is set and a job with that key exists, nothing is

@@ -189,6 +189,7 @@ class PgJobStore final : public JobStore {
 
   const char* kind() const override { return "postgresql"; }
   bool stores_files() const override { return true; }
+  bool shared() const override { return true; }
 
   Status Insert(const Job& j, const std::string* upload, std::string* existing_id) override {
     if (existing_id) existing_id->clear();

@@ -2,12 +2,18 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "base/mapped_file.h"
+#include "server/http_front.h"
 #include "server/state.h"
 
 namespace mineru::server {
@@ -52,6 +58,34 @@ Server::~Server() {
 namespace {
 
 bool MakeDir(const std::string& d) { return ::mkdir(d.c_str(), 0755) == 0 || errno == EEXIST; }
+
+// A server that cannot write its data directory would accept jobs it cannot keep: refuse to start.
+Status CheckWritable(const std::string& dir) {
+  const std::string probe = dir + "/.write-probe-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("the data directory " + dir + " is not writable: " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::Ok();
+}
+
+// Every open connection is a file descriptor: raise the soft limit to fit max_connections (or
+// lower max_connections to what the hard limit allows).
+void FitFileLimit(ServerOptions& o) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  const rlim_t want = static_cast<rlim_t>(o.max_connections) + 256;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min(want, rl.rlim_max);
+    (void)::setrlimit(RLIMIT_NOFILE, &rl);
+    (void)::getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    o.max_connections = rl.rlim_cur > 512 ? static_cast<size_t>(rl.rlim_cur) - 256 : static_cast<size_t>(rl.rlim_cur) / 2;
+    std::fprintf(stderr, "warning: the open file limit (%llu) allows %zu connections\n",
+                 static_cast<unsigned long long>(rl.rlim_cur), o.max_connections);
+  }
+}
 
 std::string BaseName(std::string p) {
   while (!p.empty() && p.back() == '/') p.pop_back();
@@ -113,8 +147,10 @@ StatusOr<int> Server::Start() {
   if (st.opt.model_name.empty()) st.opt.model_name = BaseName(st.opt.model_dir);
   if (st.opt.model_name.empty()) st.opt.model_name = "mineru2.5";
   if (!MakeDir(st.opt.data_dir) || !MakeDir(st.opt.data_dir + "/jobs")) {
-    return IoError("cannot create data directory " + st.opt.data_dir);
+    return IoError("cannot create the data directory " + st.opt.data_dir + ": " + std::strerror(errno));
   }
+  MINERU_RETURN_IF_ERROR(CheckWritable(st.opt.data_dir));
+  MINERU_RETURN_IF_ERROR(CheckWritable(st.opt.data_dir + "/jobs"));
   st.worker_id = NewWorkerId();
   MINERU_ASSIGN_OR_RETURN(st.jobs, JobStore::Open(st.opt.jobs_db.empty() ? st.opt.data_dir + "/jobs.sqlite3"
                                                                           : st.opt.jobs_db));
@@ -125,14 +161,20 @@ StatusOr<int> Server::Start() {
     MINERU_ASSIGN_OR_RETURN(st.doc_backend, pipeline::MakeReplayBackend(st.opt.replay, st.opt.replay_delay_ms));
   }
 
-  http_ = std::make_unique<httplib::Server>();
-  httplib::Server& http = *http_;
-  const int threads = std::max(8, st.opt.http_threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  FitFileLimit(st.opt);
+  http_ = std::make_unique<HttpFront>();
+  HttpFront& http = *http_;
   http.set_payload_max_length(st.opt.max_body_mb << 20);
-  http.set_read_timeout(60, 0);
-  http.set_write_timeout(600, 0);
-  http.set_keep_alive_max_count(1000);
+  HttpFrontOptions front;
+  front.workers = std::max(8, st.opt.http_threads);
+  front.read_timeout_s = st.opt.read_timeout_s;
+  front.write_timeout_s = st.opt.write_timeout_s;
+  front.max_connections = std::max<size_t>(1, st.opt.max_connections);
+  front.send_buffer_bytes = std::max(0, st.opt.send_buffer_kb) * 1024;
+  const bool front_ok = http.StartFront(front, [this](const char* reason) {
+    st_->metrics.Inc("mineru_http_connections_closed_total", std::string("reason=\"") + reason + "\"");
+  });
+  if (!front_ok) return IoError(std::string("cannot start the connection reader: ") + std::strerror(errno));
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     State& s = *st_;
@@ -193,7 +235,8 @@ StatusOr<int> Server::Start() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     State& s = *st_;
     std::vector<std::pair<std::string, double>> g = {{"mineru_ready", s.ready ? 1.0 : 0.0},
-                                                     {"mineru_jobs_running", double(s.jobs_running.load())}};
+                                                     {"mineru_jobs_running", double(s.jobs_running.load())},
+                                                     {"mineru_http_connections_open", double(http_->open_connections())}};
     auto q = s.jobs->CountByStatus("queued");
     g.push_back({"mineru_jobs_queued", q.ok() ? double(*q) : -1.0});
     if (s.ready) {
@@ -264,6 +307,7 @@ void Server::Drain(double drain_s) {
 
 void Server::Wait() {
   if (listen_thread_.joinable()) listen_thread_.join();
+  if (http_) http_->StopFront();  // requests in flight finish; idle connections close
   if (load_thread_.joinable()) load_thread_.join();
   if (retention_thread_.joinable()) retention_thread_.join();
   // Workers stop at the next page boundary once draining (their job goes back to the queue).

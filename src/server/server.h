@@ -26,6 +26,8 @@ struct Response;
 
 namespace mineru::server {
 
+class HttpFront;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 30000;
@@ -45,7 +47,11 @@ struct ServerOptions {
   int max_pages = 1000;           // per document
   int default_max_tokens = 4096;  // when a chat request sends none
   double request_timeout_s = 600;
-  int http_threads = 128;
+  int http_threads = 128;          // requests processed at once (waiting connections cost no thread)
+  double read_timeout_s = 60;      // a request head must arrive within it; a body may pause this long
+  double write_timeout_s = 600;    // a client that reads nothing for this long is dropped
+  size_t max_connections = 1024;   // open connections; one more is answered 503 at once
+  int send_buffer_kb = 0;          // per connection; 0: the kernel sizes it (up to net.ipv4.tcp_wmem)
   std::string replay;  // document jobs use recorded outputs (tests)
   int replay_delay_ms = 0;
   std::string web_dir;  // built web page (web/dist)
@@ -76,7 +82,7 @@ class Server {
  private:
   ServerOptions opt_;
   std::unique_ptr<State> st_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpFront> http_;
   std::thread listen_thread_, load_thread_, retention_thread_;
   std::vector<std::thread> workers_;
 };

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 #include "model/qwen2vl.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
@@ -29,6 +31,9 @@ struct Server::State {
   std::condition_variable jobs_cv;
   std::atomic<int> jobs_running{0};
   std::atomic<int> inflight_http{0};
+  // Finished jobs whose outcome the store could not record yet (by id; see FinishJob).
+  std::mutex unrecorded_mu;
+  std::map<std::string, Job> unrecorded;
 };
 
 // Writes an OpenAI-style error body {"object":"error","error":{"message","type","code"}}.

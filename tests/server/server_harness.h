@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +45,7 @@ class ServerProcess {
       int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, 2);
       ::dup2(fd, 1);
+      if (child_setup) child_setup();  // e.g. limits or another user, before exec
       std::vector<std::string> all = {kBin, "serve", "--host", "127.0.0.1", "--port", "0"};
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> argv;
@@ -73,13 +75,18 @@ class ServerProcess {
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
+        exit_status_ = status;
         return false;  // the server exited
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling a condition, with a deadline
     }
     return false;
   }
+  // Runs in the child between fork and exec (async-signal-safe calls only).
+  std::function<void()> child_setup;
   int port() const { return port_; }
+  // The wait status of a server that exited during Start() (-1: it did not).
+  int exit_status() const { return exit_status_; }
   pid_t pid() const { return pid_; }
   const std::string& health_body() const { return health_body_; }
   std::string log() const { return ReadFileToString(log_).ok() ? *ReadFileToString(log_) : ""; }
@@ -105,6 +112,7 @@ class ServerProcess {
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  int exit_status_ = -1;
   std::string log_;
   std::string health_body_;
 };

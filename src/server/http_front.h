@@ -1,0 +1,97 @@
+// server/http_front.h — the connection layer under cpp-httplib's request handling.
+//
+// Debian's cpp-httplib (0.11) gives every accepted connection a pool thread for its whole life:
+// while a client sends its request head (or idles between keep-alive requests) the thread waits on
+// the socket, and every byte restarts the read timeout. A few dozen clients that dribble their
+// headers (slowloris) or just hold connections open therefore occupy all --http-threads and nobody
+// else is served. HttpFront keeps httplib's parsing, routing and response writing
+// (Server::process_request) but owns the sockets:
+//  - one reader thread (epoll) collects requests from all connections; a connection costs no thread
+//    until its whole request has arrived. A head that is not complete read_timeout after the
+//    connection opened (or after the next request's first byte) is answered 408 and closed; the
+//    body (Content-Length, within a memory budget) is collected too, and may pause at most
+//    read_timeout;
+//  - worker threads (--http-threads) run complete requests: the rest of a body the reader did not
+//    collect is read with an idle timeout (read_timeout per wait), the response written with one
+//    (write_timeout: a client that stops reading is dropped, and a streaming response's
+//    generation is cancelled by its handler);
+//  - idle keep-alive connections go back to the reader (closed after keep_alive_s);
+//  - at most max_connections are open; one more is answered 503 at once and closed.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mineru::server {
+
+struct HttpFrontOptions {
+  double read_timeout_s = 60;    // a request head must arrive within it; the body may pause this long
+  double write_timeout_s = 600;  // a response write may wait this long for the client to read
+  double keep_alive_s = 5;       // an idle keep-alive connection is closed after this
+  int workers = 128;             // requests processed at once
+  size_t max_connections = 1024; // open connections; more are answered 503 and closed
+  size_t max_head_bytes = 64 << 10;
+  size_t keep_alive_max_count = 1000;
+  size_t max_buffered_body_bytes = size_t(512) << 20;  // bodies being collected by the reader
+  int send_buffer_bytes = 0;     // SO_SNDBUF of each connection; 0: the kernel sizes it
+};
+
+class HttpFront : public httplib::Server {
+ public:
+  HttpFront();
+  ~HttpFront() override;
+
+  // Before listen_after_bind(). on_event (optional) counts connection events: "head_timeout",
+  // "read_timeout", "write_timeout", "over_capacity", "head_too_large".
+  // false: no epoll instance (out of file descriptors).
+  bool StartFront(const HttpFrontOptions& opt, std::function<void(const char*)> on_event);
+  // After stop(): closes connections waiting for a request, lets requests in flight (and those
+  // whose head has arrived) finish, and joins the threads.
+  void StopFront();
+  size_t open_connections() const { return open_.load(); }
+
+  struct Conn;
+
+ private:
+  // Called by httplib for every accepted socket (runs inline on the accept thread).
+  bool process_and_close_socket(socket_t sock) override;
+
+  void ReaderLoop();
+  void WorkerLoop();
+  bool Ready(Conn& c);      // the head (and the body, when the reader collects it) is here
+  // Reads what c's socket has; true when c is ready for a worker, *closed when the peer is gone.
+  bool Collect(Conn& c, std::chrono::steady_clock::time_point now, bool* closed);
+  void Release(Conn& c);    // gives back c's share of the body budget
+  void Dispatch(std::unique_ptr<Conn> c);
+  void HandBack(std::unique_ptr<Conn> c);  // a kept-alive connection waits for its next request
+  void Close(std::unique_ptr<Conn> c);
+  void Event(const char* what);
+
+  HttpFrontOptions opt_;
+  std::function<void(const char*)> on_event_;
+  int epoll_fd_ = -1, wake_fd_ = -1;
+  std::atomic<size_t> open_{0};
+  std::atomic<size_t> buffered_{0};
+  std::atomic<bool> started_{false};
+
+  std::mutex mu_;  // incoming_, work_, stopping_
+  std::condition_variable work_cv_;
+  std::vector<std::unique_ptr<Conn>> incoming_;  // for the reader
+  std::deque<std::unique_ptr<Conn>> work_;       // complete heads, for the workers
+  bool stopping_ = false;
+
+  std::thread reader_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace mineru::server
