@@ -250,7 +250,7 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
       };
       if (kind == Kind::kChat) {
         Json first = base;
-        first["choices"] = {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}};
+        first["choices"] = Json::array({Json{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}});
         if (!send(first)) {
           handle->Cancel();
           return false;
@@ -261,7 +261,7 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
       while (handle->Next(&text, &ids)) {
         if (text.empty() && (ids.empty() || !return_ids)) continue;
         Json chunk = base;
-        chunk["choices"] = {choice(text, ids, nullptr)};
+        chunk["choices"] = Json::array({choice(text, ids, nullptr)});
         text.clear();
         ids.clear();
         if (!send(chunk)) {  // the client went away: stop generating for it
@@ -272,7 +272,7 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
       }
       Completion c = handle->Wait();
       Json last = base;
-      last["choices"] = {choice("", {}, finish_reason(c))};
+      last["choices"] = Json::array({choice("", {}, finish_reason(c))});
       last["usage"] = Usage(c);
       if (c.finish_reason == "error") last["error"] = {{"message", c.error}};
       send(last);
@@ -311,7 +311,7 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
              {"object", kind == Kind::kChat ? "chat.completion" : "text_completion"},
              {"created", created},
              {"model", model},
-             {"choices", {choice}},
+             {"choices", Json::array({choice})},
              {"usage", Usage(c)}};
     }
     const std::string text = out.dump(-1, ' ', false, Json::error_handler_t::replace);
