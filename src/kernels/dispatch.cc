@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
@@ -42,6 +43,22 @@ Backend GetBackend() {
 int64_t QuantDequantMinRows() {
   // A dispatch-table lookup (cached; hwy::SupportedTargets() would run CPUID, which traps in VMs).
   return cpu::IntegerPathAtAnyRows() ? std::numeric_limits<int64_t>::max() : kQuantDequantMinRows;
+}
+
+bool IntegerPanelsAvailable() { return cpu::IntegerPathAtAnyRows(); }
+
+void PackedPanels::Free::operator()(uint8_t* p) const { std::free(p); }
+
+PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool) {
+  PackedPanels out;
+  const size_t bytes = cpu::IntegerPanelsBytes(w);
+  if (bytes == 0) return out;
+  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) & ~size_t{63}));
+  if (buf == nullptr) throw std::bad_alloc();
+  out.bytes_.reset(buf);
+  cpu::PackIntegerPanels(w, buf, pool);
+  out.size_ = bytes;
+  return out;
 }
 
 const char* ActiveTargetName() { return UseRef() ? "reference" : cpu::DispatchedTargetName(); }

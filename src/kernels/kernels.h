@@ -38,6 +38,9 @@ struct WeightView {
   int64_t rows = 0;
   int64_t cols = 0;
   QuantType quant = QuantType::kNone;
+  // Optional: the same quantized matrix repacked for the integer panel kernel of AVX-512 VNNI
+  // CPUs (kernels/quant.h PackIntegerPanels), owned elsewhere; null = repack per call.
+  const uint8_t* panels = nullptr;
 
   bool quantized() const { return quant != QuantType::kNone; }
 };

@@ -67,6 +67,33 @@ class QuantizedMatrix {
   std::unique_ptr<uint8_t[]> bytes_;
 };
 
+// A quantized matrix repacked for the integer panel kernel of CPUs with AVX-512 VNNI
+// (kernels/cpu/matmul_vnni.cc): panels of 16 rows of W, per block/group their values as
+// 4-byte k groups interleaved across the 16 lanes, a -128*sum(w) start and the 16 scales.
+// Built once at load for the matrices that run with few rows (the decoder's, during decode)
+// and attached to their views (WeightView::panels): MatMul with m >= 4 then streams it instead
+// of repacking W on every call. Costs ~1.2x the Q8_0 bytes (2.2x for 4-bit: values are
+// unpacked to int8). The row layout stays the reference (m < 4, other targets, the twins).
+class PackedPanels {
+ public:
+  PackedPanels() = default;
+  const uint8_t* data() const { return bytes_.get(); }
+  size_t size_bytes() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  friend PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool);
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  size_t size_ = 0;
+  std::unique_ptr<uint8_t, Free> bytes_;
+};
+// True when this CPU runs the panel kernel (the AVX3_DL target is compiled and supported).
+bool IntegerPanelsAvailable();
+// The panels of quantized w; empty when !IntegerPanelsAvailable() or w is not quantized.
+PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool = nullptr);
+
 // Quantizes a dense view (f32/bf16/f16) into `type` (not kNone). Rows are independent and
 // are spread over pool when given. Precondition: !w.quantized().
 QuantizedMatrix Quantize(const WeightView& w, QuantType type, ThreadPool* pool = nullptr);

@@ -64,6 +64,8 @@ class ModelWeights {
 
   // Keeps a quantized copy alive for the views that point into it (model/quantize.cc).
   void AdoptQuantized(kernels::QuantizedMatrix m) { owned_.push_back(std::move(m)); }
+  // The same for packed integer panels (WeightView::panels).
+  void AdoptPanels(kernels::PackedPanels p) { owned_panels_.push_back(std::move(p)); }
   // Every tensor of the checkpoint, in file order (for writers).
   std::vector<const TensorInfo*> tensors() const;
   // Ok while every mapped weight file is as it was loaded (MappedFile::CheckUnchanged: no page lost
@@ -80,6 +82,7 @@ class ModelWeights {
  private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<kernels::QuantizedMatrix> owned_;
+  std::vector<kernels::PackedPanels> owned_panels_;
 };
 
 }  // namespace mineru

@@ -214,6 +214,29 @@ TEST_P(QuantMatMulTest, IntegerPathAgreesWithTwinForAllRowCounts) {
   }
 }
 
+TEST_P(QuantMatMulTest, PrepackedPanelsGiveTheSameBitsAsPackingPerCall) {
+  // On VNNI CPUs the panels are built (and must be used: same bits as the per-call repacking);
+  // elsewhere they are empty and MatMul ignores the field.
+  ThreadPool pool(2);
+  uint32_t seed = 900;
+  for (QuantType t : kTypes) {
+    for (const Case& c : {Case{1, 33, 300}, Case{4, 17, 1176}, Case{7, 700, 256}, Case{16, 48, 96}, Case{50, 31, 160}}) {
+      const std::vector<float> x = RandomVec(static_cast<size_t>(c.m * c.k), seed++);
+      const QuantizedMatrix qm =
+          Quantize(DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
+      const PackedPanels panels = PackIntegerPanels(qm.view(), &pool);
+      EXPECT_EQ(panels.empty(), !IntegerPanelsAvailable());
+      WeightView packed = qm.view();
+      packed.panels = panels.data();
+      std::vector<float> a(static_cast<size_t>(c.m * c.n)), b(a.size());
+      MatMul(x.data(), c.m, qm.view(), nullptr, a.data(), &pool);
+      MatMul(x.data(), c.m, packed, nullptr, b.data(), &pool);
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+          << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k;
+    }
+  }
+}
+
 MINERU_INSTANTIATE_PER_TARGET(QuantMatMulTest);
 
 TEST(ActQuantTest, SimdAndScalarQuantizersProduceTheSameBytes) {

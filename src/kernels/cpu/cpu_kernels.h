@@ -34,6 +34,11 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
 void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
                     ThreadPool* pool);
 
+// The integer panels of kernels/quant.h (PackIntegerPanels): their size (0 where the
+// dispatched target has no panel kernel) and the packing into a 64-byte aligned buffer.
+size_t IntegerPanelsBytes(const WeightView& w);
+void PackIntegerPanels(const WeightView& w, uint8_t* out, ThreadPool* pool);
+
 // True when the dispatched target multiplies int8 faster than fp32 at every m (AVX-512 VNNI).
 bool IntegerPathAtAnyRows();
 

@@ -493,8 +493,8 @@ void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_byt
 // matmul_vnni.cc: rows xu = int8 activations + 128 as bytes (stride kpad) with scales d
 // (stride nb) x W, lanes = columns.
 void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, size_t kpad, size_t nb,
-                      const uint8_t* wbase, size_t row_bytes, size_t n, const float* bias, float* y,
-                      ThreadPool* pool);
+                      const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
+                      const float* bias, float* y, ThreadPool* pool);
 // Below this many rows the per-call repacking of W costs more than the row tiles lose.
 constexpr size_t kVnniPanelMinRows = 4;
 #endif
@@ -530,8 +530,9 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   });
 #if HWY_TARGET == HWY_AVX3_DL
   if (panels) {
-    MatMulVnniPanels(w.quant, reinterpret_cast<const uint8_t*>(q.get()), d, m, kpad, nb, static_cast<const uint8_t*>(w.data),
-                     QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool);
+    MatMulVnniPanels(w.quant, reinterpret_cast<const uint8_t*>(q.get()), d, m, kpad, nb,
+                     static_cast<const uint8_t*>(w.data), QuantizedRowBytes(w.quant, w.cols), n, w.panels, bias, y,
+                     pool);
     return;
   }
 #endif

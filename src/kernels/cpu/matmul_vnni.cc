@@ -33,6 +33,7 @@
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/quant.h"
 #include "kernels/quant_internal.h"
@@ -113,20 +114,22 @@ constexpr size_t BlockBytes() {
 
 // Packs groups [g0, g1) of the panel of columns [j0, j0 + nv) (1 <= nv <= 16) into dst.
 // Lanes past nv repeat the last valid row (branch-free loads); their outputs are never written.
+// ahead: bytes from a row to the same row of the next tile (0: none); the next tile's rows
+// are prefetched group by group while this one is packed (a memory stream that is one tile
+// ahead and never bursts).
 template <QuantType T>
 void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0, size_t g1,
-                uint8_t* dst) {
+                size_t ahead, uint8_t* dst) {
   const size_t subs = group / 32;
   const __m512i ones = _mm512_set1_epi8(1);
   const uint8_t* rows[kCols];
   for (size_t c = 0; c < kCols; ++c) rows[c] = wbase + (j0 + std::min(c, nv - 1)) * row_bytes;
-  constexpr size_t kAhead = 512;  // software prefetch distance along each of the 16 row streams
   for (size_t g = g0; g < g1; ++g) {
     uint8_t* out = dst + (g - g0) * GroupBytes(group);
     __m512i sum = _mm512_setzero_si512();
-    if (g + 1 < g1) {
+    if (ahead != 0) {
 #pragma GCC unroll 16
-      for (size_t c = 0; c < kCols; ++c) hwy::Prefetch(rows[c] + g * BlockBytes<T>() + kAhead);
+      for (size_t c = 0; c < kCols; ++c) hwy::Prefetch(rows[c] + ahead + g * BlockBytes<T>());
     }
     for (size_t s = 0; s < subs; ++s) {
       __m512i v[8];
@@ -151,27 +154,32 @@ void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, si
 }
 
 void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0,
-               size_t g1, uint8_t* dst) {
+               size_t g1, size_t ahead, uint8_t* dst) {
   if (t == QuantType::kQ8_0) {
-    PackPanelT<QuantType::kQ8_0>(wbase, row_bytes, j0, nv, group, g0, g1, dst);
+    PackPanelT<QuantType::kQ8_0>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, dst);
   } else if (t == QuantType::kQ4_0) {
-    PackPanelT<QuantType::kQ4_0>(wbase, row_bytes, j0, nv, group, g0, g1, dst);
+    PackPanelT<QuantType::kQ4_0>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, dst);
   } else {
-    PackPanelT<QuantType::kQ4_G128>(wbase, row_bytes, j0, nv, group, g0, g1, dst);
+    PackPanelT<QuantType::kQ4_G128>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, dst);
   }
 }
 
 // acc[r][p] (+)= rows r0..r0+R of xu (x + 128) times the packed panels, groups [g0, g1).
 // xu rows have stride kpad; d rows have stride nb (one scale per group).
+// ahead: prefetch distance in bytes along each panel's stream (0: none; prepacked panels
+// come from DRAM in a decode step, packed-per-call ones are already in L1).
 template <size_t R>
 HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu,
-                           const float* d, size_t kpad, size_t nb, __m512 acc[R][kPanels]) {
+                           const float* d, size_t kpad, size_t nb, size_t ahead, __m512 acc[R][kPanels]) {
   const size_t quads = group / 4, gbytes = GroupBytes(group);
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* pp[kPanels];
     __m512i p[R][kPanels];
     for (size_t k = 0; k < kPanels; ++k) {
       pp[k] = panel[k] + (g - g0) * gbytes;
+      if (ahead != 0) {
+        for (size_t off = 0; off < gbytes; off += 64) hwy::Prefetch(pp[k] + ahead + off);
+      }
       const __m512i init = _mm512_load_si512(pp[k] + quads * 64);
       for (size_t r = 0; r < R; ++r) p[r][k] = init;
     }
@@ -202,12 +210,12 @@ HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0,
 // Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x 32 floats).
 template <size_t R>
 void RunRows(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu, const float* d,
-             size_t kpad, size_t nb, size_t i0, float* accbuf) {
+             size_t kpad, size_t nb, size_t i0, size_t ahead, float* accbuf) {
   __m512 acc[R][kPanels];
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) acc[r][k] = _mm512_load_ps(accbuf + (i0 + r) * 32 + 16 * k);
   }
-  TileGroups<R>(panel, group, g0, g1, xu + i0 * kpad, d + i0 * nb, kpad, nb, acc);
+  TileGroups<R>(panel, group, g0, g1, xu + i0 * kpad, d + i0 * nb, kpad, nb, ahead, acc);
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) _mm512_store_ps(accbuf + (i0 + r) * 32 + 16 * k, acc[r][k]);
   }
@@ -216,10 +224,12 @@ void RunRows(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, co
 }  // namespace
 
 // xu: the int8 activations plus 128 as unsigned bytes (quantize, then flip the sign bit).
+// prepacked: the whole matrix as PackIntegerPanelsImpl writes it, or null (pack per call).
 void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, size_t kpad, size_t nb,
-                      const uint8_t* wbase, size_t row_bytes, size_t n, const float* bias, float* y,
-                      ThreadPool* pool) {
+                      const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
+                      const float* bias, float* y, ThreadPool* pool) {
   const size_t group = kpad / nb;
+  const size_t npanels = (n + kCols - 1) / kCols;
 
   const size_t tile_cols = kCols * kPanels;
   const size_t ntiles = (n + tile_cols - 1) / tile_cols;
@@ -231,7 +241,7 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
   const size_t slots = std::max<size_t>(1, cpu::NumWorkers(pool));
   const size_t pack_bytes = kPanels * chunk_groups * GroupBytes(group);
   auto scratch = hwy::AllocateAligned<uint8_t>(slots * (pack_bytes + row_block * tile_cols * sizeof(float)));
-  auto Tile = [&](size_t rb, size_t jt, size_t slot) {
+  auto Tile = [&](size_t rb, size_t jt, size_t slot, bool prefetch_next) {
     const size_t i_begin = rb * row_block, i_end = std::min(m, i_begin + row_block);
     const size_t j0 = jt * tile_cols, nv = std::min(tile_cols, n - j0);
     uint8_t* pack = scratch.get() + slot * (pack_bytes + row_block * tile_cols * sizeof(float));
@@ -240,23 +250,36 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
     const uint8_t* panel[kPanels] = {pack, pack + chunk_groups * GroupBytes(group)};
     for (size_t g0 = 0; g0 < nb; g0 += chunk_groups) {
       const size_t g1 = std::min(nb, g0 + chunk_groups);
-      for (size_t k = 0; k < kPanels; ++k) {
+      if (prepacked) {
+        for (size_t k = 0; k < kPanels; ++k) {  // a missing last panel: any valid one, discarded
+          const size_t pi = std::min(jt * kPanels + k, npanels - 1);
+          panel[k] = prepacked + (pi * nb + g0) * GroupBytes(group);
+        }
+      }
+      for (size_t k = 0; k < kPanels && !prepacked; ++k) {
         size_t pj = j0 + k * kCols;
         size_t pnv = nv > k * kCols ? std::min(kCols, nv - k * kCols) : 0;
         if (pnv == 0) pj = j0, pnv = 1;  // an empty second panel: any valid row, discarded
-        PackPanel(t, wbase, row_bytes, pj, pnv, group, g0, g1, pack + k * chunk_groups * GroupBytes(group));
+        // Prefetch the next tile of this task's run (complete next tiles only).
+        const size_t ahead = prefetch_next && j0 + 2 * tile_cols <= n ? tile_cols * row_bytes : 0;
+        PackPanel(t, wbase, row_bytes, pj, pnv, group, g0, g1, ahead, pack + k * chunk_groups * GroupBytes(group));
       }
       const uint8_t* xb = xu + i_begin * kpad;
       const float* db = d + i_begin * nb;
       const size_t rows = i_end - i_begin;
+      // The first row tile of a chunk streams prepacked panels from memory: prefetch 8 groups ahead.
+      const size_t ahead0 = prepacked ? 8 * GroupBytes(group) : 0;
       size_t i = 0;
-      for (; i + kRows <= rows; i += kRows) RunRows<kRows>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf);
+      for (; i + kRows <= rows; i += kRows) {
+        RunRows<kRows>(panel, group, g0, g1, xb, db, kpad, nb, i, i == 0 ? ahead0 : 0, accbuf);
+      }
+      const size_t ahead = i == 0 ? ahead0 : 0;
       switch (rows - i) {
-        case 5: RunRows<5>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
-        case 4: RunRows<4>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
-        case 3: RunRows<3>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
-        case 2: RunRows<2>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
-        case 1: RunRows<1>(panel, group, g0, g1, xb, db, kpad, nb, i, accbuf); break;
+        case 5: RunRows<5>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 4: RunRows<4>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 3: RunRows<3>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 2: RunRows<2>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 1: RunRows<1>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
         default: break;
       }
     }
@@ -266,28 +289,71 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
     }
   };
   // Each task is a run of consecutive column tiles of one row block, so that the next tile's
-  // W rows can be prefetched (32 concurrent row streams defeat the hardware prefetchers when
-  // W comes from DRAM, e.g. the lm_head).
+  // W rows can be prefetched while this one is packed (32 concurrent row streams defeat the
+  // hardware prefetchers when W comes from DRAM).
   const size_t run = cpu::ChunkSize(ntiles, pool, 1, 4);
   const size_t nruns = (ntiles + run - 1) / run;
   cpu::RunTasks(pool, nrb * nruns, [&](size_t task, size_t slot) {
     const size_t rb = task / nruns, jr = task % nruns;
-    for (size_t jt = jr * run; jt < std::min(ntiles, (jr + 1) * run); ++jt) {
-      if (jt + 1 < ntiles) {  // the head of each of the next tile's rows (PackPanelT streams the rest)
-        const size_t pj0 = (jt + 1) * tile_cols, pj1 = std::min(n, pj0 + tile_cols);
-        for (size_t j = pj0; j < pj1; ++j) {
-          const uint8_t* r = wbase + j * row_bytes;
-          for (size_t off = 0; off < std::min<size_t>(row_bytes, 512); off += 64) hwy::Prefetch(r + off);
-        }
-      }
-      Tile(rb, jt, slot);
-    }
+    const size_t jt_end = std::min(ntiles, (jr + 1) * run);
+    for (size_t jt = jr * run; jt < jt_end; ++jt) Tile(rb, jt, slot, jt + 1 < jt_end);
   });
 }
 
 #endif  // HWY_TARGET == HWY_AVX3_DL
 
+// Bytes of the packed panels of quantized w (0 where the target has no panel kernel).
+size_t IntegerPanelsBytesImpl(const WeightView& w) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (!w.quantized() || w.rows <= 0) return 0;
+  const size_t group = static_cast<size_t>(QuantBlockSize(w.quant));
+  const size_t nb = (static_cast<size_t>(w.cols) + group - 1) / group;
+  return (static_cast<size_t>(w.rows) + kCols - 1) / kCols * nb * GroupBytes(group);
+#else
+  (void)w;
+  return 0;
+#endif
+}
+
+// Writes the panels (16 rows of W each, all groups) to out (64-byte aligned,
+// IntegerPanelsBytesImpl(w) bytes).
+void PackIntegerPanelsImpl(const WeightView& w, uint8_t* out, ThreadPool* pool) {
+#if HWY_TARGET == HWY_AVX3_DL
+  const size_t bytes = IntegerPanelsBytesImpl(w);
+  if (bytes == 0) return;
+  const size_t group = static_cast<size_t>(QuantBlockSize(w.quant));
+  const size_t nb = (static_cast<size_t>(w.cols) + group - 1) / group;
+  const size_t n = static_cast<size_t>(w.rows), npanels = (n + kCols - 1) / kCols;
+  const size_t row_bytes = QuantizedRowBytes(w.quant, w.cols);
+  const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
+  cpu::RunTasks(pool, npanels, [&](size_t p, size_t) {
+    PackPanel(w.quant, wbase, row_bytes, p * kCols, std::min(kCols, n - p * kCols), group, 0, nb, 0,
+              out + p * nb * GroupBytes(group));
+  });
+#else
+  (void)w, (void)out, (void)pool;
+#endif
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kernels
 }  // namespace mineru
 HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace mineru {
+namespace kernels {
+namespace cpu {
+
+HWY_EXPORT(IntegerPanelsBytesImpl);
+HWY_EXPORT(PackIntegerPanelsImpl);
+
+size_t IntegerPanelsBytes(const WeightView& w) { return HWY_DYNAMIC_DISPATCH(IntegerPanelsBytesImpl)(w); }
+void PackIntegerPanels(const WeightView& w, uint8_t* out, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(PackIntegerPanelsImpl)(w, out, pool);
+}
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace mineru
+#endif  // HWY_ONCE
