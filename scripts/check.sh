@@ -6,7 +6,7 @@
 #   1. the whole ctest suite under the sanitizers (leaks checked, with the suppressions for
 #      fontconfig/poppler's process-lifetime caches in tests/fuzz/lsan.supp);
 #   2. every fuzz target for FUZZ_SECONDS (default 10) on its seed corpus.
-# ThreadSanitizer (engine, scheduler, server tests) is scripts/sanitize.sh's second half.
+# ThreadSanitizer (engine, scheduler, server tests) is scripts/tsan.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=clang CXX=clang++ cmake -S . -B build-check -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

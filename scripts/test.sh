@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Sets up the machine, builds, and runs the whole test suite (unit, golden, e2e).
+# Sets up the machine, builds, and runs the whole test suite: unit, golden and e2e tests (ctest),
+# the web page in headless Chromium, then the sanitizer stages — the suite and every fuzz target
+# under ASan+UBSan (scripts/check.sh) and the engine/server tests under TSan (scripts/tsan.sh).
+# MINERU_SKIP_SANITIZERS=1 stops after the web test (a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -7,3 +10,7 @@ bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 # The web page: build it, then drive the real server in headless Chromium.
 (cd web && npm ci --no-audit --no-fund && npm run build && npm test)
+if [ "${MINERU_SKIP_SANITIZERS:-0}" != 1 ]; then
+  bash scripts/check.sh
+  bash scripts/tsan.sh
+fi

@@ -15,16 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../util/run_cli.h"
+#include "../util/sanitizers.h"
 #include "server/base64.h"
 #include "server_harness.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define MINERU_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define MINERU_TEST_SANITIZED 1
-#endif
-#endif
 
 namespace mineru::testing {
 namespace {

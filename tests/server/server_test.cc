@@ -11,6 +11,7 @@
 
 #include "../model/golden_util.h"
 #include "../util/pdf_writer.h"
+#include "../util/sanitizers.h"
 #include "server/base64.h"
 #include "server_harness.h"
 
@@ -421,7 +422,9 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   EXPECT_EQ(failed.load(), 0) << "status counts (-1 = no response): " << summary;
   EXPECT_EQ(ok.load(), 32 * kRounds);
   const long after = RssKb(srv_.pid());
+#ifndef MINERU_TEST_TSAN  // TSan's shadow memory grows with every heap page ever touched
   EXPECT_LT(after, baseline + 64 * 1024) << "RSS grew from " << baseline << " kB to " << after << " kB";
+#endif
   srv_.Stop();
 
   // Overflow: a tiny queue answers 429, never an error or a hang.

@@ -283,9 +283,19 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
         default: break;
       }
     }
-    for (size_t i = i_begin; i < i_end; ++i) {
-      const float* a = accbuf + (i - i_begin) * tile_cols;
-      for (size_t c = 0; c < nv; ++c) y[i * n + j0 + c] = a[c] + (bias ? bias[j0 + c] : 0.0f);
+    if (nv == tile_cols) {  // a full tile: two vector stores per row
+      const __m512 b0 = bias ? _mm512_loadu_ps(bias + j0) : _mm512_setzero_ps();
+      const __m512 b1 = bias ? _mm512_loadu_ps(bias + j0 + kCols) : _mm512_setzero_ps();
+      for (size_t i = i_begin; i < i_end; ++i) {
+        const float* a = accbuf + (i - i_begin) * tile_cols;
+        _mm512_storeu_ps(y + i * n + j0, _mm512_add_ps(_mm512_load_ps(a), b0));
+        _mm512_storeu_ps(y + i * n + j0 + kCols, _mm512_add_ps(_mm512_load_ps(a + kCols), b1));
+      }
+    } else {
+      for (size_t i = i_begin; i < i_end; ++i) {
+        const float* a = accbuf + (i - i_begin) * tile_cols;
+        for (size_t c = 0; c < nv; ++c) y[i * n + j0 + c] = a[c] + (bias ? bias[j0 + c] : 0.0f);
+      }
     }
   };
   // Each task is a run of consecutive column tiles of one row block, so that the next tile's

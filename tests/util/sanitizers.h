@@ -1,0 +1,23 @@
+// tests/util/sanitizers.h — which sanitizer this test binary was built with (gcc defines
+// __SANITIZE_*__, clang answers __has_feature). For the few checks a sanitizer makes
+// meaningless: memory limits (ASan/TSan reserve terabytes of shadow address space) and RSS
+// budgets (TSan's shadow memory grows with the heap).
+#pragma once
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MINERU_TEST_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define MINERU_TEST_TSAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define MINERU_TEST_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define MINERU_TEST_TSAN 1
+#endif
+#endif
+#if defined(MINERU_TEST_ASAN) || defined(MINERU_TEST_TSAN)
+#define MINERU_TEST_SANITIZED 1
+#endif
