@@ -341,7 +341,10 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
 
   auto route = [&st](Kind kind) {
     return [&st, kind](const httplib::Request& req, httplib::Response& res) {
-      if (!st.ready) return SendError(res, 503, st.load_error.empty() ? "the model is loading" : st.load_error);
+      if (!st.ready) {
+        const std::string err = st.LoadError();
+        return SendError(res, 503, err.empty() ? "the model is loading" : err);
+      }
       if (st.draining) return SendError(res, 503, "the server is shutting down");
       // The parsed body and the decoded images grow with what the client sent.
       Json body;

@@ -97,8 +97,8 @@ void LoadModel(Server::State& st) {
   ThreadPool pool(st.opt.engine.threads > 0 ? static_cast<size_t>(st.opt.engine.threads) : ThreadPool::DefaultThreads());
   auto m = Qwen2VLModel::Load(st.opt.model_dir, st.opt.quant, &pool);
   if (!m.ok()) {
-    st.load_error = m.status().ToString();
-    std::fprintf(stderr, "error: model: %s\n", st.load_error.c_str());
+    st.SetLoadError(m.status().ToString());
+    std::fprintf(stderr, "error: model: %s\n", m.status().ToString().c_str());
     return;
   }
   st.model = std::move(m).value();
@@ -106,14 +106,14 @@ void LoadModel(Server::State& st) {
   if (FileExists(tj)) {
     auto t = Tokenizer::LoadFromFile(tj);
     if (!t.ok()) {
-      st.load_error = t.status().ToString();
+      st.SetLoadError(t.status().ToString());
       return;
     }
     st.tokenizer = std::move(t).value();
   }
   auto e = Engine::Create(*st.model, st.tokenizer.get(), st.opt.engine);
   if (!e.ok()) {
-    st.load_error = e.status().ToString();
+    st.SetLoadError(e.status().ToString());
     return;
   }
   st.engine = std::move(e).value();
@@ -214,7 +214,9 @@ StatusOr<int> Server::Start() {
 
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     State& s = *st_;
-    if (!s.load_error.empty()) return SendJson(res, 503, {{"status", "error"}, {"error", s.load_error}});
+    if (const std::string err = s.LoadError(); !err.empty()) {
+      return SendJson(res, 503, {{"status", "error"}, {"error", err}});
+    }
     if (s.draining) return SendJson(res, 503, {{"status", "draining"}});
     if (!s.ready) return SendJson(res, 503, {{"status", "loading"}});
     // A weight file changed on disk under the mapping (checked now): requests fail until a restart.

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <mutex>
+#include <string>
 
 #include "model/qwen2vl.h"
 #include "server/server.h"
@@ -19,7 +21,16 @@ struct Server::State {
   ServerOptions opt;
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
-  std::string load_error;
+  // Why the model failed to load (empty while loading or once ready). Written by the loader
+  // thread while handlers read it: through the accessors only.
+  void SetLoadError(std::string e) {
+    std::lock_guard<std::mutex> lock(load_error_mu);
+    load_error = std::move(e);
+  }
+  std::string LoadError() const {
+    std::lock_guard<std::mutex> lock(load_error_mu);
+    return load_error;
+  }
   std::unique_ptr<Qwen2VLModel> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<Engine> engine;
@@ -34,6 +45,10 @@ struct Server::State {
   // Finished jobs whose outcome the store could not record yet (by id; see FinishJob).
   std::mutex unrecorded_mu;
   std::map<std::string, Job> unrecorded;
+
+ private:
+  mutable std::mutex load_error_mu;
+  std::string load_error;
 };
 
 // Writes an OpenAI-style error body {"object":"error","error":{"message","type","code"}}.
