@@ -166,26 +166,19 @@ void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, s
 
 // acc[r][p] (+)= rows r0..r0+R of xu (x + 128) times the packed panels, groups [g0, g1).
 // xu rows have stride kpad; d rows have stride nb (one scale per group).
-// Software prefetch while a row tile runs: per group, `per_group` bytes of each stream from
-// src[k] on (prepacked panels come from DRAM in a decode step; per-call packed ones are in L1).
-struct PrefetchPlan {
-  const uint8_t* src[kPanels] = {nullptr, nullptr};
-  size_t per_group = 0;
-};
-
+// ahead: prefetch distance in bytes along each panel's stream (0: none; prepacked panels
+// come from DRAM in a decode step, packed-per-call ones are already in L1).
 template <size_t R>
 HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu,
-                           const float* d, size_t kpad, size_t nb, const PrefetchPlan& pf,
-                           __m512 acc[R][kPanels]) {
+                           const float* d, size_t kpad, size_t nb, size_t ahead, __m512 acc[R][kPanels]) {
   const size_t quads = group / 4, gbytes = GroupBytes(group);
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* pp[kPanels];
     __m512i p[R][kPanels];
     for (size_t k = 0; k < kPanels; ++k) {
       pp[k] = panel[k] + (g - g0) * gbytes;
-      if (pf.src[k] != nullptr) {
-        const uint8_t* at = pf.src[k] + (g - g0) * pf.per_group;
-        for (size_t off = 0; off < pf.per_group; off += 64) hwy::Prefetch(at + off);
+      if (ahead != 0) {
+        for (size_t off = 0; off < gbytes; off += 64) hwy::Prefetch(pp[k] + ahead + off);
       }
       const __m512i init = _mm512_load_si512(pp[k] + quads * 64);
       for (size_t r = 0; r < R; ++r) p[r][k] = init;
@@ -217,12 +210,12 @@ HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0,
 // Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x 32 floats).
 template <size_t R>
 void RunRows(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu, const float* d,
-             size_t kpad, size_t nb, size_t i0, const PrefetchPlan& pf, float* accbuf) {
+             size_t kpad, size_t nb, size_t i0, size_t ahead, float* accbuf) {
   __m512 acc[R][kPanels];
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) acc[r][k] = _mm512_load_ps(accbuf + (i0 + r) * 32 + 16 * k);
   }
-  TileGroups<R>(panel, group, g0, g1, xu + i0 * kpad, d + i0 * nb, kpad, nb, pf, acc);
+  TileGroups<R>(panel, group, g0, g1, xu + i0 * kpad, d + i0 * nb, kpad, nb, ahead, acc);
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) _mm512_store_ps(accbuf + (i0 + r) * 32 + 16 * k, acc[r][k]);
   }
@@ -248,7 +241,7 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
   const size_t slots = std::max<size_t>(1, cpu::NumWorkers(pool));
   const size_t pack_bytes = kPanels * chunk_groups * GroupBytes(group);
   auto scratch = hwy::AllocateAligned<uint8_t>(slots * (pack_bytes + row_block * tile_cols * sizeof(float)));
-  auto Tile = [&](size_t rb, size_t jt, size_t slot, bool prefetch_next, bool first_of_run) {
+  auto Tile = [&](size_t rb, size_t jt, size_t slot, bool prefetch_next) {
     const size_t i_begin = rb * row_block, i_end = std::min(m, i_begin + row_block);
     const size_t j0 = jt * tile_cols, nv = std::min(tile_cols, n - j0);
     uint8_t* pack = scratch.get() + slot * (pack_bytes + row_block * tile_cols * sizeof(float));
@@ -274,51 +267,19 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
       const uint8_t* xb = xu + i_begin * kpad;
       const float* db = d + i_begin * nb;
       const size_t rows = i_end - i_begin;
-      // Prepacked panels stream from memory. Each row tile of this chunk prefetches its share
-      // of the next chunk (or of the next tile's first chunk), spread over its groups, so the
-      // stream never pauses while the later row tiles reuse the chunk from cache. The first
-      // chunk of a run was not prefetched: its first row tile also looks 8 groups ahead.
-      const size_t rows_tiles = (rows + kRows - 1) / kRows, ng = g1 - g0;
-      const size_t gb = GroupBytes(group);
-      const uint8_t* next[kPanels] = {nullptr, nullptr};
-      size_t next_bytes = 0;
-      if (prepacked != nullptr) {
-        for (size_t k = 0; k < kPanels; ++k) {
-          const size_t pi = std::min(jt * kPanels + k, npanels - 1);
-          if (g1 < nb) {
-            next[k] = prepacked + (pi * nb + g1) * gb;
-            next_bytes = (std::min(nb, g1 + chunk_groups) - g1) * gb;
-          } else if (prefetch_next) {
-            next[k] = prepacked + std::min((jt + 1) * kPanels + k, npanels - 1) * nb * gb;
-            next_bytes = std::min(nb, chunk_groups) * gb;
-          }
-        }
-      }
-      auto plan = [&](size_t tile_index) {
-        PrefetchPlan pf;
-        if (prepacked == nullptr) return pf;
-        if (tile_index == 0 && g0 == 0 && first_of_run) {
-          for (size_t k = 0; k < kPanels; ++k) pf.src[k] = panel[k] + 8 * gb;
-          pf.per_group = gb;
-          return pf;
-        }
-        if (next[0] == nullptr) return pf;
-        const size_t share = (next_bytes + rows_tiles - 1) / rows_tiles;
-        pf.per_group = ((share + ng - 1) / ng + 63) & ~size_t{63};
-        for (size_t k = 0; k < kPanels; ++k) pf.src[k] = next[k] + tile_index * share;
-        return pf;
-      };
+      // The first row tile of a chunk streams prepacked panels from memory: prefetch 8 groups ahead.
+      const size_t ahead0 = prepacked ? 8 * GroupBytes(group) : 0;
       size_t i = 0;
       for (; i + kRows <= rows; i += kRows) {
-        RunRows<kRows>(panel, group, g0, g1, xb, db, kpad, nb, i, plan(i / kRows), accbuf);
+        RunRows<kRows>(panel, group, g0, g1, xb, db, kpad, nb, i, i == 0 ? ahead0 : 0, accbuf);
       }
-      const PrefetchPlan last = plan(i / kRows);
+      const size_t ahead = i == 0 ? ahead0 : 0;
       switch (rows - i) {
-        case 5: RunRows<5>(panel, group, g0, g1, xb, db, kpad, nb, i, last, accbuf); break;
-        case 4: RunRows<4>(panel, group, g0, g1, xb, db, kpad, nb, i, last, accbuf); break;
-        case 3: RunRows<3>(panel, group, g0, g1, xb, db, kpad, nb, i, last, accbuf); break;
-        case 2: RunRows<2>(panel, group, g0, g1, xb, db, kpad, nb, i, last, accbuf); break;
-        case 1: RunRows<1>(panel, group, g0, g1, xb, db, kpad, nb, i, last, accbuf); break;
+        case 5: RunRows<5>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 4: RunRows<4>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 3: RunRows<3>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 2: RunRows<2>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 1: RunRows<1>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
         default: break;
       }
     }
@@ -345,7 +306,7 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
   cpu::RunTasks(pool, nrb * nruns, [&](size_t task, size_t slot) {
     const size_t rb = task / nruns, jr = task % nruns;
     const size_t jt_end = std::min(ntiles, (jr + 1) * run);
-    for (size_t jt = jr * run; jt < jt_end; ++jt) Tile(rb, jt, slot, jt + 1 < jt_end, jt == jr * run);
+    for (size_t jt = jr * run; jt < jt_end; ++jt) Tile(rb, jt, slot, jt + 1 < jt_end);
   });
 }
 
