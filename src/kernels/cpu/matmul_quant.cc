@@ -204,6 +204,13 @@ HWY_INLINE __m512i UnpackNibblePair(__m128i q0, __m128i q1) {
   return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(15));
 }
 
+// Two consecutive Q8_0 blocks at blk: their 64 int8 values, and the scale vector [d0 x 8 | d1 x 8].
+HWY_INLINE __m512i LoadQ8Pair(const uint8_t* blk, __m512* dw) {
+  *dw = PairScale(_cvtsh_ss(internal::LoadU16(blk)), _cvtsh_ss(internal::LoadU16(blk + 34)));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 36)), 1);
+}
+
 #if HWY_TARGET == HWY_AVX3_DL
 // VNNI (vpdpbusd: u8 x s8, four products summed into each int32 lane). Q8: x is made unsigned
 // by x + 128 (an xor of the sign bit) and the accumulator starts at -128 * sum(w) of its lane
@@ -223,11 +230,7 @@ HWY_INLINE void TileQ8x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HW
     __m512 dw[C];
 #pragma GCC unroll 4
     for (size_t c = 0; c < C; ++c) {
-      const uint8_t* blk = wrow[c] + b * internal::kQ8_0BlockBytes;
-      dw[c] = PairScale(_cvtsh_ss(internal::LoadU16(blk)), _cvtsh_ss(internal::LoadU16(blk + 34)));
-      w[c] = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))),
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 36)), 1);
+      w[c] = LoadQ8Pair(wrow[c] + b * internal::kQ8_0BlockBytes, &dw[c]);
       init[c] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k128, w[c]));
     }
 #pragma GCC unroll 4
@@ -268,11 +271,7 @@ HWY_INLINE void TileQ8x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HW
     __m512 dw[C];
 #pragma GCC unroll 4
     for (size_t c = 0; c < C; ++c) {
-      const uint8_t* blk = wrow[c] + b * internal::kQ8_0BlockBytes;
-      dw[c] = PairScale(_cvtsh_ss(internal::LoadU16(blk)), _cvtsh_ss(internal::LoadU16(blk + 34)));
-      const __m512i w = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))),
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 36)), 1);
+      const __m512i w = LoadQ8Pair(wrow[c] + b * internal::kQ8_0BlockBytes, &dw[c]);
       aw[c] = _mm512_abs_epi8(w);
       neg[c] = _mm512_movepi8_mask(w);
     }
