@@ -2,7 +2,31 @@
 
 #include <algorithm>
 
+#include <chrono>
+
 namespace mineru {
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() or kSpinMicros pass; true if done() became true.
+template <class Done>
+bool SpinUntil(const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return false;
+    CpuRelax();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(size_t num_threads) {
   if (num_threads < 1) num_threads = 1;
@@ -13,6 +37,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    stopping_.store(true, std::memory_order_release);
   }
   cv_start_.notify_all();
   for (auto& t : workers_) t.join();
@@ -30,6 +55,7 @@ void ThreadPool::RunChunk(const RangeFn& fn, size_t b, size_t e, size_t worker) 
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_) error_ = std::current_exception();
     pending_ -= num_chunks_ - next_chunk_;  // the chunks nobody will start now (this one still counts)
+    pending_mirror_.store(pending_, std::memory_order_release);
     next_chunk_ = num_chunks_;
   }
 }
@@ -53,8 +79,10 @@ void ThreadPool::ParallelFor(size_t n, const RangeFn& fn, size_t min_chunk) {
     num_chunks_ = chunks;
     next_chunk_ = 0;
     pending_ = chunks;
+    pending_mirror_.store(chunks, std::memory_order_release);
     error_ = nullptr;
     ++generation_;
+    published_.store(generation_, std::memory_order_release);
   }
   cv_start_.notify_all();
   // The caller works too.
@@ -68,8 +96,10 @@ void ThreadPool::ParallelFor(size_t n, const RangeFn& fn, size_t min_chunk) {
     size_t b = c * chunk, e = std::min(n, b + chunk);
     RunChunk(fn, b, e, 0);
     std::lock_guard<std::mutex> lock(mu_);
-    if (--pending_ == 0) cv_done_.notify_all();
+    pending_mirror_.store(--pending_, std::memory_order_release);
+    if (pending_ == 0) cv_done_.notify_all();
   }
+  SpinUntil([this] { return pending_mirror_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mu_);
   cv_done_.wait(lock, [this] { return pending_ == 0; });
   fn_ = nullptr;
@@ -84,6 +114,9 @@ void ThreadPool::ParallelFor(size_t n, const RangeFn& fn, size_t min_chunk) {
 void ThreadPool::WorkerLoop(size_t index) {
   size_t seen = 0;
   for (;;) {
+    SpinUntil([&] {
+      return published_.load(std::memory_order_acquire) != seen || stopping_.load(std::memory_order_acquire);
+    });
     std::unique_lock<std::mutex> lock(mu_);
     cv_start_.wait(lock, [&] { return stop_ || (generation_ != seen && next_chunk_ < num_chunks_); });
     if (stop_) return;
@@ -96,7 +129,8 @@ void ThreadPool::WorkerLoop(size_t index) {
       size_t b = c * chunk, e = std::min(n, b + chunk);
       RunChunk(*fn, b, e, index);
       lock.lock();
-      if (--pending_ == 0) cv_done_.notify_all();
+      pending_mirror_.store(--pending_, std::memory_order_release);
+      if (pending_ == 0) cv_done_.notify_all();
     }
   }
 }

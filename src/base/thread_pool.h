@@ -5,8 +5,14 @@
 // task must not call ParallelFor on the same pool. An exception thrown by fn (std::bad_alloc in
 // a kernel's scratch buffer) does not end the process: the remaining chunks are skipped, and once
 // every started chunk is done ParallelFor rethrows the first one to its caller.
+//
+// Waiting: a worker that finished a job, and a caller waiting for the last chunk, first spin for
+// up to kSpinMicros on an atomic before sleeping on a condition variable. A decode step issues
+// hundreds of short ParallelFor calls; waking a sleeping worker costs ~10 us each on this VM,
+// a sixth of a single-stream decode step. An idle pool sleeps after kSpinMicros.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -52,6 +58,13 @@ class ThreadPool {
   size_t generation_ = 0;
   std::exception_ptr error_;  // guarded by mu_
   bool stop_ = false;
+  // Mirrors of generation_ and pending_ (written under mu_) for the lock-free spin phase.
+  std::atomic<size_t> published_{0};
+  std::atomic<size_t> pending_mirror_{0};
+  std::atomic<bool> stopping_{false};
+
+ public:
+  static constexpr int kSpinMicros = 50;
 };
 
 }  // namespace mineru
