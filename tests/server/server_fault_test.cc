@@ -193,13 +193,6 @@ std::string BlankPng(uint32_t w, uint32_t h) {
   return png;
 }
 
-long VmSizeKb(pid_t pid) {
-  auto s = ReadFileToString("/proc/" + std::to_string(pid) + "/status");
-  if (!s.ok()) return -1;
-  const size_t at = s->find("VmSize:");
-  return at == std::string::npos ? -1 : std::atol(s->c_str() + at + 7);
-}
-
 TEST(ServerFaultTest, OversizedImageUnderAMemoryLimitIsAClearErrorAndTheServerGoesOn) {
 #ifdef MINERU_TEST_SANITIZED
   GTEST_SKIP() << "sanitizer build: ASan/TSan reserve terabytes of address space, RLIMIT_AS cannot be used";
@@ -230,7 +223,7 @@ TEST(ServerFaultTest, OversizedImageUnderAMemoryLimitIsAClearErrorAndTheServerGo
     ASSERT_TRUE(b);
     ASSERT_EQ(b->status, 200) << b->body;
   }
-  const long baseline_kb = VmSizeKb(srv.pid());
+  const long baseline_kb = ProcStatusKb(srv.pid(), "VmSize");
   ASSERT_GT(baseline_kb, 0);
   constexpr long kHeadroomMb = 256;
   struct rlimit rl {};

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -22,6 +23,14 @@ namespace mineru::testing {
 
 inline const std::string kBin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
 inline const std::string kFx = MINERU_FIXTURES_DIR;
+
+// A "<field>: N kB" line of /proc/<pid>/status (VmRSS, VmSize, ...); -1 if unreadable.
+inline long ProcStatusKb(pid_t pid, const std::string& field) {
+  auto s = ReadFileToString("/proc/" + std::to_string(pid) + "/status");
+  if (!s.ok()) return -1;
+  const size_t at = s->find(field + ":");
+  return at == std::string::npos ? -1 : std::atol(s->c_str() + at + field.size() + 1);
+}
 
 inline std::string TempDir(const std::string& name) {
   std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";

@@ -364,13 +364,6 @@ TEST_F(ServerTest, GracefulDrainOnSigterm) {
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
 }
 
-long RssKb(pid_t pid) {
-  auto s = ReadFileToString("/proc/" + std::to_string(pid) + "/status");
-  if (!s.ok()) return -1;
-  const size_t at = s->find("VmRSS:");
-  return at == std::string::npos ? -1 : std::atol(s->c_str() + at + 6);
-}
-
 TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   StartServer({"--max-tokens", "8"});
   const std::string pdf = MakePdf({TextPage("L")});
@@ -390,7 +383,7 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
     return r ? r->status : -1;
   };
   for (int i = 0; i < 8; ++i) ASSERT_EQ(one_round(i), 200);  // warm up
-  const long baseline = RssKb(srv_.pid());
+  const long baseline = ProcStatusKb(srv_.pid(), "VmRSS");
   std::atomic<int> ok{0}, failed{0};
   std::mutex codes_mu;
   std::map<int, int> codes;  // status -> count, for the failure message
@@ -425,7 +418,7 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   for (const auto& [code, n] : codes) summary += std::to_string(code) + "x" + std::to_string(n) + " ";
   EXPECT_EQ(failed.load(), 0) << "status counts (-1 = no response): " << summary;
   EXPECT_EQ(ok.load(), 32 * kRounds);
-  const long after = RssKb(srv_.pid());
+  const long after = ProcStatusKb(srv_.pid(), "VmRSS");
 #ifndef MINERU_TEST_TSAN  // TSan's shadow memory grows with every heap page ever touched
   EXPECT_LT(after, baseline + 64 * 1024) << "RSS grew from " << baseline << " kB to " << after << " kB";
 #endif
