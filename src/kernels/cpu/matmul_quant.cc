@@ -494,7 +494,8 @@ void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_byt
 void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, size_t kpad, size_t nb,
                       const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
                       const float* bias, float* y, ThreadPool* pool);
-// Below this many rows the per-call repacking of W costs more than the row tiles lose.
+// Below this many rows the row tiles win: one or two rows are bound by reading W, which the
+// row layout does in fewer bytes than the panels (and without repacking when none are prepacked).
 constexpr size_t kVnniPanelMinRows = 4;
 #endif
 
