@@ -476,10 +476,23 @@ bool Engine::RunStep() {
   std::vector<float>& logits = logits_scratch_;
   const double now = Now();
   int64_t new_tokens = 0;
+  // Sampling reads only each sequence's own logits row and sampler state: the rows are
+  // sampled in parallel, then applied in order.
+  std::vector<int32_t> sampled(sample_ids.size());
+  std::vector<Seq*> sampling(sample_ids.size());
+  for (size_t k = 0; k < sample_ids.size(); ++k) sampling[k] = seqs_.at(sample_ids[k]).get();
+  auto sample_rows = [&](size_t b, size_t e, size_t) {
+    for (size_t k = b; k < e; ++k) sampled[k] = sampling[k]->sampler->Sample(logits.data() + k * V, static_cast<int32_t>(V));
+  };
+  if (pool_ && sample_ids.size() > 1) {
+    pool_->ParallelFor(sample_ids.size(), sample_rows);
+  } else {
+    sample_rows(0, sample_ids.size(), 0);
+  }
   for (size_t k = 0; k < sample_ids.size(); ++k) {
-    Seq& s = *seqs_.at(sample_ids[k]);
+    Seq& s = *sampling[k];
     if (s.comp.cached_prompt_tokens == 0) s.comp.cached_prompt_tokens = sched_->CachedPrefixTokens(s.id);
-    const int32_t tok = s.sampler->Sample(logits.data() + k * V, static_cast<int32_t>(V));
+    const int32_t tok = sampled[k];
     s.sampler->Accept(tok);
     s.generated.push_back(tok);
     ++new_tokens;

@@ -101,13 +101,26 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
 // causal: query i attends to keys [0, kv_offset + i] where kv_offset = n_kv - n_q.
 // Softmax in fp32 with max subtraction (the SIMD kernel uses the online, tiled form).
 // Preconditions: num_heads % num_kv_heads == 0, n_kv >= n_q when causal, scale > 0.
+// Paged K/V (a paged KV cache, read in place): when k_blocks is set, key/value j is row
+// j % kv_block of k_blocks[j / kv_block] / v_blocks[j / kv_block] (rows kv_stride apart);
+// the k and v arguments are then ignored (may be null). Results equal the contiguous form.
 struct AttentionShape {
   int64_t n_q = 0, n_kv = 0;
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   int64_t q_stride = 0, kv_stride = 0, out_stride = 0;
   bool causal = false;
   float scale = 1.0f;
+  const float* const* k_blocks = nullptr;
+  const float* const* v_blocks = nullptr;
+  int64_t kv_block = 0;  // rows per block (> 0 when k_blocks is set)
 };
+// Row j of the keys/values under `s` (contiguous or paged).
+inline const float* KeyRow(const AttentionShape& s, const float* k, int64_t j) {
+  return s.k_blocks ? s.k_blocks[j / s.kv_block] + (j % s.kv_block) * s.kv_stride : k + j * s.kv_stride;
+}
+inline const float* ValueRow(const AttentionShape& s, const float* v, int64_t j) {
+  return s.v_blocks ? s.v_blocks[j / s.kv_block] + (j % s.kv_block) * s.kv_stride : v + j * s.kv_stride;
+}
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
 

@@ -220,7 +220,7 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
       const int64_t limit = s.causal ? std::min(s.n_kv, kv_offset + i + 1) : s.n_kv;
       float mx = -INFINITY;
       for (int64_t j = 0; j < limit; ++j) {
-        scores[j] = Dot(qi, k + j * s.kv_stride + kvh * hd, hd) * s.scale;
+        scores[j] = Dot(qi, KeyRow(s, k, j) + kvh * hd, hd) * s.scale;
         mx = std::max(mx, scores[j]);
       }
       float sum = 0;
@@ -231,7 +231,7 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < limit; ++j) {
         const float p = scores[j];
-        const float* vj = v + j * s.kv_stride + kvh * hd;
+        const float* vj = ValueRow(s, v, j) + kvh * hd;
         for (int64_t d = 0; d < hd; ++d) acc[d] += p * vj[d];
       }
       float* o = out + i * s.out_stride + h * hd;

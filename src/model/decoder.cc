@@ -133,8 +133,9 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   std::vector<float> normed(T * Hd), q(T * QD), k(T * KD), v(T * KD), attn(T * QD), tmp(T * Hd), gate(T * I),
       up(T * I);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  // Per-worker scratch for gathering a sequence's context.
-  std::vector<std::vector<float>> kctx(pool ? pool->num_threads() : 1), vctx(kctx.size());
+  // Per-worker scratch: a sequence's block addresses for one layer (attention reads the
+  // paged cache in place).
+  std::vector<std::vector<const float*>> kblk(pool ? pool->num_threads() : 1), vblk(kblk.size());
   for (int l = 0; l < c_.num_layers; ++l) {
     const DecoderLayerWeights& L = w_.layers[l];
     kernels::RmsNorm(x.data(), T, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data(), pool);
@@ -156,7 +157,7 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
     auto one = [&](size_t si, size_t worker, ThreadPool* inner) {
       const BatchSegment& s = segs[si];
       const int64_t row = first_row[si];
-      // Write the new keys/values into their blocks, then gather the whole context contiguously.
+      // Write the new keys/values into their blocks; attention then reads the blocks in place.
       for (int64_t i = 0; i < s.n; ++i) {
         const int64_t p = s.past + i;
         const int32_t b = s.block_table[p / bs];
@@ -164,17 +165,14 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
         std::memcpy(kv->Value(b, l) + (p % bs) * KD, &v[(row + i) * KD], sizeof(float) * KD);
       }
       const int64_t ctx = s.past + s.n;
-      std::vector<float>& kc = kctx[worker];
-      std::vector<float>& vc = vctx[worker];
-      if (static_cast<int64_t>(kc.size()) < ctx * KD) {
-        kc.resize(ctx * KD);
-        vc.resize(ctx * KD);
-      }
+      std::vector<const float*>& kb = kblk[worker];
+      std::vector<const float*>& vb = vblk[worker];
+      kb.clear();
+      vb.clear();
       for (int64_t start = 0; start < ctx; start += bs) {
         const int32_t b = s.block_table[start / bs];
-        const int64_t len = std::min(bs, ctx - start);
-        std::memcpy(&kc[start * KD], kv->Key(b, l), sizeof(float) * len * KD);
-        std::memcpy(&vc[start * KD], kv->Value(b, l), sizeof(float) * len * KD);
+        kb.push_back(kv->Key(b, l));
+        vb.push_back(kv->Value(b, l));
       }
       kernels::AttentionShape a;
       a.n_q = s.n;
@@ -187,7 +185,10 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
       a.out_stride = QD;
       a.causal = true;
       a.scale = scale;
-      kernels::Attention(q.data() + row * QD, kc.data(), vc.data(), a, attn.data() + row * QD, inner);
+      a.k_blocks = kb.data();
+      a.v_blocks = vb.data();
+      a.kv_block = bs;
+      kernels::Attention(q.data() + row * QD, nullptr, nullptr, a, attn.data() + row * QD, inner);
     };
     if (across && pool) {
       pool->ParallelFor(segs.size(), [&](size_t b, size_t e, size_t w) {

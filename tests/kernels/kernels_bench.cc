@@ -5,7 +5,8 @@
 //   kernels_bench [--benchmark_filter=REGEX]   threads: MINERU_THREADS (default: all cores)
 //   MatMul/shape:S/w:W/m:M/tgt:T  S indexes kShapes, W: 0 bf16 1 q8_0 2 q4_0 3 q4_g128,
 //       T: 0 best SIMD target, 1 capped at AVX2, 2 the scalar reference twin, 3 capped at AVX3
-//       (AVX-512 without VNNI), 4 the integer path (cpu::MatMulQuantInt) at any m
+//       (AVX-512 without VNNI), 4 the integer path (cpu::MatMulQuantInt) at any m,
+//       5 with the integer panels packed beforehand (as the decoder's weights are at load)
 //   Attention/...   vision (5476 patches), causal prefill (1369), decode (n_q = 1)
 //   Elementwise, Quantize (load-time cost), QuantAccuracy (rel. RMS error of y per format),
 //   PoolRoundTrip (ParallelFor overhead), FmaPeak/0|1 (AVX2 / AVX-512 FMA ceiling).
@@ -74,9 +75,10 @@ struct Weights {
   std::vector<float> f32;
   QuantizedMatrix q;
   WeightView view;
+  PackedPanels panels;  // packed on first use by tgt 5
 };
 
-const Weights& GetWeights(int shape, int wtype) {
+Weights& GetWeights(int shape, int wtype) {
   static std::map<std::pair<int, int>, std::unique_ptr<Weights>> cache;
   auto& slot = cache[{shape, wtype}];
   if (!slot) {
@@ -120,7 +122,17 @@ void BM_MatMul(benchmark::State& state) {
   const int64_t m = state.range(2);
   TargetScope scope(static_cast<int>(state.range(3)));
   const Shape& s = kShapes[shape];
-  const Weights& w = GetWeights(shape, wtype);
+  Weights& weights = GetWeights(shape, wtype);
+  WeightView view = weights.view;
+  if (state.range(3) == 5) {
+    if (!IntegerPanelsAvailable() || !view.quantized()) {
+      state.SkipWithError("no integer panels on this CPU");
+      return;
+    }
+    if (weights.panels.empty()) weights.panels = PackIntegerPanels(view, &Pool());
+    view.panels = weights.panels.data();
+  }
+  const Weights& w = weights;
   const std::vector<float> x = RandomVec(static_cast<size_t>(m * s.k), 7);
   const std::vector<float> bias = RandomVec(static_cast<size_t>(s.n), 8);
   std::vector<float> y(static_cast<size_t>(m * s.n));
@@ -129,7 +141,7 @@ void BM_MatMul(benchmark::State& state) {
     if (int_path) {
       cpu::MatMulQuantInt(x.data(), m, w.view, bias.data(), y.data(), &Pool());
     } else {
-      MatMul(x.data(), m, w.view, bias.data(), y.data(), &Pool());
+      MatMul(x.data(), m, view, bias.data(), y.data(), &Pool());
     }
     benchmark::DoNotOptimize(y.data());
   }
@@ -148,6 +160,7 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
       for (int wt : {kBf16, kQ8, kQ4, kQ4G128}) b->Args({shape, wt, m, 0});
       b->Args({shape, kBf16, m, 1});  // the same on AVX2 (for machines with AVX-512)
       if (m <= 16) b->Args({shape, kQ8, m, 3});  // int8 without VNNI (for machines with it)
+      if (m == 16) b->Args({shape, kQ8, m, 5});  // batched decode: panels packed at load
       if (m > 16) b->Args({shape, kQ8, m, 4});   // the integer path where MatMul dequantizes
     }
   }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -40,6 +41,7 @@ struct Geometry {
   size_t n_q, n_kv, hd, hdp, group, num_kv_heads, kv_offset;
   size_t pv_nv;  // > 0: P·V in one tile of pv_nv vectors per row (hdp = pv_nv * N), AVX-512 only
   size_t q_stride, kv_stride, out_stride;
+  const AttentionShape* shape;  // row addressing of K/V (contiguous or paged)
   bool causal;
   float scale;
   size_t rows;  // query rows per KV head = n_q * group
@@ -59,16 +61,42 @@ struct RowRefs {
 void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
   const size_t NR = PanelWidth();
   const size_t panels = (nk + NR - 1) / NR;
+  const AttentionShape& sh = *g.shape;
+  // Keys [j, j + run) that are contiguous in memory: all of them, or up to a block's end.
+  auto run_of = [&](size_t j, size_t left) {
+    return sh.k_blocks ? std::min(left, static_cast<size_t>(sh.kv_block) - j % static_cast<size_t>(sh.kv_block)) : left;
+  };
+  // Paged rows come from scattered blocks (usually DRAM in batched decode): prefetch the next
+  // panel's key rows while this one is transposed.
+  auto prefetch_rows = [&](size_t j_begin, size_t j_end) {
+    for (size_t j = j_begin; j < j_end; ++j) {
+      const char* row = reinterpret_cast<const char*>(KeyRow(sh, k, static_cast<int64_t>(j)) + kvh * g.hd);
+      for (size_t off = 0; off < g.hd * sizeof(float); off += 64) hwy::Prefetch(row + off);
+    }
+  };
+  if (sh.k_blocks) prefetch_rows(k_lo, k_lo + std::min(NR, nk));
   for (size_t p = 0; p < panels; ++p) {
-    const size_t j0 = k_lo + p * NR;
-    PackTransposed(k + j0 * g.kv_stride + kvh * g.hd, g.kv_stride, std::min(NR, nk - p * NR), NR, g.hd,
-                   s.kt.get() + p * g.hd * NR, NR);
+    const size_t j0 = k_lo + p * NR, valid = std::min(NR, nk - p * NR);
+    float* dst = s.kt.get() + p * g.hd * NR;
+    if (sh.k_blocks && p + 1 < panels) prefetch_rows(j0 + NR, j0 + NR + std::min(NR, nk - (p + 1) * NR));
+    for (size_t c = 0; c < valid;) {
+      const size_t run = run_of(j0 + c, valid - c);
+      const bool last = c + run == valid;  // the last run also writes the zero columns
+      PackTransposed(KeyRow(sh, k, static_cast<int64_t>(j0 + c)) + kvh * g.hd, g.kv_stride, run, last ? NR - c : run,
+                     g.hd, dst + c, NR);
+      c += run;
+    }
   }
   float* vp = s.vp.get();
   for (size_t j = 0; j < panels * NR; ++j) {
     float* dst = vp + j * g.hdp;
     if (j < nk) {
-      std::copy(v + (k_lo + j) * g.kv_stride + kvh * g.hd, v + (k_lo + j) * g.kv_stride + kvh * g.hd + g.hd, dst);
+      if (sh.v_blocks && j + 8 < nk) {
+        const char* ahead = reinterpret_cast<const char*>(ValueRow(sh, v, static_cast<int64_t>(k_lo + j + 8)) + kvh * g.hd);
+        for (size_t off = 0; off < g.hd * sizeof(float); off += 64) hwy::Prefetch(ahead + off);
+      }
+      const float* src = ValueRow(sh, v, static_cast<int64_t>(k_lo + j)) + kvh * g.hd;
+      std::copy(src, src + g.hd, dst);
       std::fill(dst + g.hd, dst + g.hdp, 0.0f);
     } else {
       std::fill(dst, dst + g.hdp, 0.0f);
@@ -247,6 +275,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
   g.kv_offset = static_cast<size_t>(std::max<int64_t>(0, shape.n_kv - shape.n_q));
   g.q_stride = static_cast<size_t>(shape.q_stride);
   g.kv_stride = static_cast<size_t>(shape.kv_stride);
+  g.shape = &shape;
   g.out_stride = static_cast<size_t>(shape.out_stride);
   g.causal = shape.causal;
   g.scale = shape.scale;

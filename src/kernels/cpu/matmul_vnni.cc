@@ -164,6 +164,18 @@ void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, s
   }
 }
 
+// acc += x (unsigned bytes) · w (signed bytes), four products per int32 lane, in place.
+// GCC 12 keeps the intrinsic's accumulators in other registers than the ones it updates and
+// copies all of them twice per loop trip (24 extra moves per 12 products in the 6-row tile,
+// enough to make the loop front-end bound); the tied asm operand keeps each in one register.
+HWY_INLINE void DpBusd(__m512i& acc, __m512i x, __m512i w) {
+#if defined(__GNUC__) && !defined(__clang__)
+  asm("vpdpbusd %[w], %[x], %[acc]" : [acc] "+v"(acc) : [x] "v"(x), [w] "v"(w));
+#else
+  acc = _mm512_dpbusd_epi32(acc, x, w);
+#endif
+}
+
 // acc[r][p] (+)= rows r0..r0+R of xu (x + 128) times the packed panels, groups [g0, g1).
 // xu rows have stride kpad; d rows have stride nb (one scale per group).
 // ahead: prefetch distance in bytes along each panel's stream (0: none; prepacked panels
@@ -180,8 +192,7 @@ HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0,
       if (ahead != 0) {
         for (size_t off = 0; off < gbytes; off += 64) hwy::Prefetch(pp[k] + ahead + off);
       }
-      const __m512i init = _mm512_load_si512(pp[k] + quads * 64);
-      for (size_t r = 0; r < R; ++r) p[r][k] = init;
+      for (size_t r = 0; r < R; ++r) p[r][k] = _mm512_setzero_si512();
     }
     const uint8_t* xg = xu + g * group;
     for (size_t q = 0; q < quads; ++q) {
@@ -196,24 +207,29 @@ HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0,
         p[r][1] = _mm512_dpbusd_epi32(p[r][1], xb, w1);
       }
     }
+    const __m512i init0 = _mm512_load_si512(pp[0] + quads * 64);
+    const __m512i init1 = _mm512_load_si512(pp[1] + quads * 64);
     const __m512 s0 = _mm512_load_ps(pp[0] + quads * 64 + 64);
     const __m512 s1 = _mm512_load_ps(pp[1] + quads * 64 + 64);
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       const __m512 dx = _mm512_set1_ps(d[r * nb + g]);
-      acc[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[r][0]), _mm512_mul_ps(s0, dx), acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[r][1]), _mm512_mul_ps(s1, dx), acc[r][1]);
+      acc[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][0], init0)), _mm512_mul_ps(s0, dx), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][1], init1)), _mm512_mul_ps(s1, dx), acc[r][1]);
     }
   }
 }
 
-// Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x 32 floats).
+// Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x 32 floats),
+// which the first chunk (g0 == 0) starts instead of reading.
 template <size_t R>
 void RunRows(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu, const float* d,
              size_t kpad, size_t nb, size_t i0, size_t ahead, float* accbuf) {
   __m512 acc[R][kPanels];
   for (size_t r = 0; r < R; ++r) {
-    for (size_t k = 0; k < kPanels; ++k) acc[r][k] = _mm512_load_ps(accbuf + (i0 + r) * 32 + 16 * k);
+    for (size_t k = 0; k < kPanels; ++k) {
+      acc[r][k] = g0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(accbuf + (i0 + r) * 32 + 16 * k);
+    }
   }
   TileGroups<R>(panel, group, g0, g1, xu + i0 * kpad, d + i0 * nb, kpad, nb, ahead, acc);
   for (size_t r = 0; r < R; ++r) {
@@ -237,7 +253,11 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
   // group chunks keep the packed panels (<= ~32 KB) in L1 while the row block passes.
   const size_t row_block = std::min<size_t>(m, 192);
   const size_t nrb = (m + row_block - 1) / row_block;
-  const size_t chunk_groups = std::max<size_t>(1, (size_t{16} << 10) / GroupBytes(group));
+  // (Chunks of equal size: a short last chunk would pay the per-chunk accumulator loads and
+  // stores for a few groups.)
+  const size_t max_chunk = std::max<size_t>(1, (size_t{16} << 10) / GroupBytes(group));
+  const size_t nchunks = (nb + max_chunk - 1) / max_chunk;
+  const size_t chunk_groups = (nb + nchunks - 1) / nchunks;
   const size_t slots = std::max<size_t>(1, cpu::NumWorkers(pool));
   const size_t pack_bytes = kPanels * chunk_groups * GroupBytes(group);
   auto scratch = hwy::AllocateAligned<uint8_t>(slots * (pack_bytes + row_block * tile_cols * sizeof(float)));
@@ -246,7 +266,6 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
     const size_t j0 = jt * tile_cols, nv = std::min(tile_cols, n - j0);
     uint8_t* pack = scratch.get() + slot * (pack_bytes + row_block * tile_cols * sizeof(float));
     float* accbuf = reinterpret_cast<float*>(pack + pack_bytes);
-    std::fill(accbuf, accbuf + (i_end - i_begin) * tile_cols, 0.0f);
     const uint8_t* panel[kPanels] = {pack, pack + chunk_groups * GroupBytes(group)};
     for (size_t g0 = 0; g0 < nb; g0 += chunk_groups) {
       const size_t g1 = std::min(nb, g0 + chunk_groups);
@@ -301,7 +320,8 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
   // Each task is a run of consecutive column tiles of one row block, so that the next tile's
   // W rows can be prefetched while this one is packed (32 concurrent row streams defeat the
   // hardware prefetchers when W comes from DRAM).
-  const size_t run = cpu::ChunkSize(ntiles, pool, 1, 4);
+  // Prepacked panels need no packing ahead: finer tasks even out the workers' finishing times.
+  const size_t run = cpu::ChunkSize(ntiles, pool, 1, prepacked ? 16 : 4);
   const size_t nruns = (ntiles + run - 1) / run;
   cpu::RunTasks(pool, nrb * nruns, [&](size_t task, size_t slot) {
     const size_t rb = task / nruns, jr = task % nruns;
