@@ -23,7 +23,8 @@ struct Case {
   bool interleaved;  // q, k, v rows interleaved in one [n, 3, heads*hd] buffer (vision)
 };
 
-void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f, float rel = 1e-5f) {
+// The case's shape; strides are the caller's.
+AttentionShape ShapeOf(const Case& c) {
   AttentionShape s;
   s.n_q = c.n_q;
   s.n_kv = c.n_kv;
@@ -32,6 +33,11 @@ void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f
   s.head_dim = c.head_dim;
   s.causal = c.causal;
   s.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return s;
+}
+
+void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f, float rel = 1e-5f) {
+  AttentionShape s = ShapeOf(c);
   const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim;
   std::vector<float> qbuf, kbuf, vbuf, shared;
   const float *q, *k, *v;
@@ -124,14 +130,7 @@ TEST_P(AttentionTest, PagedKvEqualsContiguous) {
   for (const Case& c : cases) {
     for (int64_t bs : {1, 5, 16, 37}) {
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        AttentionShape s;
-        s.n_q = c.n_q;
-        s.n_kv = c.n_kv;
-        s.num_heads = c.heads;
-        s.num_kv_heads = c.kv_heads;
-        s.head_dim = c.head_dim;
-        s.causal = c.causal;
-        s.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        AttentionShape s = ShapeOf(c);
         const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim;
         s.q_stride = s.out_stride = qd;
         s.kv_stride = kd;
