@@ -69,11 +69,11 @@ class QuantizedMatrix {
 
 // A quantized matrix repacked for the integer panel kernel of CPUs with AVX-512 VNNI
 // (kernels/cpu/matmul_vnni.cc): panels of 16 rows of W, per block/group their values as
-// 4-byte k groups interleaved across the 16 lanes, a -128*sum(w) start and the 16 scales.
+// 4-byte k groups (stored + 128) interleaved across the 16 lanes, then the f16 scales.
 // Built once at load for the matrices that run with few rows (the decoder's, during decode)
 // and attached to their views (WeightView::panels): MatMul with m >= 4 then streams it instead
-// of repacking W on every call. Costs ~1.2x the Q8_0 bytes (2.2x for 4-bit: values are
-// unpacked to int8). The row layout stays the reference (m < 4, other targets, the twins).
+// of repacking W on every call. Costs the Q8_0 bytes (1.9x for 4-bit: values are unpacked to
+// int8). The row layout stays the reference (m < 4, other targets, the twins).
 class PackedPanels {
  public:
   PackedPanels() = default;

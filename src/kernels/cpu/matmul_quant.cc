@@ -489,9 +489,10 @@ void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_byt
 }  // namespace
 
 #if HWY_TARGET == HWY_AVX3_DL
-// matmul_vnni.cc: rows xu = int8 activations + 128 as bytes (stride kpad) with scales d
-// (stride nb) x W, lanes = columns.
-void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, size_t kpad, size_t nb,
+// matmul_vnni.cc: rows xs = int8 activations (stride kpad) with scales d and xc = -128 * the
+// sum of each block of xs (both stride nb) x W, lanes = columns.
+void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32_t* xc, size_t m, size_t kpad,
+                      size_t nb,
                       const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
                       const float* bias, float* y, ThreadPool* pool);
 // Below this many rows the row tiles win: one or two rows are bound by reading W, which the
@@ -518,19 +519,25 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
 #else
   const bool panels = false;
 #endif
+  std::vector<int32_t> xc(panels ? m * nb : 0);  // the panels' per-block term, -128 * sum(q)
   const size_t qchunk = m * k < (size_t{1} << 16) ? m : ChunkSize(m, pool, 16, 2);
   RunTasks(m * k < (size_t{1} << 16) ? nullptr : pool, (m + qchunk - 1) / qchunk, [&](size_t t, size_t) {
     for (size_t i = t * qchunk; i < std::min(m, (t + 1) * qchunk); ++i) {
       QuantizeActRow(x + i * k, k, l, q.get() + i * kpad, d + i * nb, corr + i * nb);
-      if (panels) {  // the VNNI panels take x + 128 as unsigned bytes (sign bit flipped)
-        uint8_t* row = reinterpret_cast<uint8_t*>(q.get() + i * kpad);
-        for (size_t j = 0; j < kpad; ++j) row[j] ^= 0x80u;
+      if (panels) {  // the VNNI panels hold w + 128: each block's sum of x takes the 128 back out
+        const int8_t* row = q.get() + i * kpad;
+        const size_t block = static_cast<size_t>(l.block);
+        for (size_t b = 0; b < nb; ++b) {
+          int32_t sum = 0;
+          for (size_t j = 0; j < block; ++j) sum += row[b * block + j];
+          xc[i * nb + b] = -128 * sum;
+        }
       }
     }
   });
 #if HWY_TARGET == HWY_AVX3_DL
   if (panels) {
-    MatMulVnniPanels(w.quant, reinterpret_cast<const uint8_t*>(q.get()), d, m, kpad, nb,
+    MatMulVnniPanels(w.quant, q.get(), d, xc.data(), m, kpad, nb,
                      static_cast<const uint8_t*>(w.data), QuantizedRowBytes(w.quant, w.cols), n, w.panels, bias, y,
                      pool);
     return;

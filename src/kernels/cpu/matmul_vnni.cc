@@ -11,11 +11,11 @@
 // scale, FMA) for all 16 columns: about 3x fewer instructions per multiply-add.
 //
 // Arithmetic (identical integers to the other paths): activations are int8 per block of the
-// weight format (quant_internal.h); vpdpbusd needs one unsigned operand, so x is fed as
-// x + 128 (an xor of the sign bit) and each column's accumulator starts at -128 * sum(w) of the
-// group, leaving exactly sum(x * w). The Q4 formats are unpacked to signed int8 (nibble - 8)
-// while packing, so their "-8" needs no correction term. Per group (32 values; 128 for
-// Q4_G128): y += float(sum) * (scale_w * scale_x), groups in order.
+// weight format (quant_internal.h); vpdpbusd needs one unsigned operand, so W is stored as
+// w + 128 (an xor of the sign bit) and each row's sum gets -128 * sum(x) of the group (one
+// integer per row and group, computed with the activations), leaving exactly sum(x * w). The
+// Q4 formats are unpacked to signed int8 (nibble - 8) before the +128. Per group (32 values;
+// 128 for Q4_G128): y += float(sum) * (scale_w * scale_x), groups in order.
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -59,11 +59,12 @@ constexpr size_t kCols = 16;   // columns per panel (int32 lanes of a vector)
 constexpr size_t kPanels = 2;  // panels per tile
 constexpr size_t kRows = 6;    // activation rows per tile
 
-// One packed group of one panel: G/4 quads, then the accumulator start and the scales.
-//   quad[i] lane c = w[col c][4i .. 4i+3]  (int8; zero for columns past n)
-//   init[c] = -128 * sum of the group's w[col c]
-//   scale[c] = f16 scale of col c's block/group (0 past n)
-inline size_t GroupBytes(size_t group) { return group / 4 * 64 + 64 + 64; }
+// A panel (16 columns of y = 16 rows of W) over ng groups: ng quad blocks, then ng x 16 f16
+// scales (padded to 64 bytes), so the weight stream is 1.0625 bytes per weight like Q8_0 itself:
+//   quad[i] lane c = w[col c][4i .. 4i+3] + 128  (as bytes; columns past n repeat the last one)
+//   scale[c] = f16 scale of col c's block/group
+inline size_t QuadBytes(size_t group) { return group / 4 * 64; }
+inline size_t PanelBytes(size_t group, size_t ng) { return ng * QuadBytes(group) + (ng * 32 + 63) / 64 * 64; }
 
 // 8x8 transpose of 32-bit elements within each 256-bit half of eight vectors:
 // in: v[i] = [col i: 8 dwords | col i+8: 8 dwords]  ->  out: v[q] lane c = dword q of col c.
@@ -112,21 +113,21 @@ constexpr size_t BlockBytes() {
                                  : internal::kQ4_G128BlockBytes;
 }
 
-// Packs groups [g0, g1) of the panel of columns [j0, j0 + nv) (1 <= nv <= 16) into dst.
+// Packs groups [g0, g1) of the panel of columns [j0, j0 + nv) (1 <= nv <= 16): quad blocks
+// to quads, scales to scales (both for group g0 first).
 // Lanes past nv repeat the last valid row (branch-free loads); their outputs are never written.
 // ahead: bytes from a row to the same row of the next tile (0: none); the next tile's rows
 // are prefetched group by group while this one is packed (a memory stream that is one tile
 // ahead and never bursts).
 template <QuantType T>
 void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0, size_t g1,
-                size_t ahead, uint8_t* dst) {
+                size_t ahead, uint8_t* quads, uint8_t* scales) {
   const size_t subs = group / 32;
-  const __m512i ones = _mm512_set1_epi8(1);
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
   const uint8_t* rows[kCols];
   for (size_t c = 0; c < kCols; ++c) rows[c] = wbase + (j0 + std::min(c, nv - 1)) * row_bytes;
   for (size_t g = g0; g < g1; ++g) {
-    uint8_t* out = dst + (g - g0) * GroupBytes(group);
-    __m512i sum = _mm512_setzero_si512();
+    uint8_t* out = quads + (g - g0) * QuadBytes(group);
     if (ahead != 0) {
 #pragma GCC unroll 16
       for (size_t c = 0; c < kCols; ++c) hwy::Prefetch(rows[c] + ahead + g * BlockBytes<T>());
@@ -139,63 +140,49 @@ void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, si
       }
       Transpose8x8Halves(v);
 #pragma GCC unroll 8
-      for (size_t q = 0; q < 8; ++q) {
-        _mm512_store_si512(out + (8 * s + q) * 64, v[q]);
-        sum = _mm512_dpbusd_epi32(sum, ones, v[q]);  // 1 * w, four per lane
-      }
+      for (size_t q = 0; q < 8; ++q) _mm512_store_si512(out + (8 * s + q) * 64, _mm512_xor_si512(v[q], k128));
     }
-    _mm512_store_si512(out + group / 4 * 64, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
-    // The 16 f16 scales: one 16-bit gather-free load per column, converted together.
-    alignas(32) uint16_t h[kCols];
+    // The 16 f16 scales, one 16-bit load per column.
+    uint16_t* h = reinterpret_cast<uint16_t*>(scales + (g - g0) * 32);
 #pragma GCC unroll 16
     for (size_t c = 0; c < kCols; ++c) h[c] = internal::LoadU16(rows[c] + g * BlockBytes<T>());
-    _mm512_store_ps(out + group / 4 * 64 + 64, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h))));
   }
 }
 
 void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0,
-               size_t g1, size_t ahead, uint8_t* dst) {
+               size_t g1, size_t ahead, uint8_t* quads, uint8_t* scales) {
   if (t == QuantType::kQ8_0) {
-    PackPanelT<QuantType::kQ8_0>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, dst);
+    PackPanelT<QuantType::kQ8_0>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, quads, scales);
   } else if (t == QuantType::kQ4_0) {
-    PackPanelT<QuantType::kQ4_0>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, dst);
+    PackPanelT<QuantType::kQ4_0>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, quads, scales);
   } else {
-    PackPanelT<QuantType::kQ4_G128>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, dst);
+    PackPanelT<QuantType::kQ4_G128>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, quads, scales);
   }
 }
 
-// acc += x (unsigned bytes) · w (signed bytes), four products per int32 lane, in place.
-// GCC 12 keeps the intrinsic's accumulators in other registers than the ones it updates and
-// copies all of them twice per loop trip (24 extra moves per 12 products in the 6-row tile,
-// enough to make the loop front-end bound); the tied asm operand keeps each in one register.
-HWY_INLINE void DpBusd(__m512i& acc, __m512i x, __m512i w) {
-#if defined(__GNUC__) && !defined(__clang__)
-  asm("vpdpbusd %[w], %[x], %[acc]" : [acc] "+v"(acc) : [x] "v"(x), [w] "v"(w));
-#else
-  acc = _mm512_dpbusd_epi32(acc, x, w);
-#endif
-}
-
-// acc[r][p] (+)= rows r0..r0+R of xu (x + 128) times the packed panels, groups [g0, g1).
-// xu rows have stride kpad; d rows have stride nb (one scale per group).
-// ahead: prefetch distance in bytes along each panel's stream (0: none; prepacked panels
+// acc[r][p] (+)= rows r0..r0+R of xs (signed int8) times the packed panels, groups [g0, g1);
+// quads[k] / scales[k] point at group g0 of panel k. xs rows have stride kpad; d (scales) and
+// xc (-128 * the group's sum of x) rows have stride nb.
+// ahead: prefetch distance in groups along each panel's streams (0: none; prepacked panels
 // come from DRAM in a decode step, packed-per-call ones are already in L1).
 template <size_t R>
-HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu,
-                           const float* d, size_t kpad, size_t nb, size_t ahead, __m512 acc[R][kPanels]) {
-  const size_t quads = group / 4, gbytes = GroupBytes(group);
+HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0,
+                           size_t g1, const int8_t* xs, const float* d, const int32_t* xc, size_t kpad, size_t nb,
+                           size_t ahead, __m512 acc[R][kPanels]) {
+  const size_t nq = group / 4, qbytes = QuadBytes(group);
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* pp[kPanels];
     __m512i p[R][kPanels];
     for (size_t k = 0; k < kPanels; ++k) {
-      pp[k] = panel[k] + (g - g0) * gbytes;
+      pp[k] = quads[k] + (g - g0) * qbytes;
       if (ahead != 0) {
-        for (size_t off = 0; off < gbytes; off += 64) hwy::Prefetch(pp[k] + ahead + off);
+        for (size_t off = 0; off < qbytes; off += 64) hwy::Prefetch(pp[k] + ahead * qbytes + off);
+        hwy::Prefetch(scales[k] + (g - g0 + ahead) * 32);
       }
       for (size_t r = 0; r < R; ++r) p[r][k] = _mm512_setzero_si512();
     }
-    const uint8_t* xg = xu + g * group;
-    for (size_t q = 0; q < quads; ++q) {
+    const int8_t* xg = xs + g * group;
+    for (size_t q = 0; q < nq; ++q) {
       const __m512i w0 = _mm512_load_si512(pp[0] + q * 64);
       const __m512i w1 = _mm512_load_si512(pp[1] + q * 64);
 #pragma GCC unroll 8
@@ -203,19 +190,18 @@ HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0,
         int32_t x4;
         std::memcpy(&x4, xg + r * kpad + 4 * q, 4);
         const __m512i xb = _mm512_set1_epi32(x4);
-        p[r][0] = _mm512_dpbusd_epi32(p[r][0], xb, w0);
-        p[r][1] = _mm512_dpbusd_epi32(p[r][1], xb, w1);
+        p[r][0] = _mm512_dpbusd_epi32(p[r][0], w0, xb);
+        p[r][1] = _mm512_dpbusd_epi32(p[r][1], w1, xb);
       }
     }
-    const __m512i init0 = _mm512_load_si512(pp[0] + quads * 64);
-    const __m512i init1 = _mm512_load_si512(pp[1] + quads * 64);
-    const __m512 s0 = _mm512_load_ps(pp[0] + quads * 64 + 64);
-    const __m512 s1 = _mm512_load_ps(pp[1] + quads * 64 + 64);
+    const __m512 s0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[0] + (g - g0) * 32)));
+    const __m512 s1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[1] + (g - g0) * 32)));
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       const __m512 dx = _mm512_set1_ps(d[r * nb + g]);
-      acc[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][0], init0)), _mm512_mul_ps(s0, dx), acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][1], init1)), _mm512_mul_ps(s1, dx), acc[r][1]);
+      const __m512i c = _mm512_set1_epi32(xc[r * nb + g]);
+      acc[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][0], c)), _mm512_mul_ps(s0, dx), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][1], c)), _mm512_mul_ps(s1, dx), acc[r][1]);
     }
   }
 }
@@ -223,15 +209,16 @@ HWY_INLINE void TileGroups(const uint8_t* const* panel, size_t group, size_t g0,
 // Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x 32 floats),
 // which the first chunk (g0 == 0) starts instead of reading.
 template <size_t R>
-void RunRows(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, const uint8_t* xu, const float* d,
-             size_t kpad, size_t nb, size_t i0, size_t ahead, float* accbuf) {
+void RunRows(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0, size_t g1,
+             const int8_t* xs, const float* d, const int32_t* xc, size_t kpad, size_t nb, size_t i0, size_t ahead,
+             float* accbuf) {
   __m512 acc[R][kPanels];
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) {
       acc[r][k] = g0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(accbuf + (i0 + r) * 32 + 16 * k);
     }
   }
-  TileGroups<R>(panel, group, g0, g1, xu + i0 * kpad, d + i0 * nb, kpad, nb, ahead, acc);
+  TileGroups<R>(quads, scales, group, g0, g1, xs + i0 * kpad, d + i0 * nb, xc + i0 * nb, kpad, nb, ahead, acc);
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) _mm512_store_ps(accbuf + (i0 + r) * 32 + 16 * k, acc[r][k]);
   }
@@ -239,9 +226,10 @@ void RunRows(const uint8_t* const* panel, size_t group, size_t g0, size_t g1, co
 
 }  // namespace
 
-// xu: the int8 activations plus 128 as unsigned bytes (quantize, then flip the sign bit).
+// xs: the int8 activations; xc: -128 * the sum of each row's group of xs.
 // prepacked: the whole matrix as PackIntegerPanelsImpl writes it, or null (pack per call).
-void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, size_t kpad, size_t nb,
+void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32_t* xc, size_t m, size_t kpad,
+                      size_t nb,
                       const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
                       const float* bias, float* y, ThreadPool* pool) {
   const size_t group = kpad / nb;
@@ -255,24 +243,32 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
   const size_t nrb = (m + row_block - 1) / row_block;
   // (Chunks of equal size: a short last chunk would pay the per-chunk accumulator loads and
   // stores for a few groups.)
-  const size_t max_chunk = std::max<size_t>(1, (size_t{16} << 10) / GroupBytes(group));
+  const size_t max_chunk = std::max<size_t>(1, (size_t{16} << 10) / (QuadBytes(group) + 32));
   const size_t nchunks = (nb + max_chunk - 1) / max_chunk;
   const size_t chunk_groups = (nb + nchunks - 1) / nchunks;
   const size_t slots = std::max<size_t>(1, cpu::NumWorkers(pool));
-  const size_t pack_bytes = kPanels * chunk_groups * GroupBytes(group);
+  const size_t chunk_panel_bytes = PanelBytes(group, chunk_groups);  // one panel's chunk, packed per call
+  const size_t pack_bytes = kPanels * chunk_panel_bytes;
+  const size_t full_panel_bytes = PanelBytes(group, nb);  // one prepacked panel
   auto scratch = hwy::AllocateAligned<uint8_t>(slots * (pack_bytes + row_block * tile_cols * sizeof(float)));
   auto Tile = [&](size_t rb, size_t jt, size_t slot, bool prefetch_next) {
     const size_t i_begin = rb * row_block, i_end = std::min(m, i_begin + row_block);
     const size_t j0 = jt * tile_cols, nv = std::min(tile_cols, n - j0);
     uint8_t* pack = scratch.get() + slot * (pack_bytes + row_block * tile_cols * sizeof(float));
     float* accbuf = reinterpret_cast<float*>(pack + pack_bytes);
-    const uint8_t* panel[kPanels] = {pack, pack + chunk_groups * GroupBytes(group)};
+    const uint8_t* quads[kPanels];
+    const uint8_t* scales[kPanels];
+    for (size_t k = 0; k < kPanels; ++k) {
+      quads[k] = pack + k * chunk_panel_bytes;
+      scales[k] = quads[k] + chunk_groups * QuadBytes(group);
+    }
     for (size_t g0 = 0; g0 < nb; g0 += chunk_groups) {
       const size_t g1 = std::min(nb, g0 + chunk_groups);
       if (prepacked) {
         for (size_t k = 0; k < kPanels; ++k) {  // a missing last panel: any valid one, discarded
-          const size_t pi = std::min(jt * kPanels + k, npanels - 1);
-          panel[k] = prepacked + (pi * nb + g0) * GroupBytes(group);
+          const uint8_t* base = prepacked + std::min(jt * kPanels + k, npanels - 1) * full_panel_bytes;
+          quads[k] = base + g0 * QuadBytes(group);
+          scales[k] = base + nb * QuadBytes(group) + g0 * 32;
         }
       }
       for (size_t k = 0; k < kPanels && !prepacked; ++k) {
@@ -281,24 +277,26 @@ void MatMulVnniPanels(QuantType t, const uint8_t* xu, const float* d, size_t m, 
         if (pnv == 0) pj = j0, pnv = 1;  // an empty second panel: any valid row, discarded
         // Prefetch the next tile of this task's run (complete next tiles only).
         const size_t ahead = prefetch_next && j0 + 2 * tile_cols <= n ? tile_cols * row_bytes : 0;
-        PackPanel(t, wbase, row_bytes, pj, pnv, group, g0, g1, ahead, pack + k * chunk_groups * GroupBytes(group));
+        uint8_t* q = pack + k * chunk_panel_bytes;
+        PackPanel(t, wbase, row_bytes, pj, pnv, group, g0, g1, ahead, q, q + chunk_groups * QuadBytes(group));
       }
-      const uint8_t* xb = xu + i_begin * kpad;
+      const int8_t* xb = xs + i_begin * kpad;
       const float* db = d + i_begin * nb;
+      const int32_t* cb = xc + i_begin * nb;
       const size_t rows = i_end - i_begin;
       // The first row tile of a chunk streams prepacked panels from memory: prefetch 8 groups ahead.
-      const size_t ahead0 = prepacked ? 8 * GroupBytes(group) : 0;
+      const size_t ahead0 = prepacked ? 8 : 0;
       size_t i = 0;
       for (; i + kRows <= rows; i += kRows) {
-        RunRows<kRows>(panel, group, g0, g1, xb, db, kpad, nb, i, i == 0 ? ahead0 : 0, accbuf);
+        RunRows<kRows>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, i == 0 ? ahead0 : 0, accbuf);
       }
       const size_t ahead = i == 0 ? ahead0 : 0;
       switch (rows - i) {
-        case 5: RunRows<5>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
-        case 4: RunRows<4>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
-        case 3: RunRows<3>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
-        case 2: RunRows<2>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
-        case 1: RunRows<1>(panel, group, g0, g1, xb, db, kpad, nb, i, ahead, accbuf); break;
+        case 5: RunRows<5>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
+        case 4: RunRows<4>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
+        case 3: RunRows<3>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
+        case 2: RunRows<2>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
+        case 1: RunRows<1>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
         default: break;
       }
     }
@@ -338,7 +336,7 @@ size_t IntegerPanelsBytesImpl(const WeightView& w) {
   if (!w.quantized() || w.rows <= 0) return 0;
   const size_t group = static_cast<size_t>(QuantBlockSize(w.quant));
   const size_t nb = (static_cast<size_t>(w.cols) + group - 1) / group;
-  return (static_cast<size_t>(w.rows) + kCols - 1) / kCols * nb * GroupBytes(group);
+  return (static_cast<size_t>(w.rows) + kCols - 1) / kCols * PanelBytes(group, nb);
 #else
   (void)w;
   return 0;
@@ -358,7 +356,7 @@ void PackIntegerPanelsImpl(const WeightView& w, uint8_t* out, ThreadPool* pool) 
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
   cpu::RunTasks(pool, npanels, [&](size_t p, size_t) {
     PackPanel(w.quant, wbase, row_bytes, p * kCols, std::min(kCols, n - p * kCols), group, 0, nb, 0,
-              out + p * nb * GroupBytes(group));
+              out + p * PanelBytes(group, nb), out + p * PanelBytes(group, nb) + nb * QuadBytes(group));
   });
 #else
   (void)w, (void)out, (void)pool;
