@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <new>
@@ -232,6 +233,14 @@ Status WriteStringToFile(const std::string& path, const std::string& data) {
 bool FileExists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
+}
+
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Status(StatusCode::kUnavailable, "cannot create directory " + path + ": " + ec.message());
+  if (!std::filesystem::is_directory(path, ec)) return InvalidArgumentError(path + " exists and is not a directory");
+  return Status::Ok();
 }
 
 }  // namespace mineru

@@ -66,5 +66,8 @@ uint64_t MappedFileFaultCount();
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes = size_t(1) << 30);
 Status WriteStringToFile(const std::string& path, const std::string& data);
 bool FileExists(const std::string& path);
+// Creates path and its missing parents (like mkdir -p). Ok if it exists as a directory; otherwise
+// an error naming the path and the reason.
+Status MakeDirs(const std::string& path);
 
 }  // namespace mineru

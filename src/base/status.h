@@ -55,6 +55,8 @@ inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std:
 inline Status UnimplementedError(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status CancelledError(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+inline Status DeadlineExceededError(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 // "out of memory <what>": for a caught std::bad_alloc (callers turn it into a Status at the place that
 // allocates in proportion to outside data; the HTTP layer answers 507).
 inline Status OutOfMemoryError(const std::string& what) { return {StatusCode::kOutOfMemory, "out of memory " + what}; }
@@ -64,8 +66,10 @@ inline Status InternalError(std::string m) { return {StatusCode::kInternal, std:
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const Status& s) : v_(s) { assert(!s.ok() && "StatusOr from OK status"); }  // NOLINT
-  StatusOr(Status&& s) : v_(std::move(s)) { assert(!std::get<Status>(v_).ok()); }    // NOLINT
+  // An OK status carries no value: it becomes an Internal error (a bug in the caller), in every
+  // build type, so ok() never lies and value() never reads an empty variant.
+  StatusOr(const Status& s) : v_(s.ok() ? OkMisuse() : s) {}                             // NOLINT
+  StatusOr(Status&& s) : v_(s.ok() ? OkMisuse() : std::move(s)) {}                      // NOLINT
   StatusOr(const T& v) : v_(v) {}                                                     // NOLINT
   StatusOr(T&& v) : v_(std::move(v)) {}                                               // NOLINT
 
@@ -80,6 +84,7 @@ class [[nodiscard]] StatusOr {
   const T* operator->() const { return &value(); }
 
  private:
+  static Status OkMisuse() { return Status(StatusCode::kInternal, "StatusOr constructed from an OK status"); }
   std::variant<Status, T> v_;
 };
 

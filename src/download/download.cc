@@ -13,7 +13,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <thread>
@@ -45,6 +47,10 @@ constexpr int kRequiredSmall = 3;
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 bool IsHex64(const std::string& s) {
@@ -258,6 +264,22 @@ class Job {
       return nullptr;
     };
     const std::string where = o_.repo + "@" + o_.revision + " on " + UrlHost(endpoint_);
+    if (!find(kSmallFiles[0])) {
+      std::vector<std::string> names;
+      for (const auto& f : listing) names.push_back(f.path);
+      bool any_gguf = false;
+      for (const auto& n : names) any_gguf |= EndsWith(n, ".gguf");
+      if (any_gguf) {
+        auto pair = PickGgufPair(names);
+        if (!pair.ok()) return pair.status().WithPrefix(where);
+        MINERU_RETURN_IF_ERROR(Prepare());
+        // The GGUF pair, and the preprocessor's pixel limits when the repository has them.
+        for (const std::string& n : {std::string("preprocessor_config.json"), pair->second, pair->first}) {
+          if (const RemoteFile* f = find(n)) plan_.push_back(*f);
+        }
+        return FetchPlanAndRecord();
+      }
+    }
     for (int i = 0; i < kRequiredSmall; ++i) {
       if (!find(kSmallFiles[i])) return NotFoundError(where + " has no " + kSmallFiles[i] + "; is this a MinerU2.5 checkpoint?");
     }
@@ -265,12 +287,7 @@ class Job {
     const RemoteFile* index = find(kIndexName);
     if (!single && !index) return NotFoundError(where + " has neither model.safetensors nor model.safetensors.index.json");
 
-    std::error_code ec;
-    std::filesystem::create_directories(o_.model_dir, ec);
-    if (ec) return IoError("cannot create " + o_.model_dir + ": " + ec.message());
-    DirLock lock;
-    MINERU_RETURN_IF_ERROR(lock.Acquire(o_.model_dir));
-
+    MINERU_RETURN_IF_ERROR(Prepare());
     for (const char* name : kSmallFiles) {
       if (const RemoteFile* f = find(name)) plan_.push_back(*f);
     }
@@ -296,6 +313,32 @@ class Job {
       MINERU_RETURN_IF_ERROR(CheckDiskSpace(next));
       for (; next < plan_.size(); ++next) MINERU_RETURN_IF_ERROR(Fetch(next));
     }
+    return WriteRecord();
+  }
+
+  // Creates and locks the model directory (held until the job ends).
+  Status Prepare() {
+    std::error_code ec;
+    std::filesystem::create_directories(o_.model_dir, ec);
+    if (ec) return IoError("cannot create " + o_.model_dir + ": " + ec.message());
+    return lock_.Acquire(o_.model_dir);
+  }
+
+  Status FetchPlanAndRecord() {
+    UpdateTotals();
+    MINERU_RETURN_IF_ERROR(CheckDiskSpace(0));
+    for (size_t i = 0; i < plan_.size(); ++i) MINERU_RETURN_IF_ERROR(Fetch(i));
+    return WriteRecord();
+  }
+
+  // Names the checkpoint for the loader (kDownloadRecord), written only once every file is in place.
+  Status WriteRecord() {
+    const nlohmann::json j = {{"repo", o_.repo}, {"source", HubSourceName(o_.source)}, {"revision", o_.revision}};
+    const std::string path = o_.model_dir + "/" + kDownloadRecord;
+    std::ofstream out(path + ".tmp", std::ios::trunc);
+    out << j.dump(2) << "\n";
+    out.close();
+    if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0) return IoError("cannot write " + path);
     return Status::Ok();
   }
 
@@ -627,6 +670,7 @@ class Job {
   std::string endpoint_;
   std::unique_ptr<HttpClient> http_;
   std::vector<RemoteFile> plan_;
+  DirLock lock_;
   size_t current_ = 0;
   uint64_t done_before_ = 0, total_ = 0, net_bytes_ = 0;
   int fetched_ = 0, skipped_ = 0;
@@ -645,15 +689,58 @@ const char* HubSourceName(HubSource source) {
   return source == HubSource::kHuggingFace ? "huggingface" : "modelscope";
 }
 
-std::string DefaultRepo(HubSource source) {
-  return source == HubSource::kHuggingFace ? "opendatalab/MinerU2.5-2509-1.2B" : "OpenDataLab/MinerU2.5-2509-1.2B";
+std::string DefaultRepo(HubSource source) { return *ResolveRepo("", source); }
+
+StatusOr<std::string> ResolveRepo(std::string_view choice, HubSource source) {
+  const std::string c = Lower(std::string(choice));
+  if (choice.find('/') != std::string_view::npos) return std::string(choice);
+  std::string name;
+  if (c.empty() || c == "pro" || c == "pro-2605" || c == "2605") name = "MinerU2.5-Pro-2605-1.2B";
+  else if (c == "pro-2604" || c == "2604") name = "MinerU2.5-Pro-2604-1.2B";
+  else if (c == "2509") name = "MinerU2.5-2509-1.2B";
+  else if (c == "gguf" || c == "pro-2605-gguf") return std::string(kGgufRepo);
+  else return InvalidArgumentError("unknown --repo '" + std::string(choice) + "' (use pro-2605, pro-2604, 2509, gguf or owner/name)");
+  return (source == HubSource::kHuggingFace ? "opendatalab/" : "OpenDataLab/") + name;
 }
 
 std::string DefaultRevision(HubSource source) { return source == HubSource::kHuggingFace ? "main" : "master"; }
 
-std::string DefaultModelDir() {
+std::string DefaultModelDir(const std::string& repo) {
+  const std::string r = repo.empty() ? DefaultRepo(HubSource::kHuggingFace) : repo;
+  const size_t slash = r.rfind('/');
   const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : ".") + "/.cache/mineru-cpp/MinerU2.5-2509-1.2B";
+  return std::string(home && *home ? home : ".") + "/.cache/mineru-cpp/" + (slash == std::string::npos ? r : r.substr(slash + 1));
+}
+
+StatusOr<std::pair<std::string, std::string>> PickGgufPair(const std::vector<std::string>& names) {
+  std::vector<std::string> lms, projs;
+  for (const std::string& n : names) {
+    if (n.find('/') != std::string::npos || !EndsWith(Lower(n), ".gguf")) continue;
+    (Lower(n).rfind("mmproj", 0) == 0 ? projs : lms).push_back(n);
+  }
+  std::sort(lms.begin(), lms.end());
+  std::sort(projs.begin(), projs.end());
+  auto with = [](const std::vector<std::string>& v, const char* tag) -> std::optional<std::string> {
+    // The tag as a word of the name ("f16" is not "bf16").
+    for (const auto& n : v) {
+      const std::string l = Lower(n);
+      for (size_t at = l.find(tag); at != std::string::npos; at = l.find(tag, at + 1)) {
+        if (at == 0 || !std::isalnum(static_cast<unsigned char>(l[at - 1]))) return n;
+      }
+    }
+    return std::nullopt;
+  };
+  if (projs.empty()) return NotFoundError("has no mmproj-*.gguf vision file");
+  std::optional<std::string> lm = with(lms, "q8_0");
+  if (!lm && lms.size() == 1) lm = lms[0];
+  if (!lm) {
+    std::string all;
+    for (const auto& n : lms) all += (all.empty() ? "" : ", ") + n;
+    return NotFoundError(lms.empty() ? "has no language-model .gguf" : "has no Q8_0 language model among " + all);
+  }
+  std::optional<std::string> proj = with(projs, "q8_0");
+  if (!proj) proj = with(projs, "f16");
+  return std::make_pair(*lm, proj ? *proj : projs[0]);
 }
 
 std::string ResolveEndpoint(const DownloadOptions& o) {
@@ -702,6 +789,14 @@ Status DownloadModel(const DownloadOptions& options, const ProgressFn& progress,
 }
 
 bool ModelLooksComplete(const std::string& dir) {
+  std::error_code ec;
+  bool lm = false, proj = false;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = Lower(e.path().filename().string());
+    if (!EndsWith(n, ".gguf")) continue;
+    (n.rfind("mmproj", 0) == 0 ? proj : lm) = true;
+  }
+  if (lm && proj) return true;
   for (int i = 0; i < kRequiredSmall; ++i) {
     if (!FileSize(dir + "/" + kSmallFiles[i])) return false;
   }

@@ -22,6 +22,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -34,11 +35,22 @@ enum class HubSource { kHuggingFace, kModelScope };
 StatusOr<HubSource> ParseHubSource(std::string_view name);
 const char* HubSourceName(HubSource source);  // "huggingface" / "modelscope"
 
-// The checkpoint's id on each hub and the default branch name.
+// The checkpoint today's MinerU downloads (MinerU 3.3+: MinerU2.5-Pro-2605-1.2B) on each hub, and
+// the default branch name.
 std::string DefaultRepo(HubSource source);      // opendatalab/... (HF), OpenDataLab/... (ModelScope)
 std::string DefaultRevision(HubSource source);  // "main" (HF), "master" (ModelScope)
-// ~/.cache/mineru-cpp/MinerU2.5-2509-1.2B (the CLI's ResolveModelDir adds --model and $MINERU_MODEL).
-std::string DefaultModelDir();
+// --repo: "" or "pro"/"pro-2605" (the default), "pro-2604", "2509", "gguf" (the Pro-2605 GGUF pair), or
+// any "owner/name" used as given. Names follow MinerU's per hub (OpenDataLab/... on ModelScope).
+StatusOr<std::string> ResolveRepo(std::string_view choice, HubSource source);
+// The Pro-2605 GGUF pair MinerU 4 deployments fetch for its llama.cpp engine: one owner and name on
+// both hubs (MinerU's own source names no GGUF repository; see README).
+inline constexpr const char* kGgufRepo = "jinzhenj/MinerU2.5-Pro-2605-1.2B-GGUF";
+// ~/.cache/mineru-cpp/<name of repo> (default: the Pro-2605 folder). The CLI's ResolveModelDir adds
+// --model and $MINERU_MODEL.
+std::string DefaultModelDir(const std::string& repo = "");
+// Written beside the weights after a complete download: {"repo", "source", "revision"}; the model
+// loader names the checkpoint after "repo" (model/qwen2vl.cc reads the same file name).
+inline constexpr const char* kDownloadRecord = "mineru-cpp-download.json";
 
 struct DownloadOptions {
   HubSource source = HubSource::kHuggingFace;
@@ -98,6 +110,7 @@ Status DownloadModel(const DownloadOptions& options, const ProgressFn& progress 
 
 // True when `dir` holds what the engine needs: config.json, preprocessor_config.json,
 // tokenizer.json, and model.safetensors or an index whose shards are all present. Cheap (no hashing).
+// A GGUF folder (an LM .gguf and an mmproj-*.gguf) counts as complete too.
 bool ModelLooksComplete(const std::string& dir);
 
 // A progress callback that draws a one-line bar on stderr (bytes, rate, ETA) when stderr is a
@@ -108,6 +121,10 @@ ProgressFn MakeTerminalProgress(bool quiet);
 
 // Whether a repo file is one the engine needs (shards are chosen from the index, not by name).
 bool IsWantedModelFile(std::string_view path);
+// From a GGUF repository's file names: the language model (Q8_0 preferred, as MinerU 4 runs) and
+// the vision projector (mmproj-*.gguf; Q8_0, then F16, then the first by name). Top-level files
+// only. NotFound when either is missing or the LM choice is ambiguous.
+StatusOr<std::pair<std::string, std::string>> PickGgufPair(const std::vector<std::string>& names);
 // Percent-encodes everything but unreserved characters (and '/' when keep_slash).
 std::string UrlEncode(std::string_view s, bool keep_slash);
 // The endpoint the options resolve to (flag, environment, default), without a trailing '/'.

@@ -1,6 +1,10 @@
 // download/http.cc — libcurl wrapper: redirects, per-hop headers, error classification.
 #include "download/http.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -149,7 +153,46 @@ HttpClient::~HttpClient() {
   if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
 }
 
+bool IsPublicV4(uint32_t ip) {
+  struct Range {
+    uint32_t net, bits;
+  };
+  static const Range kRefused[] = {{0x00000000, 8},  {0x0A000000, 8},  {0x64400000, 10}, {0x7F000000, 8},
+                                   {0xA9FE0000, 16}, {0xAC100000, 12}, {0xC0000000, 24}, {0xC0A80000, 16},
+                                   {0xC6120000, 15}, {0xE0000000, 3}};  // 224/4 .. 255/8
+  for (const Range& r : kRefused) {
+    if ((ip >> (32 - r.bits)) == (r.net >> (32 - r.bits))) return false;
+  }
+  return true;
+}
+
+bool IsPublicAddress(const sockaddr* a) {
+  if (a->sa_family == AF_INET) {
+    return IsPublicV4(ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr));
+  }
+  if (a->sa_family != AF_INET6) return false;
+  const uint8_t* b = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr.s6_addr;
+  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(b, kMapped, 12) == 0) {  // ::ffff:a.b.c.d
+    return IsPublicV4(uint32_t(b[12]) << 24 | uint32_t(b[13]) << 16 | uint32_t(b[14]) << 8 | b[15]);
+  }
+  static const uint8_t kZero[15] = {0};
+  if (std::memcmp(b, kZero, 15) == 0) return false;            // :: and ::1
+  if ((b[0] & 0xfe) == 0xfc) return false;                      // fc00::/7 unique local
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return false;      // fe80::/10 link-local
+  if (b[0] == 0xff) return false;                               // multicast
+  if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b) return false;  // NAT64 64:ff9b::/96
+  if (b[0] == 0x20 && b[1] == 0x02) return false;               // 6to4 (embeds any IPv4)
+  return true;
+}
+
 namespace {
+
+// CURLOPT_OPENSOCKETFUNCTION under public_addresses_only: runs for every connection curl opens.
+curl_socket_t OpenPublicSocket(void*, curlsocktype purpose, curl_sockaddr* a) {
+  if (purpose != CURLSOCKTYPE_IPCXN || !IsPublicAddress(&a->addr)) return CURL_SOCKET_BAD;
+  return ::socket(a->family, a->socktype, a->protocol);
+}
 
 HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64_t range_start, long timeout_s,
                    Transfer* t) {
@@ -165,6 +208,11 @@ HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 #endif
+  if (o.public_addresses_only) {
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, &OpenPublicSocket);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+  }
   curl_easy_setopt(c, CURLOPT_USERAGENT, "mineru-cpp/0.1");
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o.connect_timeout_s);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, o.low_speed_bytes_s);

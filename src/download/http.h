@@ -6,6 +6,8 @@
 // host" (fail fast) from "the transfer broke" (resume) from an HTTP status.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -18,7 +20,15 @@ struct HttpOptions {
   long low_speed_bytes_s = 1024;
   long low_speed_time_s = 30;
   std::string bearer_token;  // sent as Authorization (curl drops it on a redirect to another host)
+  // Connect only to public addresses: every connection (the first and each redirect's) is checked
+  // on the address actually connected to (after DNS), and loopback, private, link-local (e.g.
+  // 169.254.169.254), CGNAT, multicast and reserved ranges are refused (kUnreachable). Proxies from
+  // the environment are not used then. For URLs that clients choose (request forgery).
+  bool public_addresses_only = false;
 };
+
+// True when a resolved address may be connected to under public_addresses_only.
+bool IsPublicAddress(const sockaddr* a);
 
 // Headers of the final response, plus the hub's X-Linked-* from any hop.
 struct ResponseHead {

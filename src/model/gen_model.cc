@@ -175,7 +175,7 @@ Status GenerateRandomModel(const std::string& out_dir, const GenModelOptions& o)
     cfg_text = j.dump(2);
   }
   MINERU_ASSIGN_OR_RETURN(ModelConfig cfg, ParseModelConfig(cfg_text));
-  ::mkdir(out_dir.c_str(), 0755);
+  MINERU_RETURN_IF_ERROR(MakeDirs(out_dir));
   MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/config.json", cfg_text));
   Json pp = {{"min_pixels", 3136},
              {"max_pixels", 1605632},

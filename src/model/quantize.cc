@@ -60,13 +60,14 @@ void ForEachQuantizable(ModelWeights* w, QuantType t,
 }  // namespace
 
 Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool) {
-  if (t == QuantType::kNone) return Status::Ok();
-  ForEachQuantizable(w, t, [&](const std::string&, WeightView* v, QuantType q) {
-    if (v->quantized() || q == QuantType::kNone) return;  // already (pre-quantized file)
-    kernels::QuantizedMatrix m = kernels::Quantize(*v, q, pool);
-    *v = m.view();
-    w->AdoptQuantized(std::move(m));
-  });
+  if (t != QuantType::kNone) {
+    ForEachQuantizable(w, t, [&](const std::string&, WeightView* v, QuantType q) {
+      if (v->quantized() || q == QuantType::kNone) return;  // already (pre-quantized file, GGUF)
+      kernels::QuantizedMatrix m = kernels::Quantize(*v, q, pool);
+      *v = m.view();
+      w->AdoptQuantized(std::move(m));
+    });
+  }
   // The decoder's matrices run with a few rows per call (one per sequence in a decode step):
   // on VNNI CPUs give them panels packed once, instead of repacking them on every call
   // (measured: repacking was a third of a 16-sequence decode step). The vision encoder's
@@ -90,7 +91,7 @@ Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_di
   if (t == QuantType::kNone) return InvalidArgumentError("choose a quantized format (q8, q4, q4_0)");
   MINERU_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(src_dir + "/config.json"));
   MINERU_ASSIGN_OR_RETURN(auto weights, ModelWeights::Load(src_dir, cfg));
-  ::mkdir(out_dir.c_str(), 0755);
+  MINERU_RETURN_IF_ERROR(MakeDirs(out_dir));
   for (const char* f : {"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json",
                         "generation_config.json", "chat_template.json"}) {
     if (!FileExists(src_dir + "/" + f)) continue;

@@ -32,7 +32,8 @@ QuantType VisionQuant(QuantType t);
 // formats apply to the MLP, ~85% of the decoder's weights).
 QuantType AttentionQuant(QuantType t);
 
-// Replaces the dense matrices of w with quantized copies owned by w.
+// Replaces the dense matrices of w with quantized copies owned by w (t != kNone), then gives the
+// quantized decoder matrices (quantized now or stored so) their integer panels.
 Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool);
 
 // Writes a pre-quantized checkpoint of the model in src_dir to out_dir (configs copied).

@@ -10,25 +10,47 @@
 #include "base/thread_pool.h"
 #include "model/config.h"
 #include "model/decoder.h"
+#include "model/gguf_model.h"
 #include "model/vision_encoder.h"
 #include "model/weights.h"
 
 namespace mineru {
 
+struct ModelLoadOptions {
+  // "" or "bf16" (as stored), "q8", "q4", "q4_0" (model/quantize.h); a pre-quantized checkpoint
+  // (or a quantized GGUF) loads in its own format.
+  std::string quant;
+  // The vision .gguf when the model is named as an LM .gguf file (model/gguf_model.h).
+  std::string mmproj;
+  // Pixel budget overrides (0 = the checkpoint's preprocessor_config.json, else MinerU's).
+  int64_t min_pixels = 0, max_pixels = 0;
+};
+
 class Qwen2VLModel {
  public:
-  // dir: config.json, preprocessor_config.json (optional: defaults), model.safetensors[.index.json].
-  // quant: "" or "bf16" (as stored), "q8", "q4", "q4_0" (model/quantize.h); a pre-quantized
-  // checkpoint loads in its own format. pool speeds up load-time quantization (may be null).
-  static StatusOr<std::unique_ptr<Qwen2VLModel>> Load(const std::string& dir, const std::string& quant = "",
+  // path: a checkpoint folder (config.json, preprocessor_config.json (optional: defaults),
+  // model.safetensors[.index.json]) or a GGUF pair (a folder holding it, or the LM .gguf file;
+  // model/gguf_model.h). pool speeds up load-time quantization (may be null).
+  static StatusOr<std::unique_ptr<Qwen2VLModel>> Load(const std::string& path, const ModelLoadOptions& opt,
                                                       ThreadPool* pool = nullptr);
+  static StatusOr<std::unique_ptr<Qwen2VLModel>> Load(const std::string& path, const std::string& quant = "",
+                                                      ThreadPool* pool = nullptr) {
+    ModelLoadOptions o;
+    o.quant = quant;
+    return Load(path, o, pool);
+  }
 
   const ModelConfig& config() const { return config_; }
   const ImageProcessorConfig& image_config() const { return image_config_; }
   const VisionEncoder& vision() const { return *vision_; }
   const Decoder& decoder() const { return *decoder_; }
   const ModelWeights& weights() const { return *weights_; }
+  // The checkpoint folder (for GGUF: the folder of the LM file).
   const std::string& dir() const { return dir_; }
+  // Where the weights came from (model/gguf_model.h).
+  const ModelFiles& files() const { return files_; }
+  // A short name of the checkpoint for reports: GGUF general.name, else the folder's name.
+  const std::string& name() const { return name_; }
 
   // Image tokens an image of this patch grid occupies in the prompt.
   int64_t ImageTokens(const ImageGrid& g) const {
@@ -41,7 +63,12 @@ class Qwen2VLModel {
                                                     const std::vector<float>& image_embeds) const;
 
  private:
+  Status LoadSafetensors(const ModelLoadOptions& opt);
+  Status LoadGguf(const ModelLoadOptions& opt);
+
   std::string dir_;
+  ModelFiles files_;
+  std::string name_;
   ModelConfig config_;
   ImageProcessorConfig image_config_;
   std::unique_ptr<ModelWeights> weights_;

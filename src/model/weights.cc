@@ -123,8 +123,11 @@ std::vector<const TensorInfo*> ModelWeights::tensors() const {
 }
 
 Status ModelWeights::CheckFiles() const {
-  for (const auto& f : files_) {
-    Status s = f->file().CheckUnchanged();
+  std::vector<const MappedFile*> mapped;
+  for (const auto& f : files_) mapped.push_back(&f->file());
+  for (const auto& f : gguf_files_) mapped.push_back(&f->file());
+  for (const MappedFile* f : mapped) {
+    Status s = f->CheckUnchanged();
     if (!s.ok()) {
       return Status(StatusCode::kUnavailable, "model file " + f->path() + " changed on disk while mapped (" +
                                                   s.message() + "); restart or reload");
@@ -133,8 +136,16 @@ Status ModelWeights::CheckFiles() const {
   return Status::Ok();
 }
 
+bool ModelWeights::InMappedFile(const void* p, size_t n) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  auto inside = [&](const MappedFile& f) { return b >= f.data() && n <= f.size() && b - f.data() <= static_cast<ptrdiff_t>(f.size() - n); };
+  for (const auto& f : files_) if (inside(f->file())) return true;
+  for (const auto& f : gguf_files_) if (inside(f->file())) return true;
+  return false;
+}
+
 StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::string& dir, const ModelConfig& cfg) {
-  std::unique_ptr<ModelWeights> w(new ModelWeights());
+  auto w = std::make_unique<ModelWeights>();
   MINERU_ASSIGN_OR_RETURN(std::vector<std::string> paths, ShardFiles(dir));
   TensorSource src;
   for (const auto& p : paths) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/gguf.h"
 #include "base/safetensors.h"
 #include "base/status.h"
 #include "kernels/kernels.h"
@@ -59,20 +60,30 @@ struct TextWeights {
 // Owns the mapped files; the views point into them.
 class ModelWeights {
  public:
+  ModelWeights() = default;
   // dir holds model.safetensors or model.safetensors.index.json + shards.
   static StatusOr<std::unique_ptr<ModelWeights>> Load(const std::string& dir, const ModelConfig& config);
+  // A GGUF pair (model/gguf_model.h): the language model and the mmproj vision file.
+  static StatusOr<std::unique_ptr<ModelWeights>> LoadGguf(std::unique_ptr<GgufFile> lm,
+                                                          std::unique_ptr<GgufFile> mmproj,
+                                                          const ModelConfig& config);
 
   // Keeps a quantized copy alive for the views that point into it (model/quantize.cc).
   void AdoptQuantized(kernels::QuantizedMatrix m) { owned_.push_back(std::move(m)); }
   // The same for packed integer panels (WeightView::panels).
   void AdoptPanels(kernels::PackedPanels p) { owned_panels_.push_back(std::move(p)); }
-  // Every tensor of the checkpoint, in file order (for writers).
+  // Keeps bytes alive that views point into (a GGUF tensor rebuilt in another layout).
+  void AdoptBytes(std::unique_ptr<uint8_t[]> b) { owned_bytes_.push_back(std::move(b)); }
+  // Every tensor of a safetensors checkpoint, in file order (for writers); empty for GGUF.
   std::vector<const TensorInfo*> tensors() const;
   // Ok while every mapped weight file is as it was loaded (MappedFile::CheckUnchanged: no page lost
   // to a truncation, same size and mtime). Otherwise Unavailable "model file X changed on disk while
   // mapped (...); restart or reload": what the mapped views read since then is garbage. Cheap (one
   // fstat per file), so the engine calls it at admission and after each step.
   Status CheckFiles() const;
+  // True when [p, p + n) lies inside one of the mapped weight files (a view that reads the file in
+  // place rather than a copy made at load).
+  bool InMappedFile(const void* p, size_t n) const;
 
   VisionWeights vision;
   TextWeights text;
@@ -81,6 +92,8 @@ class ModelWeights {
 
  private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::vector<std::unique_ptr<GgufFile>> gguf_files_;
+  std::vector<std::unique_ptr<uint8_t[]>> owned_bytes_;
   std::vector<kernels::QuantizedMatrix> owned_;
   std::vector<kernels::PackedPanels> owned_panels_;
 };

@@ -2,6 +2,8 @@
 // pre-tokenizer -> byte-level BPE) and decoding (ByteLevel decoder + lossy UTF-8).
 #include "tokenizer/tokenizer.h"
 
+#include "tokenizer/gguf_vocab.h"
+
 #ifndef PCRE2_CODE_UNIT_WIDTH
 #define PCRE2_CODE_UNIT_WIDTH 8
 #endif
@@ -14,6 +16,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
 #include <unordered_map>
@@ -920,10 +923,24 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromFile(const std::string& 
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromJson(std::string_view json_text) {
+  json j = json::parse(json_text.begin(), json_text.end(), /*cb=*/nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgumentError("tokenizer.json: not valid JSON");
+  if (!j.is_object()) return InvalidArgumentError("tokenizer.json: the top level must be an object");
+  return LoadFromJsonObject(j);
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromGguf(const std::string& gguf_path) {
+  auto f = GgufFile::Open(gguf_path);
+  if (!f.ok()) return f.status();
+  auto j = GgufTokenizerJson(**f);
+  if (!j.ok()) return j.status().WithPrefix(gguf_path);
+  auto tok = LoadFromJsonObject(*j);
+  if (!tok.ok()) return tok.status().WithPrefix(gguf_path);
+  return tok;
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromJsonObject(const nlohmann::json& j) {
   try {
-    json j = json::parse(json_text.begin(), json_text.end(), /*cb=*/nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return InvalidArgumentError("tokenizer.json: not valid JSON");
-    if (!j.is_object()) return InvalidArgumentError("tokenizer.json: the top level must be an object");
     auto impl = std::make_unique<Impl>();
     auto model_it = j.find("model");
     if (model_it == j.end()) return InvalidArgumentError("tokenizer.json: no 'model'");
@@ -952,8 +969,10 @@ StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text) const {
   ids.reserve(text.size() / 3 + 4);
   try {
     MINERU_RETURN_IF_ERROR(impl_->EncodeText(text, &ids));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("encoding " + std::to_string(text.size()) + " bytes of text");
   } catch (const std::exception& e) {
-    return ResourceExhaustedError(std::string("Encode: ") + e.what());
+    return InternalError(std::string("Encode: ") + e.what());
   }
   return ids;
 }
@@ -1011,6 +1030,19 @@ std::vector<std::pair<int32_t, std::string>> Tokenizer::AddedTokens() const {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+std::vector<std::string> Tokenizer::Merges() const {
+  std::vector<std::pair<int32_t, uint64_t>> ranked;
+  ranked.reserve(impl_->merges.size());
+  for (const auto& [key, m] : impl_->merges) ranked.emplace_back(m.rank, key);
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::string> out;
+  out.reserve(ranked.size());
+  for (const auto& [rank, key] : ranked) {
+    out.push_back(impl_->id_to_token[key >> 32] + " " + impl_->id_to_token[key & 0xffffffffu]);
+  }
+  return out;
+}
 
 IncrementalDecoder::IncrementalDecoder(const Tokenizer& tok, bool skip_special_tokens)
     : tok_(tok), skip_special_(skip_special_tokens) {}

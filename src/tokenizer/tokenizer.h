@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "base/status.h"
 
 namespace mineru {
@@ -29,6 +31,9 @@ class Tokenizer {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> LoadFromFile(const std::string& tokenizer_json_path);
   static StatusOr<std::unique_ptr<Tokenizer>> LoadFromJson(std::string_view json_text);
+  // The tokenizer a llama.cpp GGUF language model carries (tokenizer.ggml.*: model "gpt2",
+  // pre-tokenizer "qwen2"), encoding and decoding as its tokenizer.json does (tokenizer/gguf_vocab.h).
+  static StatusOr<std::unique_ptr<Tokenizer>> LoadFromGguf(const std::string& gguf_path);
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
@@ -51,9 +56,12 @@ class Tokenizer {
   std::string_view TokenBytes(int32_t id) const;
   // All added tokens (id, content), in id order.
   std::vector<std::pair<int32_t, std::string>> AddedTokens() const;
+  // The BPE merges as "a b" (raw token strings), in rank order (for writing GGUF metadata).
+  std::vector<std::string> Merges() const;
 
  private:
   struct Impl;
+  static StatusOr<std::unique_ptr<Tokenizer>> LoadFromJsonObject(const nlohmann::json& j);
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

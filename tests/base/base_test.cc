@@ -1,6 +1,8 @@
 // Unit tests of the base layer: digests against published test vectors, the thread pool, bf16.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <new>
 #include <string>
@@ -8,10 +10,37 @@
 
 #include "base/bf16.h"
 #include "base/hash.h"
+#include "base/mapped_file.h"
+#include "base/status.h"
 #include "base/thread_pool.h"
 
 namespace mineru {
 namespace {
+
+// A StatusOr built from an OK status holds an Internal error in every build type (it used to be
+// an assert only, so release builds got an "ok" StatusOr with no value).
+TEST(StatusTest, StatusOrFromOkIsAnInternalError) {
+  StatusOr<int> a(Status::Ok());
+  EXPECT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kInternal);
+  Status ok = Status::Ok();
+  StatusOr<std::string> b(std::move(ok));
+  EXPECT_FALSE(b.ok());
+  StatusOr<int> c(InvalidArgumentError("x"));
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FilesTest, MakeDirsCreatesParentsAndReportsFailures) {
+  const std::string root = ::testing::TempDir() + "/makedirs_" + std::to_string(::getpid());
+  ASSERT_TRUE(MakeDirs(root + "/a/b/c").ok());
+  EXPECT_TRUE(FileExists(root + "/a/b/c"));
+  EXPECT_TRUE(MakeDirs(root + "/a/b").ok());  // exists: fine
+  ASSERT_TRUE(WriteStringToFile(root + "/file", "x").ok());
+  Status s = MakeDirs(root + "/file");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(root + "/file"), std::string::npos) << s.message();
+  EXPECT_FALSE(MakeDirs(root + "/file/below").ok());
+}
 
 TEST(HashTest, Sha256Vectors) {
   EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");

@@ -51,8 +51,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kHfRepo = "opendatalab/MinerU2.5-2509-1.2B";
-const std::string kMsRepo = "OpenDataLab/MinerU2.5-2509-1.2B";
+// What `download` fetches by default (MinerU 3.3+'s checkpoint); a FakeHub serves this repo unless
+// told otherwise (set_repo).
+const std::string kHfRepo = "opendatalab/MinerU2.5-Pro-2605-1.2B";
+const std::string kMsRepo = "OpenDataLab/MinerU2.5-Pro-2605-1.2B";
 
 std::string ReadAll(const std::string& path) {
   StatusOr<std::string> s = ReadFileToString(path);
@@ -139,6 +141,12 @@ class FakeHub {
     files_.erase(name);
   }
   void set_ignore_range(bool v) { ignore_range_ = v; }
+  // The repository ids this hub answers for (Hugging Face, ModelScope spelling).
+  void set_repo(const std::string& hf, const std::string& ms) {
+    std::lock_guard<std::mutex> lk(mu_);
+    hf_repo_ = hf;
+    ms_repo_ = ms;
+  }
 
   std::vector<LoggedRequest> log() {
     std::lock_guard<std::mutex> lk(mu_);
@@ -170,7 +178,7 @@ class FakeHub {
   void HfList(const httplib::Request& q, httplib::Response& r, const std::string& repo, const std::string& rev) {
     std::lock_guard<std::mutex> lk(mu_);
     Log(q, "", 0);
-    if (repo != kHfRepo) {
+    if (repo != hf_repo_) {
       r.status = 404;
       r.set_header("X-Error-Code", "RepoNotFound");
       r.set_header("X-Error-Message", "Repository not found");
@@ -203,7 +211,7 @@ class FakeHub {
     {
       std::lock_guard<std::mutex> lk(mu_);
       auto it = files_.find(path);
-      if (repo != kHfRepo || rev != "main" || it == files_.end()) {
+      if (repo != hf_repo_ || rev != "main" || it == files_.end()) {
         Log(q, "", 404);
         r.status = 404;
         r.set_header("X-Error-Code", "EntryNotFound");
@@ -228,7 +236,7 @@ class FakeHub {
   void MsList(const httplib::Request& q, httplib::Response& r, const std::string& repo) {
     std::lock_guard<std::mutex> lk(mu_);
     Log(q, "", 0);
-    if (repo != kMsRepo || q.get_param_value("Revision") != "master") {
+    if (repo != ms_repo_ || q.get_param_value("Revision") != "master") {
       nlohmann::json j = {{"Code", 10010205}, {"Message", "model not found"}, {"Success", false}};
       r.status = 404;
       r.set_content(j.dump(), "application/json");
@@ -250,7 +258,7 @@ class FakeHub {
     {
       std::lock_guard<std::mutex> lk(mu_);
       auto it = files_.find(path);
-      if (repo != kMsRepo || q.get_param_value("Revision") != "master" || it == files_.end()) {
+      if (repo != ms_repo_ || q.get_param_value("Revision") != "master" || it == files_.end()) {
         Log(q, "", 404);
         r.status = 404;
         return;
@@ -340,6 +348,7 @@ class FakeHub {
   bool released_ = false;
   std::map<std::string, FakeFile> files_;
   std::atomic<bool> ignore_range_{false};
+  std::string hf_repo_ = kHfRepo, ms_repo_ = kMsRepo;
   std::vector<LoggedRequest> log_;
 };
 
@@ -408,7 +417,7 @@ TEST_F(DownloadTest, HuggingFaceFullDownloadYieldsIdenticalFiles) {
   Status s = DownloadModel(Options(hub), [&](const DownloadProgress& p) { events.push_back(p); }, &sum);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectEngineFilesIdentical();
-  ExpectOnly({"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors"});
+  ExpectOnly({"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors", kDownloadRecord});
   EXPECT_TRUE(ModelLooksComplete(dir_));
   EXPECT_EQ(sum.files_fetched, 4);
   EXPECT_EQ(sum.files_skipped, 0);
@@ -441,7 +450,7 @@ TEST_F(DownloadTest, ModelScopeFullDownloadYieldsIdenticalFiles) {
   Status s = DownloadModel(o);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectEngineFilesIdentical();
-  ExpectOnly({"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors"});
+  ExpectOnly({"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors", kDownloadRecord});
   EXPECT_GE(hub.requests_to("/api/v1/models/" + kMsRepo + "/repo/files"), 1);
   EXPECT_GE(hub.requests_to("/cdn/model.safetensors"), 1);
   EXPECT_EQ(hub.requests_to("/api/models/"), 0);
@@ -759,7 +768,7 @@ TEST_F(DownloadTest, ShardedCheckpointFetchesTheShardsOfTheIndex) {
     EXPECT_EQ(ReadAll(dir_ + "/model-00002-of-00002.safetensors"), s2);
     ExpectOnly({"config.json", "preprocessor_config.json", "tokenizer.json", "generation_config.json",
                 "chat_template.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
-                "model-00002-of-00002.safetensors"});
+                "model-00002-of-00002.safetensors", kDownloadRecord});
     EXPECT_TRUE(ModelLooksComplete(dir_));
     fs::remove(dir_ + "/model-00002-of-00002.safetensors");
     EXPECT_FALSE(ModelLooksComplete(dir_));
@@ -810,7 +819,85 @@ TEST(DownloadUnit, HelpersAndModelCheck) {
   EXPECT_FALSE(IsWantedModelFile("golden_text_only.safetensors"));
   EXPECT_TRUE(ModelLooksComplete(std::string(MINERU_FIXTURES_DIR) + "/tinyvocab"));
   EXPECT_FALSE(ModelLooksComplete("/nonexistent/dir"));
-  EXPECT_NE(DefaultModelDir().find(".cache/mineru-cpp/MinerU2.5-2509-1.2B"), std::string::npos);
+  EXPECT_NE(DefaultModelDir().find(".cache/mineru-cpp/MinerU2.5-Pro-2605-1.2B"), std::string::npos);
+  EXPECT_NE(DefaultModelDir("opendatalab/MinerU2.5-2509-1.2B").find(".cache/mineru-cpp/MinerU2.5-2509-1.2B"),
+            std::string::npos);
+}
+
+TEST(DownloadUnit, RepoChoicesFollowMinerU) {
+  const auto hf = HubSource::kHuggingFace, ms = HubSource::kModelScope;
+  EXPECT_EQ(DefaultRepo(hf), "opendatalab/MinerU2.5-Pro-2605-1.2B");
+  EXPECT_EQ(DefaultRepo(ms), "OpenDataLab/MinerU2.5-Pro-2605-1.2B");
+  EXPECT_EQ(*ResolveRepo("", hf), "opendatalab/MinerU2.5-Pro-2605-1.2B");
+  EXPECT_EQ(*ResolveRepo("pro-2605", ms), "OpenDataLab/MinerU2.5-Pro-2605-1.2B");
+  EXPECT_EQ(*ResolveRepo("Pro-2604", hf), "opendatalab/MinerU2.5-Pro-2604-1.2B");
+  EXPECT_EQ(*ResolveRepo("2509", hf), "opendatalab/MinerU2.5-2509-1.2B");
+  EXPECT_EQ(*ResolveRepo("2509", ms), "OpenDataLab/MinerU2.5-2509-1.2B");
+  EXPECT_EQ(*ResolveRepo("gguf", hf), std::string(kGgufRepo));
+  EXPECT_EQ(*ResolveRepo("gguf", ms), std::string(kGgufRepo));
+  EXPECT_EQ(*ResolveRepo("me/my-finetune", ms), "me/my-finetune");  // used as given
+  EXPECT_FALSE(ResolveRepo("2510", hf).ok());
+}
+
+TEST(DownloadUnit, GgufPairPicksQ8AndItsProjector) {
+  auto p = PickGgufPair({"README.md", "MinerU2.5-Pro-2605-1.2B-F16.gguf", "MinerU2.5-Pro-2605-1.2B-Q8_0.gguf",
+                         "mmproj-MinerU2.5-Pro-2605-1.2B-F16.gguf", "mmproj-MinerU2.5-Pro-2605-1.2B-Q8_0.gguf",
+                         "sub/other-Q8_0.gguf"});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->first, "MinerU2.5-Pro-2605-1.2B-Q8_0.gguf");
+  EXPECT_EQ(p->second, "mmproj-MinerU2.5-Pro-2605-1.2B-Q8_0.gguf");
+  p = PickGgufPair({"m-bf16.gguf", "mmproj-m-bf16.gguf", "mmproj-m-f16.gguf"});  // one LM: it
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->first, "m-bf16.gguf");
+  EXPECT_EQ(p->second, "mmproj-m-f16.gguf");
+  EXPECT_FALSE(PickGgufPair({"m-Q8_0.gguf"}).ok());                                   // no projector
+  EXPECT_FALSE(PickGgufPair({"a-F16.gguf", "b-Q4_0.gguf", "mmproj-x.gguf"}).ok());  // which LM?
+}
+
+TEST_F(DownloadTest, DownloadRecordsTheRepositoryAndTheModelIsNamedAfterIt) {
+  FakeHub hub;
+  hub.PutFixtureDir(fixture_);
+  Status s = DownloadModel(Options(hub));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const nlohmann::json rec = nlohmann::json::parse(ReadAll(dir_ + "/" + kDownloadRecord));
+  EXPECT_EQ(rec["repo"], kHfRepo);
+  EXPECT_EQ(rec["source"], "huggingface");
+  EXPECT_EQ(rec["revision"], "main");
+  // 2509 when asked for it: another repository on the hub.
+  hub.set_repo("opendatalab/MinerU2.5-2509-1.2B", "OpenDataLab/MinerU2.5-2509-1.2B");
+  DownloadOptions o = Options(hub, HubSource::kModelScope);
+  o.repo = *ResolveRepo("2509", HubSource::kModelScope);
+  o.model_dir = dir_ + "-2509";
+  s = DownloadModel(o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(nlohmann::json::parse(ReadAll(o.model_dir + "/" + kDownloadRecord))["repo"], "OpenDataLab/MinerU2.5-2509-1.2B");
+  EXPECT_GE(hub.requests_to("/api/v1/models/OpenDataLab/MinerU2.5-2509-1.2B/repo/files"), 1);
+  std::error_code ec;
+  fs::remove_all(o.model_dir, ec);
+}
+
+TEST_F(DownloadTest, GgufRepositoryFetchesTheQ8PairOnly) {
+  FakeHub hub;
+  hub.set_repo(kGgufRepo, kGgufRepo);
+  hub.Put("README.md", "# gguf\n");
+  hub.Put("MinerU2.5-Pro-2605-1.2B-Q8_0.gguf", std::string(3000, 'L'), true);
+  hub.Put("MinerU2.5-Pro-2605-1.2B-F16.gguf", std::string(5000, 'F'), true);
+  hub.Put("mmproj-MinerU2.5-Pro-2605-1.2B-Q8_0.gguf", std::string(2000, 'V'), true);
+  hub.Put("mmproj-MinerU2.5-Pro-2605-1.2B-F16.gguf", std::string(4000, 'W'), true);
+  hub.Put("preprocessor_config.json", ReadAll(fixture_ + "/preprocessor_config.json"));
+  for (HubSource src : {HubSource::kHuggingFace, HubSource::kModelScope}) {
+    DownloadOptions o = Options(hub, src);
+    o.repo = *ResolveRepo("gguf", src);
+    DownloadSummary sum;
+    Status s = DownloadModel(o, {}, &sum);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ExpectOnly({"MinerU2.5-Pro-2605-1.2B-Q8_0.gguf", "mmproj-MinerU2.5-Pro-2605-1.2B-Q8_0.gguf",
+                "preprocessor_config.json", kDownloadRecord});
+    EXPECT_EQ(ReadAll(dir_ + "/MinerU2.5-Pro-2605-1.2B-Q8_0.gguf"), std::string(3000, 'L'));
+    EXPECT_TRUE(ModelLooksComplete(dir_));
+    EXPECT_TRUE(hub.served("MinerU2.5-Pro-2605-1.2B-F16.gguf").empty());
+    EXPECT_EQ(sum.files_fetched + sum.files_skipped, 3);
+  }
 }
 
 // --- the CLI, when `download` is registered in the binary ---------------------------------------

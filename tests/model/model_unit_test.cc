@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <numeric>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -300,7 +302,9 @@ TEST(GenModelTest, TinyPresetLoadsAndRuns) {
   auto r = Generate(**m, {1, 2, 3}, {}, g, nullptr);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->ids.size(), 3u);
-  EXPECT_FALSE(GenerateRandomModel(dir, GenModelOptions{"nonsense"}).ok());
+  GenModelOptions nonsense;
+  nonsense.preset = "nonsense";
+  EXPECT_FALSE(GenerateRandomModel(dir, nonsense).ok());
 }
 
 TEST(GenerateTest, RejectsBadPrompts) {
@@ -406,6 +410,92 @@ TEST(SamplerTest, SeededSamplingIsReproducible) {
     EXPECT_LT(x, 5);  // top_k 5 keeps tokens 0..4
     a.Accept(x);
     b.Accept(y);
+  }
+}
+
+// The reference for the sampler's candidate set: sort every token (most likely first, lower id
+// on ties), keep top_k, then the shortest prefix whose softmax mass at the temperature reaches top_p.
+std::vector<int32_t> ReferenceKept(const std::vector<float>& logits, const SamplingParams& p) {
+  const int32_t v = static_cast<int32_t>(logits.size());
+  std::vector<int32_t> idx(logits.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  if (p.top_k > 0 && p.top_k < v) idx.resize(static_cast<size_t>(p.top_k));
+  std::vector<double> w;
+  double sum = 0;
+  for (int32_t t : idx) {
+    w.push_back(std::exp((static_cast<double>(logits[t]) - logits[idx[0]]) / p.temperature));
+    sum += w.back();
+  }
+  if (p.top_p < 1.0f) {
+    double cum = 0;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      cum += w[i] / sum;
+      if (cum >= p.top_p) {
+        idx.resize(i + 1);
+        break;
+      }
+    }
+  }
+  return idx;
+}
+
+TEST(SamplerTest, KeptCandidatesMatchAFullSort) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> n(0.0f, 3.0f);
+  for (int32_t vocab : {1, 2, 7, 63, 64, 65, 1000, 20000}) {
+    for (float temperature : {0.3f, 1.0f, 2.0f}) {
+      for (int top_k : {0, 1, 5, 64, 100000}) {
+        for (float top_p : {0.05f, 0.5f, 0.9f, 0.999f, 1.0f}) {
+          std::vector<float> logits(static_cast<size_t>(vocab));
+          for (float& x : logits) x = std::round(n(rng) * 4) / 4;  // quarter steps: many ties
+          SamplingParams p;
+          p.temperature = temperature;
+          p.top_k = top_k;
+          p.top_p = top_p;
+          SequenceSampler s(p, {});
+          std::vector<int32_t> got = s.KeptTokens(logits.data(), vocab);
+          std::vector<int32_t> want = ReferenceKept(logits, p);
+          if (top_p >= 1.0f) {  // no nucleus: the order is free, the set is not
+            std::sort(got.begin(), got.end());
+            std::sort(want.begin(), want.end());
+          }
+          ASSERT_EQ(got, want) << "vocab " << vocab << " T " << temperature << " top_k " << top_k << " top_p " << top_p;
+        }
+      }
+    }
+  }
+}
+
+TEST(SamplerTest, DrawsFollowTheTemperedSoftmax) {
+  // Seeded, so the frequencies are fixed numbers: bounds of 5 standard deviations hold with room.
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, -30.0f};
+  for (float top_p : {1.0f, 0.8f}) {
+    SamplingParams p;
+    p.temperature = 0.7f;
+    p.top_p = top_p;
+    p.seed = 1234;
+    SequenceSampler s(p, {});
+    const std::vector<int32_t> kept = s.KeptTokens(logits.data(), 6);
+    std::vector<double> prob(6, 0.0);
+    double sum = 0;
+    for (int32_t t : kept) sum += prob[t] = std::exp((logits[t] - 2.0) / 0.7);
+    const int draws = 40000;
+    std::vector<int> count(6, 0);
+    for (int i = 0; i < draws; ++i) {
+      std::vector<float> l = logits;
+      ++count[s.Sample(l.data(), 6)];
+    }
+    for (int t = 0; t < 6; ++t) {
+      const double q = prob[t] / sum;
+      const double sd = std::sqrt(draws * q * (1 - q)) + 1e-9;
+      EXPECT_NEAR(count[t], draws * q, 5 * sd + 0.5) << "token " << t << " top_p " << top_p;
+    }
+    if (top_p < 1.0f) {
+      EXPECT_EQ(count[4], 0) << "outside the nucleus";
+    }
   }
 }
 
