@@ -7,7 +7,11 @@
 #include <poppler-page.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <thread>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +43,28 @@ bool LooksLikePdf(const std::string& head) {
   return head.substr(0, std::min<size_t>(head.size(), 1024)).find("%PDF-") != std::string::npos;
 }
 
-PdfDocument::~PdfDocument() { delete doc_; }
+struct PdfDocument::Handle {
+  std::mutex mu;  // poppler documents are not thread-safe
+  std::shared_ptr<const std::string> bytes;  // poppler reads them in place: they live as long
+  std::unique_ptr<poppler::document> doc;    // null when the bytes do not parse
+};
+
+namespace {
+
+std::atomic<int> g_abandoned{0};
+
+}  // namespace
+
+std::shared_ptr<PdfDocument::Handle> PdfDocument::Load(std::shared_ptr<const std::string> bytes) {
+  auto h = std::make_shared<Handle>();
+  h->doc.reset(poppler::document::load_from_raw_data(bytes->data(), static_cast<int>(bytes->size())));
+  h->bytes = std::move(bytes);
+  return h;
+}
+
+int AbandonedRenders() { return g_abandoned.load(); }
+
+PdfDocument::~PdfDocument() = default;
 
 StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Open(const std::string& path, const PdfLimits& limits) {
   MINERU_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, size_t(2) << 30));
@@ -51,21 +76,19 @@ StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::OpenFromMemory(std::string b
   if (bytes.empty()) return InvalidArgumentError("empty file");
   if (!LooksLikePdf(bytes)) return InvalidArgumentError("not a PDF file");
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) return ResourceExhaustedError("PDF larger than 2 GB");
-  poppler::document* doc = poppler::document::load_from_raw_data(bytes.data(), static_cast<int>(bytes.size()));
-  return Finish(doc, std::move(bytes), limits);
+  return Finish(std::make_shared<const std::string>(std::move(bytes)), limits);
 }
 
-StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Finish(poppler::document* doc, std::string bytes,
+StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Finish(std::shared_ptr<const std::string> bytes,
                                                            const PdfLimits& limits) {
-  if (doc == nullptr) return DataLossError("the PDF is corrupt or unreadable");
+  std::shared_ptr<Handle> h = Load(bytes);
+  if (h->doc == nullptr) return DataLossError("the PDF is corrupt or unreadable");
   std::unique_ptr<PdfDocument> d(new PdfDocument());
-  d->doc_ = doc;
-  // load_from_raw_data keeps a pointer into the buffer: moving a std::string may move its
-  // heap block but never reallocates it, except for short (SSO) strings — too short to be PDFs.
   d->bytes_ = std::move(bytes);
   d->limits_ = limits;
-  if (doc->is_locked()) return InvalidArgumentError("the PDF is encrypted (password protected)");
-  d->num_pages_ = doc->pages();
+  if (h->doc->is_locked()) return InvalidArgumentError("the PDF is encrypted (password protected)");
+  d->num_pages_ = h->doc->pages();
+  d->handle_ = std::move(h);
   if (d->num_pages_ <= 0) return InvalidArgumentError("the PDF has no pages");
   if (d->num_pages_ > limits.max_pages) {
     return ResourceExhaustedError("the PDF has " + std::to_string(d->num_pages_) + " pages, over the limit of " +
@@ -74,10 +97,13 @@ StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Finish(poppler::document* do
   return d;
 }
 
+std::shared_ptr<PdfDocument::Handle> PdfDocument::handle() const { return handle_; }
+
 StatusOr<std::pair<double, double>> PdfDocument::PageSize(int index) const {
-  std::lock_guard<std::mutex> lock(mu_);
   if (index < 0 || index >= num_pages_) return InvalidArgumentError("page index out of range");
-  std::unique_ptr<poppler::page> p(doc_->create_page(index));
+  const std::shared_ptr<Handle> handle_now = handle();
+  std::lock_guard<std::mutex> lock(handle_now->mu);
+  std::unique_ptr<poppler::page> p(handle_now->doc->create_page(index));
   if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));
   poppler::rectf r = p->page_rect(poppler::crop_box);
   double w = r.width(), h = r.height();
@@ -123,15 +149,61 @@ StatusOr<RenderedPage> PdfDocument::RenderAtScale(int index, double width_pt, do
   } else {
     return OutOfMemoryError(what);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  std::unique_ptr<poppler::page> p(doc_->create_page(index));
+  if (limits_.render_timeout_s > 0) return RenderWithDeadline(index, std::move(out), what);
+  return RenderOn(*handle(), index, std::move(out), what);
+}
+
+StatusOr<RenderedPage> PdfDocument::RenderWithDeadline(int index, RenderedPage out, const std::string& what) const {
+  if (g_abandoned.load() >= kMaxAbandonedRenders) {
+    return UnavailableError(what + ": " + std::to_string(kMaxAbandonedRenders) +
+                            " earlier renders that passed their deadline are still running; try again later");
+  }
+  struct Task {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false, abandoned = false;
+    StatusOr<RenderedPage> result = InternalError("not rendered");
+  };
+  auto task = std::make_shared<Task>();
+  // A document of its own for this render: an abandoned render then holds no lock anyone else
+  // waits on (size queries, text, later pages all use the shared one).
+  std::shared_ptr<Handle> h = Load(bytes_);
+  if (!h->doc) return DataLossError(what + ": the PDF could not be parsed again");
+  try {
+    // The thread owns what it uses (the handle, which holds the parsed document, and the task):
+    // nothing of this object, which may be gone by the time an abandoned render ends.
+    std::thread([h, task, index, out = std::move(out), what]() mutable {
+      auto r = RenderOn(*h, index, std::move(out), what);
+      std::lock_guard<std::mutex> lock(task->mu);
+      task->result = std::move(r);
+      task->done = true;
+      if (task->abandoned) --g_abandoned;
+      task->cv.notify_all();
+    }).detach();
+  } catch (const std::system_error&) {
+    return UnavailableError(what + ": no thread for the render");
+  }
+  std::unique_lock<std::mutex> lock(task->mu);
+  const auto limit = std::chrono::duration<double>(limits_.render_timeout_s);
+  if (task->cv.wait_for(lock, limit, [&] { return task->done; })) return std::move(task->result);
+  task->abandoned = true;
+  ++g_abandoned;
+  lock.unlock();
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%g", limits_.render_timeout_s);
+  return DeadlineExceededError(what + " took longer than " + secs + " s; abandoned");
+}
+
+StatusOr<RenderedPage> PdfDocument::RenderOn(Handle& handle, int index, RenderedPage out, const std::string& what) {
+  std::lock_guard<std::mutex> lock(handle.mu);
+  std::unique_ptr<poppler::page> p(handle.doc->create_page(index));
   if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));
   poppler::page_renderer r;
   r.set_render_hints(poppler::page_renderer::antialiasing | poppler::page_renderer::text_antialiasing |
                      poppler::page_renderer::text_hinting);
   r.set_image_format(poppler::image::format_rgb24);
   r.set_paper_color(0xffffffff);
-  poppler::image img = r.render_page(p.get(), scale * 72.0, scale * 72.0);
+  poppler::image img = r.render_page(p.get(), out.scale * 72.0, out.scale * 72.0);
   if (!img.is_valid() || img.width() <= 0 || img.height() <= 0) {
     return DataLossError("page " + std::to_string(index + 1) + " could not be rendered");
   }
@@ -172,9 +244,10 @@ StatusOr<RenderedPage> PdfDocument::RenderAtScale(int index, double width_pt, do
 }
 
 StatusOr<std::vector<PdfTextBox>> PdfDocument::PageText(int index) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  const std::shared_ptr<Handle> h = handle();
+  std::lock_guard<std::mutex> lock(h->mu);
   if (index < 0 || index >= num_pages_) return InvalidArgumentError("page index out of range");
-  std::unique_ptr<poppler::page> p(doc_->create_page(index));
+  std::unique_ptr<poppler::page> p(h->doc->create_page(index));
   if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));
   std::vector<PdfTextBox> out;
   for (const poppler::text_box& b : p->text_list()) {

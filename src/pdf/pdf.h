@@ -37,7 +37,17 @@ struct PdfLimits {
   // Memory one page render may take (estimated at kRenderBytesPerPixel per output pixel); 0 = no
   // budget. A render over the budget is treated as out of memory (see RenderPage).
   size_t max_render_bytes = 0;
+  // Seconds one page render may take; 0 = no deadline. With a deadline each render runs on a
+  // thread of its own, on a parse of the file of its own; past the deadline the page fails
+  // (DeadlineExceeded) and the render is abandoned (it finishes on its own, holding nothing anyone
+  // waits for). At most kMaxAbandonedRenders run abandoned in the process; while that many do,
+  // further renders with a deadline fail (Unavailable) at once.
+  double render_timeout_s = 0;
 };
+
+// Renders abandoned past their deadline that are still running (process-wide).
+int AbandonedRenders();
+constexpr int kMaxAbandonedRenders = 2;
 
 class PdfDocument {
  public:
@@ -63,14 +73,22 @@ class PdfDocument {
 
  private:
   PdfDocument() = default;
-  static StatusOr<std::unique_ptr<PdfDocument>> Finish(poppler::document* doc, std::string bytes,
+  static StatusOr<std::unique_ptr<PdfDocument>> Finish(std::shared_ptr<const std::string> bytes,
                                                        const PdfLimits& limits);
+  // One parsed poppler document over the file's bytes, with the lock that serialises its use.
+  // Shared: an abandoned render keeps the handle it runs on alive.
+  struct Handle;
+  std::shared_ptr<Handle> handle() const;
+  static std::shared_ptr<Handle> Load(std::shared_ptr<const std::string> bytes);
   StatusOr<RenderedPage> RenderAtScale(int index, double width_pt, double height_pt, double scale) const;
-  std::string bytes_;  // keeps in-memory data alive for poppler
-  poppler::document* doc_ = nullptr;
+  // RenderAtScale's work on a given handle (no deadline).
+  static StatusOr<RenderedPage> RenderOn(Handle& h, int index, RenderedPage out, const std::string& what);
+  // Runs RenderOn on a thread of its own and waits at most limits_.render_timeout_s.
+  StatusOr<RenderedPage> RenderWithDeadline(int index, RenderedPage out, const std::string& what) const;
+  std::shared_ptr<const std::string> bytes_;  // the file; poppler reads it in place
+  std::shared_ptr<Handle> handle_;            // size queries, text, renders without a deadline
   int num_pages_ = 0;
   PdfLimits limits_;
-  mutable std::mutex mu_;
 };
 
 // True when the bytes start like a PDF ("%PDF-" within the first 1024 bytes).

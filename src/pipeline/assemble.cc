@@ -6,12 +6,13 @@
 #include <set>
 
 #include "pipeline/assemble.h"
+#include "pipeline/assemble_detail.h"
 #include "pipeline/box_relations.h"
 #include "pipeline/py_text.h"
 
 namespace mineru::pipeline {
 
-namespace {
+namespace detail {
 
 // ---- content cleaning (vlm_magic_model.py) ---------------------------------------------------------
 
@@ -125,6 +126,12 @@ std::vector<Json> TextSpans(const IBox& bbox, const char* span_type, std::option
   }
   return spans;
 }
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 bool IsTextLike(const std::string& t) {
   static const std::set<std::string> kTypes = {

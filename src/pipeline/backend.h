@@ -35,11 +35,25 @@ class Backend {
   // One raw output per task, in order; a failed task fails only itself. All tasks of a page are
   // submitted together so an engine can batch them.
   virtual std::vector<StatusOr<std::string>> Recognize(int global_page, const std::vector<RecognitionTask>& tasks) = 0;
+  // Text-only requests (1.2.1's cross-page table questions), all submitted together; one raw
+  // answer per request, in order. global_page: the page of the request's second table. The default
+  // answers none (the tables keep no cell_merge).
+  struct TextRequest {
+    int global_page = 0;
+    std::string prompt;
+    SamplingParams sampling;
+  };
+  virtual std::vector<StatusOr<std::string>> AskText(const std::vector<TextRequest>& requests) {
+    return std::vector<StatusOr<std::string>>(requests.size(), UnimplementedError("no text requests"));
+  }
   virtual BackendStats stats() const { return {}; }
 };
 
 // Replays recorded raw outputs: a JSON list of pages, each {"layout": "...", "blocks": ["...", ...]}
-// with one entry per recognised block in layout order. Pages are consumed in document order.
+// with one entry per stage II request in the order the pipeline issues them (layout order; with
+// --vl-utils 1.2 this includes the Image Analysis requests). An optional "merges" list holds the
+// answers to the 1.2 cross-page table requests whose second table is on that page, in request order.
+// Pages are consumed in document order.
 // delay_ms: each request takes at least this long (simulates model latency in tests).
 StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& replay_json_path, int delay_ms = 0);
 

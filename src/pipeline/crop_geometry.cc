@@ -24,7 +24,7 @@ PixelBox StageTwoCropBox(double x1, double y1, double x2, double y2, int page_w,
   return PillowCropBox(x1 * page_w, y1 * page_h, x2 * page_w, y2 * page_h);
 }
 
-std::optional<ResizePlan> PlanResizeByNeed(int w, int h, int min_edge, double max_ratio) {
+std::optional<ResizePlan> PlanResizeByNeed(int w, int h, int min_edge, double max_ratio, bool ceil_upscale) {
   if (w <= 0 || h <= 0) return std::nullopt;
   ResizePlan p;
   int cw = w, ch = h;
@@ -47,8 +47,9 @@ std::optional<ResizePlan> PlanResizeByNeed(int w, int h, int min_edge, double ma
   if (std::min(cw, ch) < min_edge) {
     const double scale = static_cast<double>(min_edge) / static_cast<double>(std::min(cw, ch));
     p.upscale = true;
-    cw = static_cast<int>(PyRound(cw * scale));
-    ch = static_cast<int>(PyRound(ch * scale));
+    const double sw = cw * scale, sh = ch * scale;
+    cw = static_cast<int>(ceil_upscale ? std::ceil(sw) : PyRound(sw));
+    ch = static_cast<int>(ceil_upscale ? std::ceil(sh) : PyRound(sh));
   }
   p.out_w = cw;
   p.out_h = ch;
@@ -56,7 +57,7 @@ std::optional<ResizePlan> PlanResizeByNeed(int w, int h, int min_edge, double ma
 }
 
 CropPlan PlanBlockCrop(double x1, double y1, double x2, double y2, std::optional<int> angle, int page_w,
-                       int page_h) {
+                       int page_h, bool ceil_upscale) {
   CropPlan plan;
   plan.box = StageTwoCropBox(x1, y1, x2, y2, page_w, page_h);
   int w = plan.box.width();
@@ -65,7 +66,7 @@ CropPlan PlanBlockCrop(double x1, double y1, double x2, double y2, std::optional
   if (plan.rotate_ccw == 90 || plan.rotate_ccw == 270) std::swap(w, h);
   plan.rotated_w = w;
   plan.rotated_h = h;
-  const auto resize = PlanResizeByNeed(w, h);
+  const auto resize = PlanResizeByNeed(w, h, 28, 50.0, ceil_upscale);
   if (!resize) {
     plan.empty = true;
   } else {
@@ -78,6 +79,13 @@ PixelBox AssemblyCropBox(const int bbox_pt[4], double scale) {
   // int(bbox[i] * scale): truncation toward zero.
   return PixelBox{static_cast<int>(bbox_pt[0] * scale), static_cast<int>(bbox_pt[1] * scale),
                   static_cast<int>(bbox_pt[2] * scale), static_cast<int>(bbox_pt[3] * scale)};
+}
+
+PixelBox AssemblyCropBoxV34(const int bbox_pt[4], double scale) {
+  const int x0 = static_cast<int>(std::floor(bbox_pt[0] * scale)), y0 = static_cast<int>(std::floor(bbox_pt[1] * scale));
+  const int x1 = static_cast<int>(std::ceil(bbox_pt[2] * scale)), y1 = static_cast<int>(std::ceil(bbox_pt[3] * scale));
+  if (x1 <= x0 || y1 <= y0) return PixelBox{0, 0, 0, 0};
+  return PixelBox{x0, y0, x1, y1};
 }
 
 std::string AssemblyCropHashInput(std::string_view span_type, std::string_view page_img_md5, int page_idx,

@@ -33,14 +33,16 @@ struct ResizePlan {
   int pad_w = 0, pad_h = 0;
   int paste_x = 0, paste_y = 0;
   // Step 2, when the (padded) short edge < min_edge: BICUBIC resize to out_w x out_h, each side
-  // round(side * min_edge / short) (Python round, half-to-even; 0.1.x uses round, later ceil).
+  // round(side * min_edge / short) (Python round, half-to-even) in 0.1.x; math.ceil in 1.2.1
+  // (ceil_upscale).
   bool upscale = false;
   // Final size (equals the padded or input size when there is no upscale).
   int out_w = 0, out_h = 0;
 };
 
 // Returns nullopt for an empty image (w or h <= 0): the reference divides by zero there.
-std::optional<ResizePlan> PlanResizeByNeed(int w, int h, int min_edge = 28, double max_ratio = 50.0);
+std::optional<ResizePlan> PlanResizeByNeed(int w, int h, int min_edge = 28, double max_ratio = 50.0,
+                                           bool ceil_upscale = false);
 
 // The whole stage II geometry of one block.
 struct CropPlan {
@@ -52,12 +54,16 @@ struct CropPlan {
 };
 
 CropPlan PlanBlockCrop(double x1, double y1, double x2, double y2, std::optional<int> angle, int page_w,
-                       int page_h);
+                       int page_h, bool ceil_upscale = false);
 
 // MinerU assembly crops (images/ of the output): the span bbox is in PDF points (ints), the page
 // image was rendered with `scale` pixels per point (200/72 at 200 DPI, smaller when the long side was
 // capped); the pixel box is int(v * scale) per coordinate (truncation), passed to PIL crop.
 PixelBox AssemblyCropBox(const int bbox_pt[4], double scale);
+
+// MinerU 3.4.4 (get_crop_img -> bbox_utils.normalize_to_int_bbox): floor(x0*s), floor(y0*s),
+// ceil(x1*s), ceil(y1*s); an empty box (x1 <= x0 or y1 <= y0) becomes {0, 0, 0, 0}.
+PixelBox AssemblyCropBoxV34(const int bbox_pt[4], double scale);
 
 // The string whose SHA-256 hex digest + ".jpg" names an assembly crop:
 //   f"{span_type}/{page_img_md5}_{page_idx}_{x0}_{y0}_{x1}_{y1}"

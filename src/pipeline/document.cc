@@ -16,10 +16,15 @@
 #include "image/decode.h"
 #include "image/resize.h"
 #include "pipeline/assemble.h"
+#include "pipeline/assemble_v34.h"
 #include "pipeline/crop_geometry.h"
+#include "pipeline/cross_page_table.h"
 #include "pipeline/layout_picture.h"
+#include "pipeline/layout_v12.h"
 #include "pipeline/pdf_text.h"
 #include "pipeline/post_process.h"
+#include "pipeline/post_process_v12.h"
+#include "pipeline/table_images.h"
 
 namespace mineru::pipeline {
 namespace {
@@ -37,11 +42,15 @@ Status MakeDirs(const std::string& path) {
   return Status::Ok();
 }
 
-// Applies a crop plan to the page: crop, rotate (counter-clockwise, expand), pad to aspect <= 50
-// with white, upscale a short edge below 28 px (Pillow bicubic).
-RgbImage PrepareCrop(const RgbImage& page, const CropPlan& plan) {
+// Applies a crop plan to the page: crop, rotate (counter-clockwise, expand), then FinishCrop.
+RgbImage CropAndRotate(const RgbImage& page, const CropPlan& plan) {
   RgbImage im = Crop(page, plan.box.x0, plan.box.y0, plan.box.x1, plan.box.y1);
   if (plan.rotate_ccw % 360 != 0) im = Rotate90s(im, plan.rotate_ccw);
+  return im;
+}
+
+// Pads to aspect <= 50 with white, upscales a short edge below 28 px (Pillow bicubic).
+RgbImage FinishCrop(RgbImage im, const CropPlan& plan) {
   const ResizePlan& r = plan.resize;
   if (r.pad) {
     RgbImage padded;
@@ -64,9 +73,66 @@ RgbImage PrepareCrop(const RgbImage& page, const CropPlan& plan) {
   return im;
 }
 
+RgbImage PrepareCrop(const RgbImage& page, const CropPlan& plan) { return FinishCrop(CropAndRotate(page, plan), plan); }
+
 std::string CropFileName(const std::string& span_type, const std::string& page_md5, int page_idx,
                          const int bbox[4]) {
   return Sha256Hex(AssemblyCropHashInput(span_type, page_md5, page_idx, bbox)) + ".jpg";
+}
+
+
+// The layout of one page and the stage II requests it leads to, per extraction version.
+struct PagePlan {
+  std::vector<LayoutBlock> layout;
+  std::vector<ExtractRequest> requests;  // layout order
+  std::vector<bool> absorbed;            // 1.2: images absorbed by a table
+  std::vector<std::optional<std::string>> recognised;
+};
+
+PagePlan PlanPage(const std::string& raw, const ParseOptions& opt, int page_w, int page_h) {
+  PagePlan p;
+  if (opt.vl_utils == VlUtilsVersion::k1_2) {
+    p.layout = ParseLayoutOutputV12(raw);
+    ExtractPlan e = PlanExtractV12(p.layout, page_w, page_h, opt.image_analysis);
+    p.requests = std::move(e.requests);
+    p.absorbed = std::move(e.absorbed);
+    p.recognised.resize(p.layout.size());
+    return p;
+  }
+  p.layout = ParseLayoutOutput(raw);
+  p.recognised.resize(p.layout.size());
+  for (size_t idx : RecognitionIndices(p.layout)) {
+    const LayoutBlock& b = p.layout[idx];
+    ExtractRequest r;
+    r.index = idx;
+    r.crop = PlanBlockCrop(b.x1, b.y1, b.x2, b.y2, b.angle, page_w, page_h);
+    if (r.crop.empty) {  // 0.1.x: an empty crop gives an empty content, no request
+      p.recognised[idx] = std::string();
+      continue;
+    }
+    r.prompt = std::string(PromptForType(b.type));
+    r.sampling = SamplingForType(b.type);
+    p.requests.push_back(std::move(r));
+  }
+  return p;
+}
+
+// MinerU 2.5.4's assembly (assemble.cc) knows the 2509 types only. Until the 3.4.4 files are
+// reproduced, 1.2 blocks are mapped onto those for middle.json, Markdown and content_list.json
+// (model.json keeps the 1.2 types): titles -> title, index/formula_number -> text, chart -> image,
+// caption/footnote -> image_caption/image_footnote, image_block -> dropped (its images stand alone).
+std::vector<ContentBlock> BridgeTypesForAssembly(std::vector<ContentBlock> blocks) {
+  std::vector<ContentBlock> out;
+  for (auto& b : blocks) {
+    if (b.type == "doc_title" || b.type == "paragraph_title") b.type = "title";
+    else if (b.type == "index" || b.type == "formula_number") b.type = "text";
+    else if (b.type == "chart") b.type = "image";
+    else if (b.type == "caption") b.type = "image_caption";
+    else if (b.type == "footnote") b.type = "image_footnote";
+    else if (b.type == "image_block") continue;
+    out.push_back(std::move(b));
+  }
+  return out;
 }
 
 }  // namespace
@@ -93,8 +159,35 @@ namespace {
 struct PageResult {
   PageReport report;
   PageInput input;
+  std::vector<ContentBlock> model_blocks;  // what NAME_model.json holds for the page
   std::string md5;
 };
+
+// MinerU 3.4.4 writes decoded inline table images once under images/.
+InlineImageWriteFn InlineImageWriter(const std::string& images_dir) {
+  return [images_dir](const std::string& name, const std::string& bytes) {
+    const std::string path = images_dir + "/" + name;
+    if (!FileExists(path)) (void)WriteStringToFile(path, bytes);
+  };
+}
+
+// MinerU 3.4.4's files for the 1.2 extraction (model.json blocks as they are after all pages), in
+// its write order: NAME.md, NAME_content_list.json, NAME_content_list_v2.json, NAME_middle.json
+// (md and the content lists normalise middle.json's text spans in place).
+Status WriteOutputsV34(const std::string& base, const std::vector<std::vector<ContentBlock>>& model_pages,
+                       std::vector<PageInput> pages, const ImagePathFn& image_path, const std::string& images_dir) {
+  for (size_t i = 0; i < pages.size() && i < model_pages.size(); ++i) pages[i].blocks = model_pages[i];
+  AssembleV34Options o;
+  o.image_path = image_path;
+  o.write_inline_image = InlineImageWriter(images_dir);
+  Json middle = MiddleJsonV34(pages, o);
+  const OutputsV34 out = MakeOutputsV34(middle, "images");
+  Status s = WriteStringToFile(base + ".md", out.markdown);
+  if (s.ok()) s = WriteStringToFile(base + "_content_list.json", DumpJson(out.content_list));
+  if (s.ok()) s = WriteStringToFile(base + "_content_list_v2.json", DumpJson(out.content_list_v2));
+  if (s.ok()) s = WriteStringToFile(base + "_middle.json", DumpJson(middle));
+  return s;
+}
 
 PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, int global_page,
                               const ParseOptions& opt, Backend& backend, const std::string& images_dir,
@@ -124,10 +217,10 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
     fail(raw.status().WithPrefix("layout"));
     return res;
   }
-  std::vector<LayoutBlock> layout = ParseLayoutOutput(*raw);
+  PagePlan plan = PlanPage(*raw, opt, pg.image.width, pg.image.height);
+  std::vector<LayoutBlock>& layout = plan.layout;
+  std::vector<std::optional<std::string>>& recognised = plan.recognised;
   pr.blocks = static_cast<int>(layout.size());
-  std::vector<std::optional<std::string>> recognised(layout.size());
-  std::vector<size_t> todo = RecognitionIndices(layout);
 
   // Hybrid text source: text/title blocks from the PDF text layer.
   bool use_pdf = false;
@@ -137,49 +230,58 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
     if (w.ok()) words = std::move(w).value();
     use_pdf = opt.text_source == TextSource::kPdf || PageTextLayerUsable(words, layout, pg.width_pt, pg.height_pt);
   }
-  std::vector<size_t> model_idx;
-  for (size_t idx : todo) {
-    if (use_pdf && TextFromPdfAllowed(layout[idx].type)) {
-      if (auto t = TextInBlock(words, layout[idx], pg.width_pt, pg.height_pt)) {
-        recognised[idx] = *t;
+  std::vector<const ExtractRequest*> model_reqs;
+  for (const ExtractRequest& r : plan.requests) {
+    if (use_pdf && TextFromPdfAllowed(layout[r.index].type)) {
+      if (auto t = TextInBlock(words, layout[r.index], pg.width_pt, pg.height_pt)) {
+        recognised[r.index] = *t;
         ++pr.from_pdf_text;
         continue;
       }
     }
-    model_idx.push_back(idx);
+    model_reqs.push_back(&r);
   }
 
-  // Stage II: every crop of the page in one submission.
+  // Stage II: every crop of the page in one submission, in layout order.
   std::vector<RgbImage> crops;
-  std::vector<size_t> task_idx;
-  crops.reserve(model_idx.size());
-  for (size_t idx : model_idx) {
-    const LayoutBlock& b = layout[idx];
-    CropPlan plan = PlanBlockCrop(b.x1, b.y1, b.x2, b.y2, b.angle, pg.image.width, pg.image.height);
-    if (plan.empty) {
-      recognised[idx] = std::string();
+  crops.reserve(model_reqs.size());
+  std::vector<TableImageTokens> table_tokens(layout.size());
+  for (const ExtractRequest* r : model_reqs) {
+    if (r->table_images.empty()) {
+      crops.push_back(PrepareCrop(pg.image, r->crop));
       continue;
     }
-    crops.push_back(PrepareCrop(pg.image, plan));
-    task_idx.push_back(idx);
+    // 1.2: images inside a table are masked with tokens in the rotated crop (table_images.h).
+    RgbImage im = CropAndRotate(pg.image, r->crop);
+    std::vector<const LayoutBlock*> images;
+    for (size_t k : r->table_images) images.push_back(&layout[k]);
+    table_tokens[r->index] = MaskTableImages(pg.image, layout[r->index], r->index, images, r->crop.box.width(),
+                                             r->crop.box.height(), &im);
+    crops.push_back(FinishCrop(std::move(im), r->crop));
   }
   std::vector<RecognitionTask> tasks;
-  for (size_t k = 0; k < task_idx.size(); ++k) {
-    const LayoutBlock& b = layout[task_idx[k]];
-    tasks.push_back({&crops[k], b.type, std::string(PromptForType(b.type)), SamplingForType(b.type)});
+  for (size_t k = 0; k < model_reqs.size(); ++k) {
+    const ExtractRequest& r = *model_reqs[k];
+    tasks.push_back({&crops[k], layout[r.index].type, r.prompt, r.sampling});
   }
   auto outs = backend.Recognize(global_page, tasks);
-  for (size_t k = 0; k < task_idx.size(); ++k) {
+  for (size_t k = 0; k < model_reqs.size(); ++k) {
+    const size_t idx = model_reqs[k]->index;
     if (k < outs.size() && outs[k].ok()) {
-      recognised[task_idx[k]] = outs[k].value();
+      recognised[idx] = outs[k].value();
       ++pr.recognised;
     } else {
-      recognised[task_idx[k]] = std::string();
-      fail((k < outs.size() ? outs[k].status() : InternalError("no output"))
-               .WithPrefix("block " + std::to_string(task_idx[k] + 1)));
+      recognised[idx] = std::string();
+      fail((k < outs.size() ? outs[k].status() : InternalError("no output")).WithPrefix("block " + std::to_string(idx + 1)));
     }
   }
-  pin.blocks = PostProcessPage(layout, recognised);
+  if (opt.vl_utils == VlUtilsVersion::k1_2) {
+    res.model_blocks = PostProcessPageV12(layout, recognised, plan.absorbed, table_tokens);
+    pin.blocks = BridgeTypesForAssembly(res.model_blocks);
+  } else {
+    pin.blocks = PostProcessPage(layout, recognised);
+    res.model_blocks = pin.blocks;
+  }
 
   // Crops for images/ (image, table, equation spans) are cut now, while the page is here.
   AssembleOptions save;
@@ -194,7 +296,26 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
     }
     return name;
   };
-  (void)PageInfoJson(pin, save);
+  if (opt.vl_utils == VlUtilsVersion::k1_2) {
+    // MinerU 3.4.4 crops: also chart spans and image_block members, floor/ceil pixel boxes.
+    AssembleV34Options save34;
+    save34.image_path = [&](const CropRequest& c) {
+      const std::string name = CropFileName(c.span_type, res.md5, c.page_idx, c.bbox);
+      const std::string path = images_dir + "/" + name;
+      if (!FileExists(path)) {
+        PixelBox box = AssemblyCropBoxV34(c.bbox, pg.scale);
+        RgbImage crop = Crop(pg.image, box.x0, box.y0, box.x1, box.y1);
+        if (crop.width > 0 && crop.height > 0) (void)WriteJpegFile(crop, path, 95);
+      }
+      return name;
+    };
+    save34.write_inline_image = InlineImageWriter(images_dir);
+    PageInput raw = pin;
+    raw.blocks = res.model_blocks;
+    (void)MiddleJsonV34({raw}, save34);
+  } else {
+    (void)PageInfoJson(pin, save);
+  }
   char name[64];
   std::snprintf(name, sizeof(name), "/page_%04d.png", page + 1);
   if (opt.layout_pictures) {
@@ -246,6 +367,34 @@ DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& 
 
 namespace {
 
+// 1.2.1's cross-page table questions, asked together once every page is done (as the client does
+// at the end of its batch). Pairs must be pages next to each other in the file. An answer becomes
+// cell_merge on the second table, in model.json and in the assembly's input (where that table is
+// still the page's first table); a failed or malformed answer leaves the tables as they were.
+void AskCrossPageTables(const std::vector<PageResult>& results, int first_global, Backend& backend,
+                        std::vector<std::vector<ContentBlock>>* model_pages, std::vector<PageInput>* inputs) {
+  std::vector<CrossPageTask> tasks;
+  for (CrossPageTask& t : CrossPageTableTasks(*model_pages)) {
+    if (results[t.curr_page].report.page == results[t.prev_page].report.page + 1) tasks.push_back(std::move(t));
+  }
+  if (tasks.empty()) return;
+  std::vector<Backend::TextRequest> requests;
+  for (const CrossPageTask& t : tasks) requests.push_back({first_global + t.curr_page, t.prompt, CrossPageSampling()});
+  const std::vector<StatusOr<std::string>> answers = backend.AskText(requests);
+  for (size_t i = 0; i < tasks.size() && i < answers.size(); ++i) {
+    if (!answers[i].ok()) continue;
+    const CrossPageTask& t = tasks[i];
+    const std::optional<std::vector<int>> cell_merge = CellMergeFromAnswer(t, *answers[i]);
+    if (!cell_merge) continue;
+    (*model_pages)[t.curr_page][t.curr_block].cell_merge = cell_merge;
+    for (ContentBlock& b : (*inputs)[t.curr_page].blocks) {
+      if (b.type != "table") continue;
+      b.cell_merge = cell_merge;
+      break;
+    }
+  }
+}
+
 DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOptions& opt, Backend& backend,
                                     int* global_page, const ProgressFn& progress) {
   DocumentReport rep;
@@ -295,14 +444,15 @@ DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOp
     });
   };
   for (; next < total && next < window; ++next) launch(next);
-  bool cancelled = false;
+  bool cancelled = false, past_deadline = false;
   for (int i = 0; i < total; ++i) {
     if (!running[i].valid()) {  // never launched: cancelled before it started
       cancelled = true;
       break;
     }
     results[i] = running[i].get();
-    if (next < total && !(opt.cancel && opt.cancel->load())) launch(next++);
+    past_deadline = past_deadline || std::chrono::steady_clock::now() >= opt.deadline;
+    if (next < total && !(opt.cancel && opt.cancel->load()) && !past_deadline) launch(next++);
     const PageResult& r = results[i];
     rep.pages.push_back(r.report);
     if (progress) {
@@ -323,7 +473,8 @@ DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOp
     for (auto& f : running) {
       if (f.valid()) f.wait();
     }
-    rep.status = CancelledError("cancelled before all pages were processed");
+    rep.status = past_deadline ? DeadlineExceededError("the time for this document ran out before all pages were processed")
+                               : CancelledError("cancelled before all pages were processed");
     return rep;
   }
 
@@ -331,21 +482,26 @@ DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOp
   std::vector<std::vector<ContentBlock>> model_pages;
   std::vector<PageInput> page_inputs;
   for (const PageResult& r : results) {
-    model_pages.push_back(r.input.blocks);
+    model_pages.push_back(r.model_blocks);
     page_inputs.push_back(r.input);
   }
+  if (opt.vl_utils == VlUtilsVersion::k1_2) AskCrossPageTables(results, first_global, backend, &model_pages, &page_inputs);
   AssembleOptions names;
   names.version_name = opt.version_name;
   names.image_path = [&](const CropRequest& c) {
     const bool known = c.page_idx >= 0 && c.page_idx < total;
     return CropFileName(c.span_type, known ? results[c.page_idx].md5 : std::string(), c.page_idx, c.bbox);
   };
-  Json middle = MiddleJson(page_inputs, names);
   const std::string base = rep.output_dir + "/" + rep.name;
   Status s = WriteStringToFile(base + "_model.json", DumpJson(ModelJson(model_pages)));
-  if (s.ok()) s = WriteStringToFile(base + "_middle.json", DumpJson(middle));
-  if (s.ok()) s = WriteStringToFile(base + "_content_list.json", DumpJson(ContentListFromMiddle(middle, "images")));
-  if (s.ok()) s = WriteStringToFile(base + ".md", MarkdownFromMiddle(middle));
+  if (opt.vl_utils == VlUtilsVersion::k1_2) {
+    if (s.ok()) s = WriteOutputsV34(base, model_pages, page_inputs, names.image_path, rep.output_dir + "/images");
+  } else {
+    Json middle = MiddleJson(page_inputs, names);
+    if (s.ok()) s = WriteStringToFile(base + "_middle.json", DumpJson(middle));
+    if (s.ok()) s = WriteStringToFile(base + "_content_list.json", DumpJson(ContentListFromMiddle(middle, "images")));
+    if (s.ok()) s = WriteStringToFile(base + ".md", MarkdownFromMiddle(middle));
+  }
   if (!s.ok()) rep.status = s;
   if (progress) {
     ProgressEvent e;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,6 +18,10 @@ namespace mineru::pipeline {
 
 enum class TextSource { kModel, kPdf, kAuto };
 
+// Which mineru-vl-utils extraction to reproduce: 0.1.17 (MinerU 2.5.4, the 2509 checkpoint's outputs)
+// or 1.2.1 (MinerU 3.4.4: new block types, Image Analysis requests, 1.2.1 post-processing).
+enum class VlUtilsVersion { k0_1, k1_2 };
+
 struct ParseOptions {
   std::string output_dir = "output";
   std::string pages;  // "3-7,10" (1-based); empty = all
@@ -26,11 +31,17 @@ struct ParseOptions {
   int layout_image_size = 1036;
   InputLimits limits;
   std::string version_name = "2.5.4";
+  VlUtilsVersion vl_utils = VlUtilsVersion::k0_1;
+  bool image_analysis = true;  // 1.2 only: send image/chart blocks to "\nImage Analysis:"
+
   // Pages processed concurrently (their requests batch together in the engine). Memory holds at
   // most this many page images at once.
   int pages_in_flight = 2;
   // When set (e.g. the server is draining), no new page starts; the report's status is Cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // No page starts after this time; the report's status is then DeadlineExceeded (pages already
+  // running finish first). The default: no deadline.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct ProgressEvent {

@@ -117,6 +117,22 @@ std::string FixEquation(std::string_view latex) {
   return FixUnbalancedBraces(s);
 }
 
+std::string FixEquationDelimiters(std::string_view latex) {
+  std::string_view s = py::Strip(latex);
+  if (py::StartsWith(s, "\\[")) s.remove_prefix(2);
+  if (py::EndsWith(s, "\\]")) s.remove_suffix(2);
+  return std::string(py::Strip(s));
+}
+
+std::string FixEquationV12(std::string_view latex) {
+  std::string s = MatchEquationLeftRightV12(FixEquationDelimiters(latex));
+  s = FixEquationDoubleSubscript(s);
+  s = FixEquationEqqcolon(s);
+  s = FixEquationBig(s);
+  s = FixEquationLeq(s);
+  return FixUnbalancedBraces(s);
+}
+
 std::string AddEquationBrackets(std::string_view latex) {
   std::string s(py::Strip(latex));
   if (!py::StartsWith(s, "\\[")) s = "\\[\n" + s;

@@ -22,6 +22,16 @@ std::string FixEquation(std::string_view latex);
 // a right delimiter (so "\rightarrow" does), while "\left)" and "\left/" do not count as lefts.
 std::optional<std::string> MatchEquationLeftRight(std::string_view latex);
 
+// 1.2.1's try_match_equation_left_right: where the array structure is broken (an \end{array} without
+// its begin, or a begin left open) the input comes back unchanged instead of raising.
+std::string MatchEquationLeftRightV12(std::string_view latex);
+
+// 1.2.1's try_fix_equation_delimeters: strip; drop a leading "\[" and a trailing "\]"; strip again.
+std::string FixEquationDelimiters(std::string_view latex);
+
+// 1.2.1's _process_equation: delimiters, left/right (V12), then the same steps as FixEquation.
+std::string FixEquationV12(std::string_view latex);
+
 // Removes every `_ {..} _ {..}` pair (both subscripts, one brace nesting level), regex
 // _\s*\{([^{}]|\{[^{}]*\})*\}\s*_\s*\{([^{}]|\{[^{}]*\})*\} replaced by "".
 std::string FixEquationDoubleSubscript(std::string_view latex);

@@ -208,8 +208,9 @@ struct ArrayInfo {
   std::vector<int> contain;  // tags of arrays strictly inside this one
 };
 
-// tag_array. Returns false where the reference raises (pop from an empty stack).
-bool TagArrays(const std::vector<std::string>& nodes, std::vector<ArrayInfo>& arrays) {
+// tag_array. Returns false where 0.1.x raises (pop from an empty stack) and, with `v12`, also where
+// 1.2.1 gives up on an array left open.
+bool TagArrays(const std::vector<std::string>& nodes, std::vector<ArrayInfo>& arrays, bool v12) {
   std::vector<std::pair<int, int>> stack;  // (tag, start index)
   int array_tag = 0;
   for (size_t idx = 0; idx < nodes.size(); ++idx) {
@@ -224,6 +225,7 @@ bool TagArrays(const std::vector<std::string>& nodes, std::vector<ArrayInfo>& ar
       arrays.push_back(ArrayInfo{tag, start, static_cast<int>(idx), {}});
     }
   }
+  if (v12 && !stack.empty()) return false;
   for (size_t a = 0; a < arrays.size(); ++a) {
     for (size_t b = 0; b < arrays.size(); ++b) {
       if (a == b) continue;
@@ -342,13 +344,15 @@ std::vector<std::string> CleanSpans(const std::vector<std::string>& nodes, const
 
 }  // namespace
 
-std::optional<std::string> MatchEquationLeftRight(std::string_view latex) {
+namespace {
+
+std::optional<std::string> MatchLeftRight(std::string_view latex, bool v12) {
   if (CountLeft(latex) == CountRight(latex)) return std::string(latex);
   if (py::Count(latex, "\\begin{array}") != py::Count(latex, "\\end{array}")) return std::string(latex);
 
   const std::vector<std::string> nodes = SplitNodes(py::Strip(latex));
   std::vector<ArrayInfo> arrays;
-  if (!TagArrays(nodes, arrays)) return std::nullopt;
+  if (!TagArrays(nodes, arrays, v12)) return std::nullopt;
   std::stable_sort(arrays.begin(), arrays.end(),
                    [](const ArrayInfo& a, const ArrayInfo& b) { return a.contain.size() > b.contain.size(); });
   const std::vector<NodeTag> tags = TagElements(nodes, arrays);
@@ -356,6 +360,15 @@ std::optional<std::string> MatchEquationLeftRight(std::string_view latex) {
   std::string out;
   for (const auto& n : fixed) out += n;
   return out;
+}
+
+}  // namespace
+
+std::optional<std::string> MatchEquationLeftRight(std::string_view latex) { return MatchLeftRight(latex, false); }
+
+std::string MatchEquationLeftRightV12(std::string_view latex) {
+  auto fixed = MatchLeftRight(latex, true);
+  return fixed ? *fixed : std::string(latex);
 }
 
 }  // namespace mineru::pipeline

@@ -20,6 +20,7 @@ struct LayoutBlock {
   std::string type;
   double x1 = 0, y1 = 0, x2 = 0, y2 = 0;
   std::optional<int> angle;  // 0/90/180/270, or none when the line carries no rotation token
+  bool merge_prev = false;   // 1.2.1 only: a text block continuing the previous one (<|txt_contd_tgt|>)
 };
 
 // Parses the raw layout output. Per line (split on '\n' only):

@@ -21,6 +21,13 @@ Rgb ColorFor(const std::string& type) {
   if (type == "equation" || type == "equation_block") return {150, 50, 200};
   if (type == "code" || type == "algorithm") return {0, 150, 150};
   if (type == "list") return {120, 120, 20};
+  // 1.2 types
+  if (type == "doc_title") return {160, 0, 0};
+  if (type == "paragraph_title") return {240, 110, 90};
+  if (type == "chart") return {230, 170, 0};
+  if (type == "image_block") return {140, 80, 0};
+  if (type == "list_item" || type == "index") return {90, 140, 240};
+  if (type == "formula_number") return {190, 120, 230};
   if (type.find("caption") != std::string::npos || type.find("footnote") != std::string::npos) return {230, 80, 160};
   return {128, 128, 128};  // header, footer, page_number, aside_text, unknown
 }

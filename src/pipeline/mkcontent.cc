@@ -1,6 +1,7 @@
 // pipeline/mkcontent.cc — MinerU 2.5.4 vlm_middle_json_mkcontent: Markdown and content_list from
 // middle.json (union_make, mk_blocks_to_markdown, make_blocks_to_content_list, merge_para_with_text).
 #include "pipeline/assemble.h"
+#include "pipeline/assemble_detail.h"
 #include "pipeline/py_text.h"
 
 namespace mineru::pipeline {
@@ -10,14 +11,8 @@ namespace {
 // Default delimiters (no latex-delimiter config): display $$ ... $$, inline $ ... $.
 constexpr std::string_view kDisplayLeft = "$$", kDisplayRight = "$$", kInlineLeft = "$", kInlineRight = "$";
 
-std::string StrOr(const Json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  const auto it = obj.find(key);
-  if (it == obj.end() || !it->is_string()) return "";
-  return it->get<std::string>();
-}
-
-std::string TypeOf(const Json& obj) { return StrOr(obj, "type"); }
+using detail::StrOr;
+using detail::TypeOf;
 
 std::string MergeParaWithText(const Json& block, bool formula_enable = true, const std::string& image_dir = "") {
   std::string text;

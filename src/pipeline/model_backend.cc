@@ -38,6 +38,24 @@ class ModelBackend : public Backend {
     return out;
   }
 
+  std::vector<StatusOr<std::string>> AskText(const std::vector<TextRequest>& requests) override {
+    std::vector<StatusOr<std::shared_ptr<RequestHandle>>> handles;
+    for (const TextRequest& t : requests) {
+      EngineRequest r;
+      r.messages = SingleTurn(t.prompt, 0);  // the client's default system prompt, no image
+      r.sampling = ToEngineSampling(t.sampling);
+      r.max_new_tokens = t.sampling.max_new_tokens > 0 ? t.sampling.max_new_tokens : opt_.max_block_tokens;
+      r.skip_special_tokens = false;
+      handles.push_back(engine_->Submit(std::move(r)));
+    }
+    std::vector<StatusOr<std::string>> out;
+    for (auto& h : handles) {
+      if (!h.ok()) out.push_back(h.status());
+      else out.push_back(Collect(**h));
+    }
+    return out;
+  }
+
   BackendStats stats() const override {
     EngineStats s = engine_->Stats();
     return {s.computed_tokens, s.generated_tokens};

@@ -24,7 +24,10 @@ bool IsCjk(uint32_t cp) {
 
 }  // namespace
 
-bool TextFromPdfAllowed(const std::string& type) { return type == "text" || type == "title"; }
+// 1.2 adds doc_title, paragraph_title and list_item (turned into text by its post-processing).
+bool TextFromPdfAllowed(const std::string& type) {
+  return type == "text" || type == "title" || type == "doc_title" || type == "paragraph_title" || type == "list_item";
+}
 
 std::optional<std::string> TextInBlock(const std::vector<PdfTextBox>& words, const LayoutBlock& b, double width_pt,
                                        double height_pt) {

@@ -11,7 +11,8 @@
 
 namespace mineru::pipeline {
 
-// Block types whose text may come from the PDF (titles and running text).
+// Block types whose text may come from the PDF (titles and running text; 1.2: doc/paragraph titles,
+// list items).
 bool TextFromPdfAllowed(const std::string& type);
 
 // Words whose centre lies in the block (bbox 0..1 of a page of width_pt x height_pt), grouped

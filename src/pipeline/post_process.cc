@@ -19,6 +19,10 @@ bool IsParatext(const std::string& type) {
 
 bool HasContent(const ContentBlock& b) { return b.content.has_value() && !b.content->empty(); }
 
+Json BboxJson(const double b[4]) { return Json::array({b[0], b[1], b[2], b[3]}); }
+
+}  // namespace
+
 // do_handle_equation_block
 std::vector<ContentBlock> HandleEquationBlocks(std::vector<ContentBlock> blocks) {
   std::vector<size_t> sem_indices, span_indices;
@@ -63,10 +67,6 @@ std::vector<ContentBlock> HandleEquationBlocks(std::vector<ContentBlock> blocks)
   return out;
 }
 
-Json BboxJson(const double b[4]) { return Json::array({b[0], b[1], b[2], b[3]}); }
-
-}  // namespace
-
 std::vector<ContentBlock> PostProcessBlocks(std::vector<ContentBlock> blocks, const PostProcessOptions& options) {
   for (auto& b : blocks) {
     if (b.type == "table" && HasContent(b)) b.content = OtslToHtml(*b.content);
@@ -90,23 +90,25 @@ std::vector<ContentBlock> PostProcessBlocks(std::vector<ContentBlock> blocks, co
   return out;
 }
 
+ContentBlock BlockFromLayout(const LayoutBlock& layout, std::optional<std::string> content) {
+  ContentBlock b;
+  b.type = layout.type;
+  b.bbox[0] = layout.x1;
+  b.bbox[1] = layout.y1;
+  b.bbox[2] = layout.x2;
+  b.bbox[3] = layout.y2;
+  b.angle = layout.angle;
+  b.content = std::move(content);
+  return b;
+}
+
 std::vector<ContentBlock> PostProcessPage(const std::vector<LayoutBlock>& layout,
                                           const std::vector<std::optional<std::string>>& recognised,
                                           const PostProcessOptions& options) {
   MINERU_CHECK(layout.size() == recognised.size());
   std::vector<ContentBlock> blocks;
   blocks.reserve(layout.size());
-  for (size_t i = 0; i < layout.size(); ++i) {
-    ContentBlock b;
-    b.type = layout[i].type;
-    b.bbox[0] = layout[i].x1;
-    b.bbox[1] = layout[i].y1;
-    b.bbox[2] = layout[i].x2;
-    b.bbox[3] = layout[i].y2;
-    b.angle = layout[i].angle;
-    b.content = recognised[i];
-    blocks.push_back(std::move(b));
-  }
+  for (size_t i = 0; i < layout.size(); ++i) blocks.push_back(BlockFromLayout(layout[i], recognised[i]));
   return PostProcessBlocks(std::move(blocks), options);
 }
 
@@ -133,6 +135,9 @@ Json ModelJson(const std::vector<std::vector<ContentBlock>>& pages) {
       jb["bbox"] = BboxJson(b.bbox);
       jb["angle"] = b.angle ? Json(*b.angle) : Json(nullptr);
       jb["content"] = b.content ? Json(*b.content) : Json(nullptr);
+      if (b.merge_prev) jb["merge_prev"] = *b.merge_prev;
+      if (b.sub_type) jb["sub_type"] = *b.sub_type;
+      if (b.cell_merge) jb["cell_merge"] = *b.cell_merge;
       jp.push_back(std::move(jb));
     }
     out.push_back(std::move(jp));

@@ -33,6 +33,15 @@ struct ContentBlock {
   double bbox[4] = {0, 0, 0, 0};  // 0..1 of the page
   std::optional<int> angle;
   std::optional<std::string> content;
+  // 1.2.1 fields, written to model.json only when set: merge_prev on text blocks (after content),
+  // sub_type on analysed images and charts.
+  std::optional<bool> merge_prev;
+  std::optional<std::string> sub_type;
+  // 1.2.1 cross-page table merge, on the first table of a page that continues the previous page's
+  // last table: per visual column of the previous table's last row, 1 = this page's first-row cell
+  // continues that cell. Written to model.json (after content) when set.
+  std::optional<std::vector<int>> cell_merge;
+  bool absorbed = false;  // 1.2.1: an image inside a recognised table; dropped at the end
 };
 
 struct PostProcessOptions {
@@ -41,6 +50,9 @@ struct PostProcessOptions {
   bool abandon_list = false;
   bool abandon_paratext = false;  // header, footer, page_number, aside_text, page_footnote, unknown
 };
+
+// A layout block with its recognised content (type, box, angle), before any post-processing.
+ContentBlock BlockFromLayout(const LayoutBlock& layout, std::optional<std::string> content);
 
 // `recognised` has one entry per layout block (nullopt where the block was not sent to stage II).
 // Sizes must match (checked; a mismatch is a programming error of the caller and aborts in debug).
@@ -57,6 +69,10 @@ StatusOr<std::vector<std::optional<std::string>>> AssignRecognised(const std::ve
 
 // Runs post-processing on already-built blocks (useful when content was filled by other means).
 std::vector<ContentBlock> PostProcessBlocks(std::vector<ContentBlock> blocks, const PostProcessOptions& options = {});
+
+// do_handle_equation_block: an equation_block covering > 1 equation (each > 0.9 inside) replaces
+// them by one equation with CombineEquations content; equation_blocks are dropped.
+std::vector<ContentBlock> HandleEquationBlocks(std::vector<ContentBlock> blocks);
 
 // NAME_model.json: a list of pages, each a list of {"type", "bbox": [x1,y1,x2,y2], "angle", "content"}.
 Json ModelJson(const std::vector<std::vector<ContentBlock>>& pages);

@@ -1,6 +1,8 @@
 // pipeline/py_text.cc — Python str semantics on UTF-8 bytes (see py_text.h).
 #include "pipeline/py_text.h"
 
+#include <cstdio>
+
 namespace mineru::pipeline::py {
 
 namespace {
@@ -57,7 +59,81 @@ bool IsSpaceCodePoint(char32_t c) {
   return c >= 0x2000 && c <= 0x200A;
 }
 
+// Format characters (Unicode category Cf) outside the ranges below are all in scripts where a
+// document table is unlikely; these are the ones Python escapes in practice.
+bool IsFormatCodePoint(char32_t c) {
+  if (c == 0xAD || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x8E2 || c == 0x180E || c == 0xFEFF) return true;
+  if (c >= 0x600 && c <= 0x605) return true;
+  if (c >= 0x200B && c <= 0x200F) return true;
+  if (c >= 0x202A && c <= 0x202E) return true;
+  if (c >= 0x2060 && c <= 0x2064) return true;
+  if (c >= 0x2066 && c <= 0x206F) return true;
+  if (c >= 0xFFF9 && c <= 0xFFFB) return true;
+  if (c == 0x110BD || c == 0x110CD || (c >= 0x13430 && c <= 0x1343F)) return true;
+  if (c >= 0x1BCA0 && c <= 0x1BCA3) return true;
+  if (c >= 0x1D173 && c <= 0x1D17A) return true;
+  return c == 0xE0001 || (c >= 0xE0020 && c <= 0xE007F);
+}
+
+// str.isprintable() for one character: false for Cc, Cf, Cs, Co and Z* except U+0020.
+bool IsPrintableCodePoint(char32_t c) {
+  if (c < 0x20 || (c >= 0x7F && c <= 0x9F)) return false;  // Cc
+  if (c == 0x20) return true;
+  if (IsSpaceCodePoint(c)) return false;  // Zs, Zl, Zp (the Cc ones are out already)
+  if (IsFormatCodePoint(c)) return false;
+  if (c >= 0xD800 && c <= 0xDFFF) return false;  // Cs
+  if ((c >= 0xE000 && c <= 0xF8FF) || (c >= 0xF0000 && c <= 0xFFFFD) || (c >= 0x100000 && c <= 0x10FFFD)) {
+    return false;  // Co
+  }
+  return true;
+}
+
 }  // namespace
+
+std::string Repr(std::string_view s) {
+  const bool has_single = s.find('\'') != std::string_view::npos;
+  const bool has_double = s.find('"') != std::string_view::npos;
+  const char quote = has_single && !has_double ? '"' : '\'';
+  std::string out(1, quote);
+  for (size_t i = 0; i < s.size();) {
+    const Decoded d = DecodeAt(s, i);
+    if (d.len == 0) {  // not UTF-8: copied as is
+      out += s[i++];
+      continue;
+    }
+    const char32_t c = d.cp;
+    if (c == '\\' || c == static_cast<char32_t>(quote)) {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (!IsPrintableCodePoint(c)) {
+      char buf[16];
+      if (c <= 0xFF) std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned>(c));
+      else if (c <= 0xFFFF) std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
+      else std::snprintf(buf, sizeof(buf), "\\U%08x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out.append(s.substr(i, d.len));
+    }
+    i += d.len;
+  }
+  out += quote;
+  return out;
+}
+
+std::string ReprList(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += Repr(items[i]);
+  }
+  return out + "]";
+}
 
 size_t SpaceLen(std::string_view s, size_t i) {
   if (i >= s.size()) return 0;
@@ -147,6 +223,17 @@ std::string ReplaceAll(std::string_view s, std::string_view from, std::string_vi
     pos = hit + from.size();
   }
   out.append(s.substr(pos));
+  return out;
+}
+
+std::string HtmlEscapeNoQuote(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else out += c;
+  }
   return out;
 }
 

@@ -46,6 +46,18 @@ inline bool EndsWith(std::string_view s, std::string_view p) {
 
 // html.escape(s, quote=True): & < > " ' become &amp; &lt; &gt; &quot; &#x27;.
 std::string HtmlEscape(std::string_view s);
+// html.escape(s, quote=False), also bs4's "minimal" formatter: & < > only.
+std::string HtmlEscapeNoQuote(std::string_view s);
+
+// repr(s) of a str: single quotes unless s holds ' and no ", escapes \\ \n \r \t and the active
+// quote, other non-printable characters as \xHH / \uHHHH / \UHHHHHHHH. "Non-printable" is
+// Python's str.isprintable() for controls, separators (Z*, except ' '), format characters (Cf) and
+// private use; unassigned code points (Cn) print as they are (no Unicode database here).
+// Invalid UTF-8 bytes are copied as they are.
+std::string Repr(std::string_view s);
+
+// repr(list_of_str): "[" + ", ".join(Repr(x)) + "]".
+std::string ReprList(const std::vector<std::string>& items);
 
 // str.lower() restricted to what matters for layout type names: ASCII letters, plus the few
 // non-ASCII characters whose lowercase is ASCII (U+212A KELVIN SIGN -> 'k'). Other bytes are copied.

@@ -1,6 +1,7 @@
 // pipeline/replay_backend.cc — the model replaced by recorded outputs (tests, acceptance checks).
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@ namespace {
 struct ReplayPage {
   std::string layout;
   std::vector<std::string> blocks;
+  std::vector<std::string> merges;
 };
 
 class ReplayBackend : public Backend {
@@ -37,6 +39,23 @@ class ReplayBackend : public Backend {
                                     std::to_string(page + 1)));
       } else {
         out.push_back(pages_[page].blocks[i]);
+      }
+    }
+    return out;
+  }
+
+  std::vector<StatusOr<std::string>> AskText(const std::vector<TextRequest>& requests) override {
+    std::map<int, size_t> next;  // per page: the next "merges" entry
+    std::vector<StatusOr<std::string>> out;
+    for (const TextRequest& r : requests) {
+      const size_t k = next[r.global_page]++;
+      const bool have = r.global_page >= 0 && r.global_page < static_cast<int>(pages_.size()) &&
+                        k < pages_[r.global_page].merges.size();
+      if (!have) {
+        out.push_back(NotFoundError("replay file has no cross-page table answer " + std::to_string(k + 1) +
+                                    " for page " + std::to_string(r.global_page + 1)));
+      } else {
+        out.push_back(pages_[r.global_page].merges[k]);
       }
     }
     return out;
@@ -69,6 +88,15 @@ StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& path, in
       for (const auto& b : p["blocks"]) {
         if (!b.is_string()) return InvalidArgumentError(where + ": 'blocks' must be a list of strings");
         rp.blocks.push_back(b.get<std::string>());
+      }
+    }
+    // 1.2 pages may carry "merges": answers to the cross-page table requests whose second table is
+    // on this page.
+    if (p.contains("merges")) {
+      if (!p["merges"].is_array()) return InvalidArgumentError(where + ": 'merges' must be a list of strings");
+      for (const auto& m : p["merges"]) {
+        if (!m.is_string()) return InvalidArgumentError(where + ": 'merges' must be a list of strings");
+        rp.merges.push_back(m.get<std::string>());
       }
     }
     pages.push_back(std::move(rp));

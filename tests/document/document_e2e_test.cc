@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "../util/pdf_writer.h"
 #include "../util/run_cli.h"
 #include "base/mapped_file.h"
+#include "image/decode.h"
 
 namespace {
 
@@ -94,9 +97,9 @@ Json ReplayPage(const std::string& title) {
 
 TEST(DocumentE2E, ReplayTwoPagePdfWritesAllOutputs) {
   const std::string d = TmpDir("replay");
-  mineru::WriteStringToFile(d + "/report.pdf", MakePdf({TextPage("First", 10), TextPage("Second", 5)}));
-  mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Title One"), ReplayPage("Title Two")}).dump());
-  Result r = Exec({"parse", d + "/report.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/report.pdf", MakePdf({TextPage("First", 10), TextPage("Second", 5)})).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Title One"), ReplayPage("Title Two")}).dump()).ok());
+  Result r = Exec({"parse", d + "/report.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string o = d + "/out/report/report";
   ASSERT_TRUE(Exists(o + ".md"));
@@ -141,12 +144,12 @@ TEST(DocumentE2E, ReplayTwoPagePdfWritesAllOutputs) {
 
 TEST(DocumentE2E, PageRangeAndPerPageIsolation) {
   const std::string d = TmpDir("isolation");
-  mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)}));
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)})).ok());
   // Page 2's entry has too few block outputs: that page fails, the others complete.
   Json bad = ReplayPage("B");
   bad["blocks"] = Json::array({"only one"});
-  mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("A"), bad, ReplayPage("C")}).dump());
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--json"});
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("A"), bad, ReplayPage("C")}).dump()).ok());
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--json"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_FALSE(r.signaled);
   Json model = LoadJson(d + "/out/doc/doc_model.json");
@@ -158,23 +161,43 @@ TEST(DocumentE2E, PageRangeAndPerPageIsolation) {
 
   // --pages 3: only the third page, which consumes the first replay entry.
   const std::string d2 = TmpDir("range");
-  mineru::WriteStringToFile(d2 + "/doc.pdf", MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)}));
-  mineru::WriteStringToFile(d2 + "/replay.json", Json::array({ReplayPage("only")}).dump());
-  Result r2 = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--replay", d2 + "/replay.json", "--pages", "3",
+  EXPECT_TRUE(mineru::WriteStringToFile(d2 + "/doc.pdf", MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)})).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(d2 + "/replay.json", Json::array({ReplayPage("only")}).dump()).ok());
+  Result r2 = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay", d2 + "/replay.json", "--pages", "3",
                     "--quiet"});
   ASSERT_EQ(r2.code, 0) << r2.err;
   Json m2 = LoadJson(d2 + "/out/doc/doc_model.json");
   ASSERT_EQ(m2.size(), 1u);
   EXPECT_EQ(CountFiles(d2 + "/out/doc/layout", ".png"), 1);
   EXPECT_TRUE(Exists(d2 + "/out/doc/layout/page_0003.png"));
-  Result bad_range = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--replay", d2 + "/replay.json", "--pages",
+  Result bad_range = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay", d2 + "/replay.json", "--pages",
                            "9-12", "--quiet"});
   EXPECT_NE(bad_range.code, 0);
 }
 
+// A page poppler would render for seconds fails at --page-render-timeout-s with a clear error; the
+// pages around it complete and the process exits normally (exit code 1: a page failed).
+TEST(DocumentE2E, PageRenderPastItsDeadlineFailsThatPageOnly) {
+  const std::string d = TmpDir("render_deadline");
+  PdfPage slow = TextPage("B", 1);
+  slow.slow_strokes = 1500;  // ~10 s against a deadline of 2 s; the text pages take tens of ms
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 3), slow, TextPage("C", 3)})).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("A"), ReplayPage("B"), ReplayPage("C")}).dump()).ok());
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json",
+                   "--page-render-timeout-s", "2", "--json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_FALSE(r.signaled);
+  EXPECT_NE(r.out.find("took longer than 2 s"), std::string::npos) << r.out;
+  Json model = LoadJson(d + "/out/doc/doc_model.json");
+  ASSERT_EQ(model.size(), 3u);
+  EXPECT_EQ(model[0][0]["content"], "A");
+  EXPECT_TRUE(model[1].empty());
+  EXPECT_EQ(model[2][0]["content"], "C");
+}
+
 TEST(DocumentE2E, FixtureModelParsesGeneratedPdf) {
   const std::string d = TmpDir("model");
-  mineru::WriteStringToFile(d + "/page.pdf", MakePdf({TextPage("Model run", 6)}));
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/page.pdf", MakePdf({TextPage("Model run", 6)})).ok());
   Result r = Exec({"parse", d + "/page.pdf", "-o", d + "/out", "--model", kFx + "/tinyvocab", "--max-block-tokens",
                    "24", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -191,10 +214,10 @@ TEST(DocumentE2E, FixtureModelParsesGeneratedPdf) {
 TEST(DocumentE2E, ImageInputAndDirectory) {
   const std::string d = TmpDir("images");
   ::mkdir((d + "/in").c_str(), 0755);
-  mineru::WriteStringToFile(d + "/in/scan.png", mineru::ReadFileToString(kFx + "/image2.png").value());
-  mineru::WriteStringToFile(d + "/in/notes.txt", "ignored");
-  mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Scan")}).dump());
-  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/in/scan.png", mineru::ReadFileToString(kFx + "/image2.png").value()).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/in/notes.txt", "ignored").ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Scan")}).dump()).ok());
+  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   Json middle = LoadJson(d + "/out/scan/scan_middle.json");
   EXPECT_EQ(middle["pdf_info"][0]["page_size"], Json::array({200, 200}));  // 1 px = 1 pt
@@ -203,7 +226,7 @@ TEST(DocumentE2E, ImageInputAndDirectory) {
 
 TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
   const std::string d = TmpDir("hostile");
-  mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("x"), ReplayPage("y")}).dump());
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("x"), ReplayPage("y")}).dump()).ok());
   struct Case {
     std::string name, bytes;
   };
@@ -227,42 +250,43 @@ TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
                                                 "2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n"
                                                 "trailer << /Root 1 0 R >>\n%%EOF\n"}};
   for (const Case& c : cases) {
-    mineru::WriteStringToFile(d + "/" + c.name, c.bytes);
-    Result r = Exec({"parse", d + "/" + c.name, "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+    EXPECT_TRUE(mineru::WriteStringToFile(d + "/" + c.name, c.bytes).ok());
+    Result r = Exec({"parse", d + "/" + c.name, "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
     EXPECT_FALSE(r.signaled) << c.name;
     EXPECT_EQ(r.code, 1) << c.name << ": " << r.err;
     EXPECT_NE(r.err.find("error: "), std::string::npos) << c.name << ": " << r.err;
     EXPECT_NE(r.err.find(c.name), std::string::npos) << c.name << ": " << r.err;
   }
   // An enormous page renders capped at 3500 px and completes.
-  mineru::WriteStringToFile(d + "/huge.pdf", MakePdf({huge}));
-  Result r = Exec({"parse", d + "/huge.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/huge.pdf", MakePdf({huge})).ok());
+  Result r = Exec({"parse", d + "/huge.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
   EXPECT_EQ(r.code, 0) << r.err;
   // One bad file among good ones: the good one is still parsed, the exit code reports the failure.
-  mineru::WriteStringToFile(d + "/good.pdf", pdf);
-  Result mixed = Exec({"parse", d + "/corrupt.pdf", d + "/good.pdf", "-o", d + "/out2", "--replay",
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/good.pdf", pdf).ok());
+  Result mixed = Exec({"parse", d + "/corrupt.pdf", d + "/good.pdf", "-o", d + "/out2", "--vl-utils", "0.1", "--replay",
                        d + "/replay.json", "--quiet"});
   EXPECT_EQ(mixed.code, 1);
   EXPECT_TRUE(Exists(d + "/out2/good/good_model.json"));
-  Result missing = Exec({"parse", d + "/nope.pdf", "-o", d + "/out", "--replay", d + "/replay.json"});
+  Result missing = Exec({"parse", d + "/nope.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json"});
   EXPECT_EQ(missing.code, 1);
-  Result bad_replay = Exec({"parse", d + "/good.pdf", "-o", d + "/out", "--replay", d + "/hostile_missing.json"});
+  Result bad_replay = Exec({"parse", d + "/good.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/hostile_missing.json"});
   EXPECT_EQ(bad_replay.code, 1);
   EXPECT_FALSE(bad_replay.signaled);
 }
 
 TEST(DocumentE2E, TextSourcePdfTakesTextLayer) {
   const std::string d = TmpDir("textsource");
-  mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("Hybrid Title", 10)}));
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("Hybrid Title", 10)})).ok());
   const std::string layout =
       "<|box_start|>100 055 600 100<|box_end|><|ref_start|>title<|ref_end|><|rotate_up|>\n"
       "<|box_start|>100 130 900 330<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
       "<|box_start|>100 740 600 920<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>";
   // Only the table goes to the model: one block output.
-  mineru::WriteStringToFile(d + "/replay.json",
-                            Json::array({{{"layout", layout}, {"blocks", {"<fcel>x<nl>"}}}}).dump());
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json",
+                                        Json::array({{{"layout", layout}, {"blocks", {"<fcel>x<nl>"}}}}).dump())
+                  .ok());
   for (const char* source : {"pdf", "auto"}) {
-    Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_" + source, "--replay", d + "/replay.json",
+    Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_" + source, "--vl-utils", "0.1", "--replay", d + "/replay.json",
                      "--text-source", source, "--quiet"});
     ASSERT_EQ(r.code, 0) << source << ": " << r.err;
     Json m = LoadJson(d + "/out_" + std::string(source) + "/doc/doc_model.json");
@@ -274,8 +298,187 @@ TEST(DocumentE2E, TextSourcePdfTakesTextLayer) {
     EXPECT_EQ(m[0][2]["content"], "<table><tr><td>x</td></tr></table>");
   }
   // model: all three blocks go to the model, and this replay has only one output -> page fails.
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_model", "--replay", d + "/replay.json", "--quiet"});
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_model", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
   EXPECT_EQ(r.code, 1);
 }
 
 }  // namespace
+
+namespace {
+
+// Non-empty reference pages of tests/fixtures/vl_utils_121.json (recorded from mineru-vl-utils 1.2.1).
+std::vector<Json> V12GoldenPages(size_t max_pages) {
+  Json g = LoadJson(kFx + "/vl_utils_121.json");
+  std::vector<Json> pages;
+  for (const auto& p : g["pages"]) {
+    if (!p["model"].empty()) pages.push_back(p);
+    if (pages.size() == max_pages) break;
+  }
+  return pages;
+}
+
+}  // namespace
+
+// `parse --replay` with the default extraction (1.2) on blank pages of the recorded sizes writes
+// NAME_model.json block by block as 1.2.1 produces it (type, bbox, angle, content, merge_prev,
+// sub_type), with the replay's "blocks" consumed in the order the pipeline issues its requests.
+TEST(DocumentE2E, ReplayV12ModelJsonMatchesReference) {
+  const std::string d = TmpDir("v12");
+  ::mkdir((d + "/in").c_str(), 0755);
+  const std::vector<Json> pages = V12GoldenPages(20);
+  ASSERT_EQ(pages.size(), 20u);
+  Json replay = Json::array();
+  for (size_t i = 0; i < pages.size(); ++i) {
+    mineru::RgbImage blank;
+    blank.width = pages[i]["image_size"][0];  // rendered at 200 DPI into the recorded page_size
+    blank.height = pages[i]["image_size"][1];
+    blank.pixels.assign(static_cast<size_t>(blank.width) * blank.height * 3, 255);
+    char name[32];
+    std::snprintf(name, sizeof(name), "/p%03zu.png", i);
+    ASSERT_TRUE(mineru::WritePngFile(blank, d + "/in" + name).ok());
+    replay.push_back({{"layout", pages[i]["layout"]}, {"blocks", pages[i]["outputs"]}, {"merges", Json::array()}});
+  }
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
+  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
+                   "--no-layout-pictures"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "p%03zu", i);
+    const std::string stem = d + "/out/" + name + "/" + name;
+    EXPECT_EQ(LoadJson(stem + "_model.json")[0], pages[i]["model"]) << "page " << i << ": " << pages[i]["layout"];
+  }
+}
+
+// 1.2: a table ending one page and a table starting the next are asked about once every page is
+// done; the replay's "merges" of the second table's page answer, and a well-formed answer becomes
+// cell_merge on that table in NAME_model.json (a malformed one leaves the table as it was).
+TEST(DocumentE2E, ReplayV12CrossPageTableGetsCellMerge) {
+  const std::string d = TmpDir("v12_cross_page");
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 1), TextPage("B", 1), TextPage("C", 1)})).ok());
+  const std::string table = "<|ref_start|>table<|ref_end|><|rotate_up|>";
+  // Different rows on each page: identical leading rows would be taken for a repeated header.
+  const std::string cells = "<fcel>a<fcel>b<nl><fcel>c<fcel>d<nl>";
+  const std::string cells2 = "<fcel>e<fcel>f<nl><fcel>g<fcel>h<nl>";
+  const std::string cells3 = "<fcel>i<fcel>j<nl>";
+  const Json replay = Json::array(
+      {{{"layout", "<|box_start|>100 050 900 100<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>"
+                   "<|box_start|>100 600 900 950<|box_end|>" + table},
+        {"blocks", {"Intro.", cells}}},
+       {{"layout", "<|box_start|>100 050 900 300<|box_end|>" + table + "<|box_start|>100 600 900 950<|box_end|>" + table},
+        {"blocks", {cells2, cells}},
+        {"merges", {"The first cell continues: [1, 0]"}}},
+       {{"layout", "<|box_start|>100 050 900 300<|box_end|>" + table}, {"blocks", {cells3}}, {"merges", {"[1, 0, 1]"}}}});
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
+                   "--no-layout-pictures"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json model = LoadJson(d + "/out/doc/doc_model.json");
+  ASSERT_EQ(model.size(), 3u);
+  EXPECT_FALSE(model[0][1].contains("cell_merge"));
+  ASSERT_TRUE(model[1][0].contains("cell_merge")) << model[1][0];
+  EXPECT_EQ(model[1][0]["cell_merge"], Json::array({1, 0}));
+  EXPECT_FALSE(model[1][1].contains("cell_merge"));
+  EXPECT_FALSE(model[2][0].contains("cell_merge")) << "a malformed answer (3 flags for 2 cells) is ignored";
+}
+
+// The README's two-page sample of the 1.2 extraction (samples/report.pdf with its replay): a chart, a
+// flowchart image analysed as Mermaid, a table crossing the page break (cell_merge, then merged in
+// the files), a paragraph continued in the next column, a list.
+TEST(DocumentE2E, SampleReportShowsTheNewContent) {
+  const std::string d = TmpDir("sample_report");
+  const std::string src = MINERU_SOURCE_DIR;
+  Result r = Exec({"parse", src + "/samples/report.pdf", "-o", d + "/out", "--replay", src + "/samples/report_replay.json",
+                   "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string stem = d + "/out/report/report";
+  const Json model = LoadJson(stem + "_model.json");
+  ASSERT_EQ(model.size(), 2u);
+  EXPECT_EQ(model[0][2]["type"], "chart");
+  EXPECT_EQ(model[0][4]["sub_type"], "flowchart");
+  EXPECT_EQ(model[1][0]["cell_merge"], Json::array({1, 0, 0}));
+  EXPECT_EQ(model[1][2]["merge_prev"], true);
+  auto md = mineru::ReadFileToString(stem + ".md");
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find("```mermaid\nflowchart LR"), std::string::npos) << *md;
+  EXPECT_NE(md->find("<td>CPU q8, multi-threaded</td>"), std::string::npos) << *md;  // merged across the page break
+  EXPECT_EQ(md->find("<td>threaded</td>"), std::string::npos) << *md;
+  EXPECT_NE(md->find("so the cost of a page"), std::string::npos) << *md;  // the continued paragraph
+  EXPECT_TRUE(Exists(stem + "_content_list_v2.json"));
+  EXPECT_EQ(LoadJson(stem + "_middle.json")["_version_name"], "3.4.4");
+}
+
+// 1.2: an image inside a table is not requested; the table crop carries its token ("[AAAA]" for the
+// first image of the layout's first block, table_images.h) and the table model's copy of it comes
+// back as an <img> with the image's JPEG; the image block itself is dropped, as 1.2.1 drops it.
+TEST(DocumentE2E, ReplayV12TableImageComesBackAsImg) {
+  const std::string d = TmpDir("v12_table_image");
+  ::mkdir((d + "/in").c_str(), 0755);
+  mineru::RgbImage page;
+  page.width = 400;
+  page.height = 300;
+  page.pixels.assign(static_cast<size_t>(page.width) * page.height * 3, 255);
+  ASSERT_TRUE(mineru::WritePngFile(page, d + "/in/page.png").ok());
+  const Json replay = Json::array(
+      {{{"layout",
+         "<|box_start|>100 100 900 900<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>"
+         "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
+        {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
+  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json model = LoadJson(d + "/out/page/page_model.json")[0];
+  ASSERT_EQ(model.size(), 1u);
+  EXPECT_EQ(model[0]["type"], "table");
+  const std::string html = model[0]["content"];
+  EXPECT_EQ(html.rfind("<table><tr><td><img src=\"data:image/jpeg;base64,/9j/", 0), 0u) << html;
+  EXPECT_NE(html.find("<td><eq>x</eq></td>"), std::string::npos) << html;
+}
+
+// 1.2 writes MinerU 3.4.4's files: middle.json with preproc/para blocks and _version_name 3.4.4,
+// NAME_content_list_v2.json, and the table's inline data-URI image decoded into images/ (its html
+// then points at the file, in middle.json by name and in md / content lists under images/).
+TEST(DocumentE2E, ReplayV12WritesMinerU344Files) {
+  const std::string d = TmpDir("v12_344");
+  ::mkdir((d + "/in").c_str(), 0755);
+  mineru::RgbImage page;
+  page.width = 400;
+  page.height = 300;
+  page.pixels.assign(static_cast<size_t>(page.width) * page.height * 3, 255);
+  ASSERT_TRUE(mineru::WritePngFile(page, d + "/in/page.png").ok());
+  const Json replay = Json::array(
+      {{{"layout",
+         "<|box_start|>100 100 900 900<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>"
+         "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
+        {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
+  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string o = d + "/out/page/page";
+  const Json middle = LoadJson(o + "_middle.json");
+  EXPECT_EQ(middle["_version_name"], "3.4.4");
+  const Json& p0 = middle["pdf_info"][0];
+  ASSERT_TRUE(p0.contains("preproc_blocks") && p0.contains("para_blocks"));
+  ASSERT_EQ(p0["para_blocks"].size(), 1u);
+  const Json& group = p0["para_blocks"][0];
+  EXPECT_EQ(group["type"], "table");
+  const std::string html = group["blocks"][0]["lines"][0]["spans"][0]["html"];
+  const size_t at = html.find("src=\"");
+  ASSERT_NE(at, std::string::npos) << html;
+  const std::string file = html.substr(at + 5, html.find('"', at + 5) - at - 5);
+  EXPECT_EQ(file.size(), 64u + 4u) << file;  // sha256 hex + ".jpg"
+  EXPECT_TRUE(std::ifstream(d + "/out/page/images/" + file).good()) << file;
+  const Json v2 = LoadJson(o + "_content_list_v2.json");
+  ASSERT_EQ(v2.size(), 1u);
+  ASSERT_EQ(v2[0].size(), 1u);
+  EXPECT_EQ(v2[0][0]["type"], "table");
+  EXPECT_EQ(v2[0][0]["content"]["table_type"], "simple_table");
+  const Json cl = LoadJson(o + "_content_list.json");
+  ASSERT_EQ(cl.size(), 1u);
+  EXPECT_NE(cl[0]["table_body"].get<std::string>().find("src=\"images/" + file + "\""), std::string::npos);
+  EXPECT_NE(cl[0]["table_body"].get<std::string>().find("<td> $x$ </td>"), std::string::npos);
+  std::ifstream md(o + ".md");
+  std::stringstream ss;
+  ss << md.rdbuf();
+  EXPECT_EQ(ss.str(), cl[0]["table_body"].get<std::string>());
+}

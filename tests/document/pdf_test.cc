@@ -1,4 +1,6 @@
 // Unit tests of the PDF layer: page sizes, rendering scale and colours, the text layer, errors.
+#include <chrono>
+#include <thread>
 #include <gtest/gtest.h>
 
 #include "../util/pdf_writer.h"
@@ -90,4 +92,38 @@ TEST(PdfTest, OutOfMemoryRetriesOnceAtHalfTheDpi) {
 }
 
 }  // namespace
+// A page poppler renders for seconds fails at its deadline; the document goes on with a fresh
+// parse (the next page renders at once, not behind the abandoned render's lock); at most
+// kMaxAbandonedRenders run abandoned, further deadline renders are refused until they end.
+TEST(PdfTest, RenderPastItsDeadlineIsAbandonedAndTheDocumentGoesOn) {
+  PdfPage slow;
+  // ~10 s of rendering against a deadline of 2 s, which the quick page (tens of ms) meets with a
+  // wide margin even on a loaded machine.
+  slow.slow_strokes = 1500;
+  PdfPage quick;
+  quick.rects.push_back({100, 100, 50, 50, 0.0});
+  PdfLimits limits;
+  limits.render_timeout_s = 2;
+  auto doc = PdfDocument::OpenFromMemory(MakePdf({slow, quick, slow}), limits);
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  ASSERT_EQ(AbandonedRenders(), 0);
+  auto first = (*doc)->RenderPage(0);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kDeadlineExceeded) << first.status().ToString();
+  EXPECT_NE(first.status().message().find("page 1"), std::string::npos) << first.status().ToString();
+  auto second = (*doc)->RenderPage(1);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->image.width, 1700);
+  auto third = (*doc)->RenderPage(2);
+  EXPECT_EQ(third.status().code(), StatusCode::kDeadlineExceeded) << third.status().ToString();
+  EXPECT_EQ(AbandonedRenders(), kMaxAbandonedRenders);
+  auto refused = (*doc)->RenderPage(1);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
+  // The document may go before its abandoned renders end: they own what they use.
+  doc = InvalidArgumentError("closed");
+  // They end on their own (bounded wait, so a hung render fails the test instead of hanging it).
+  for (int i = 0; i < 6000 && AbandonedRenders() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(AbandonedRenders(), 0);
+}
+
 }  // namespace mineru

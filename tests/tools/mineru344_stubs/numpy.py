@@ -1,0 +1,3 @@
+class ndarray: pass
+def __getattr__(n):
+    return None

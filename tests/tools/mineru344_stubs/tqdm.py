@@ -1,0 +1,1 @@
+def tqdm(*a,**k): pass
