@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "base/hash.h"
 #include "base/mapped_file.h"
 #include "pipeline/document.h"
 #include "pipeline/model_backend.h"
@@ -35,13 +38,17 @@ bool IsTrue(const httplib::Request& req, const char* key, bool def) {
   return v == "true" || v == "1" || v == "yes" || v == "on";
 }
 
-int IntField(const httplib::Request& req, const char* key, int def) {
-  if (!req.has_file(key)) return def;
-  try {
-    return std::stoi(req.get_file_value(key).content);
-  } catch (...) {
-    return def;
-  }
+// Idempotency keys are per caller: the same key from another caller is another task (else a
+// guessed key would hand out someone else's task id). The caller is its credentials and address:
+// behind a proxy, the address the proxy appended last to X-Forwarded-For, else the peer's.
+std::string CallerScope(const httplib::Request& req) {
+  std::string addr = req.get_header_value("X-Forwarded-For");
+  const size_t comma = addr.find_last_of(',');
+  if (comma != std::string::npos) addr = addr.substr(comma + 1);
+  while (!addr.empty() && addr.front() == ' ') addr.erase(0, 1);
+  while (!addr.empty() && addr.back() == ' ') addr.pop_back();
+  if (addr.empty()) addr = req.remote_addr;
+  return Sha256Hex(req.get_header_value("Authorization") + "\n" + addr).substr(0, 32);
 }
 
 // A safe file name for an upload (no directories, no leading dots).
@@ -55,21 +62,47 @@ std::string SafeName(const std::string& name) {
   return out.empty() ? "document" : out.substr(0, 120);
 }
 
+constexpr size_t kMaxSyncFiles = 16;  // files per /file_parse request
+
+// Page ids are clamped here, so that end_page + 1 and page counts never overflow an int.
+constexpr int kMaxPageId = 1 << 24;
+
 struct ParseRequest {
   bool return_md = true, return_content_list = false, return_middle_json = false, return_model_output = false,
        return_images = false;
   int start_page = 0, end_page = 99999;  // 0-based, inclusive
 };
 
-ParseRequest ReadParseRequest(const httplib::Request& req) {
+// A page id form field as Python's int() reads it (whitespace, sign, digits), clamped to
+// [0, kMaxPageId] whatever its size; absent: def. Anything else is the client's error (400), not
+// silently the default.
+StatusOr<int> PageIdField(const httplib::Request& req, const char* key, int def) {
+  if (!req.has_file(key)) return def;
+  const std::string v = req.get_file_value(key).content;
+  size_t i = 0, e = v.size();
+  while (i < e && std::isspace(static_cast<unsigned char>(v[i]))) ++i;
+  while (e > i && std::isspace(static_cast<unsigned char>(v[e - 1]))) --e;
+  const bool negative = i < e && v[i] == '-';
+  if (i < e && (v[i] == '-' || v[i] == '+')) ++i;
+  if (i == e) return InvalidArgumentError(std::string(key) + " must be an integer");
+  int64_t n = 0;
+  for (; i < e; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(v[i]))) return InvalidArgumentError(std::string(key) + " must be an integer");
+    n = std::min<int64_t>(n * 10 + (v[i] - '0'), kMaxPageId);
+  }
+  return negative ? 0 : static_cast<int>(n);
+}
+
+StatusOr<ParseRequest> ReadParseRequest(const httplib::Request& req) {
   ParseRequest p;
   p.return_md = IsTrue(req, "return_md", true);
   p.return_content_list = IsTrue(req, "return_content_list", false);
   p.return_middle_json = IsTrue(req, "return_middle_json", false);
   p.return_model_output = IsTrue(req, "return_model_output", false);
   p.return_images = IsTrue(req, "return_images", false);
-  p.start_page = std::max(0, IntField(req, "start_page_id", 0));
-  p.end_page = std::max(p.start_page, IntField(req, "end_page_id", 99999));
+  MINERU_ASSIGN_OR_RETURN(p.start_page, PageIdField(req, "start_page_id", 0));
+  MINERU_ASSIGN_OR_RETURN(const int end, PageIdField(req, "end_page_id", 99999));
+  p.end_page = std::max(p.start_page, end);
   return p;
 }
 
@@ -86,14 +119,9 @@ ParseRequest ParseRequestFrom(const Json& j) {
   p.return_middle_json = j.value("return_middle_json", false);
   p.return_model_output = j.value("return_model_output", false);
   p.return_images = j.value("return_images", false);
-  p.start_page = j.value("start_page_id", 0);
-  p.end_page = j.value("end_page_id", 99999);
+  p.start_page = std::clamp(j.value("start_page_id", 0), 0, kMaxPageId);
+  p.end_page = std::clamp(j.value("end_page_id", 99999), p.start_page, kMaxPageId);
   return p;
-}
-
-std::string Slurp(const std::string& p) {
-  auto s = ReadFileToString(p, size_t(1) << 30);
-  return s.ok() ? *s : std::string();
 }
 
 // Reads a document's output files (paths relative to the output directory: "DOC/DOC.md",
@@ -127,7 +155,13 @@ class LocalOutputs final : public OutputReader {
     if (DIR* d = ::opendir(dir.c_str())) {
       while (dirent* e = ::readdir(d)) {
         const std::string f = e->d_name;
-        if (f.size() > suffix.size() && EndsWith(f, suffix)) out.emplace_back(f, Slurp(dir + "/" + f));
+        if (f.size() <= suffix.size() || !EndsWith(f, suffix)) continue;
+        auto data = ReadFileToString(dir + "/" + f, size_t(1) << 30);
+        if (data.ok()) {
+          out.emplace_back(f, std::move(*data));
+        } else if (status.ok()) {
+          status = data.status();  // the result is incomplete: said so, not an empty file
+        }
       }
       ::closedir(d);
     }
@@ -171,6 +205,9 @@ class StoredOutputs final : public OutputReader {
   std::string id_;
 };
 
+// The MinerU version whose files the server writes: 3.4.4 for the 1.2 extraction, else 2.5.4.
+const char* MinerUVersion(const Server::State& st) { return st.opt.vl_utils == "1.2" ? "3.4.4" : "2.5.4"; }
+
 // mineru-api's per-document result: file contents as strings (as MinerU's API returns them).
 Json DocumentResult(OutputReader& out, const std::string& name, const ParseRequest& p) {
   const std::string base = name + "/" + name;
@@ -200,8 +237,10 @@ pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p
   o.output_dir = out_dir;
   o.pages = std::to_string(p.start_page + 1) + "-" + std::to_string(std::min(p.end_page + 1, 1 << 24));
   o.limits.pdf.max_pages = 1 << 24;
+  o.limits.pdf.render_timeout_s = st.opt.page_render_timeout_s;
   o.limits.image.max_pixels = st.opt.max_image_pixels;
   o.page_images = true;
+  o.vl_utils = st.opt.vl_utils == "1.2" ? pipeline::VlUtilsVersion::k1_2 : pipeline::VlUtilsVersion::k0_1;
   o.cancel = &st.draining;
   return o;
 }
@@ -239,9 +278,10 @@ bool SaysFull(const std::string& m) {
 void SendStorageError(Server::State& st, httplib::Response& res, const std::string& what, const Status& s) {
   const bool full = SaysFull(s.message());
   st.metrics.Inc("mineru_storage_errors_total", full ? "kind=\"full\"" : "kind=\"unavailable\"");
+  // The detail names server paths: it goes to the log, the client gets the kind of failure.
+  std::fprintf(stderr, "storage error: %s: %s\n", what.c_str(), s.message().c_str());
   SendError(res, full ? 507 : 503,
-            what + (full ? ": the server's storage is full (" : ": the server cannot write its storage (") +
-                s.message() + ")");
+            what + (full ? ": the server's storage is full" : ": the server cannot write its storage"));
 }
 
 Status ErrnoError(const std::string& what) { return IoError(what + ": " + std::strerror(errno)); }
@@ -293,6 +333,18 @@ std::string PageFile(int page) {  // page: 0-based index in the document
 
 }  // namespace
 
+void RemoveLeftoverUploads(const std::string& data_dir) {
+  DIR* d = ::opendir(data_dir.c_str());
+  if (!d) return;
+  std::vector<std::string> old;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strncmp(e->d_name, "sync-", 5) == 0) old.push_back(data_dir + "/" + e->d_name);
+  }
+  ::closedir(d);
+  for (const std::string& p : old) RemoveTree(p);
+  if (!old.empty()) std::fprintf(stderr, "removed %zu leftover upload folder(s)\n", old.size());
+}
+
 void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
   http.Post("/file_parse", [&st](const httplib::Request& req, httplib::Response& res) {
     if (!st.ready && !st.doc_backend) return SendError(res, 503, "the model is loading");
@@ -303,11 +355,30 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     if (!req.is_multipart_form_data() || !req.has_file("files")) {
       return SendError(res, 400, "send multipart/form-data with one or more 'files'");
     }
-    const ParseRequest p = ReadParseRequest(req);
+    // A synchronous parse holds an HTTP worker for whole documents: a few files per request, and
+    // at most a quarter of the HTTP workers parse at once (the rest: 429, or use /tasks).
+    if (req.files.count("files") > kMaxSyncFiles) {
+      return SendError(res, 413, "at most " + std::to_string(kMaxSyncFiles) + " files per /file_parse request "
+                                 "(submit more with /tasks)");
+    }
+    if (st.sync_parses.fetch_add(1) >= std::max(1, st.opt.http_threads / 4)) {
+      --st.sync_parses;
+      return SendError(res, 429, "too many documents are being parsed synchronously; retry shortly or use /tasks");
+    }
+    struct Slot {
+      std::atomic<int>& n;
+      ~Slot() { --n; }
+    } slot{st.sync_parses};
+    const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
+    if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
+    const ParseRequest& p = *parsed;
     const std::string work = st.opt.data_dir + "/sync-" + NewJobId();
     if (::mkdir(work.c_str(), 0755) != 0) {
       return SendStorageError(st, res, "cannot store the upload", ErrnoError("cannot create " + work));
     }
+    // The whole request has --file-parse-timeout-s: past it no page starts and the answer is 504.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                               std::chrono::duration<double>(st.opt.file_parse_timeout_s));
     Json results = Json::object();
     std::unique_ptr<pipeline::Backend> owned;
     pipeline::Backend* backend = nullptr;
@@ -336,7 +407,16 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       }
       if (!backend) backend = BackendFor(st, &owned);
       int global_page = 0;
-      pipeline::DocumentReport r = pipeline::ParseDocument(path, OptionsFor(st, p, work + "/out"), *backend, &global_page);
+      pipeline::ParseOptions o = OptionsFor(st, p, work + "/out");
+      o.deadline = deadline;
+      pipeline::DocumentReport r = pipeline::ParseDocument(path, o, *backend, &global_page);
+      if (r.status.code() == StatusCode::kDeadlineExceeded) {
+        RemoveTree(work);
+        char secs[32];
+        std::snprintf(secs, sizeof(secs), "%g", st.opt.file_parse_timeout_s);
+        return SendError(res, 504, std::string("the documents took longer than --file-parse-timeout-s (") + secs +
+                                       " s) to parse; submit long documents with /tasks");
+      }
       if (r.status.code() == StatusCode::kIoError) {  // the outputs could not be written
         RemoveTree(work);
         return SendStorageError(st, res, "cannot write the result of " + name, r.status);
@@ -349,13 +429,17 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       ++ok_files;
       LocalOutputs outputs(work + "/out");
       results[r.name] = DocumentResult(outputs, r.name, p);
+      if (!outputs.status.ok()) {  // an output file that cannot be read back: not an empty result
+        RemoveTree(work);
+        return SendStorageError(st, res, "cannot read the result of " + name, outputs.status);
+      }
     }
     RemoveTree(work);
     malloc_trim(0);
     if (ok_files == 0) {
       return SendError(res, out_of_memory ? 507 : 400, last_error.empty() ? "no document could be parsed" : last_error);
     }
-    SendJson(res, 200, {{"backend", "vlm"}, {"version", "2.5.4"}, {"results", results}});
+    SendJson(res, 200, {{"backend", "vlm"}, {"version", MinerUVersion(st)}, {"results", results}});
   });
 
   http.Post("/tasks", [&st](const httplib::Request& req, httplib::Response& res) {
@@ -372,14 +456,16 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       return SendError(res, 429, "the job queue is full (" + std::to_string(*queued) + " queued)");
     }
     const auto f = req.get_file_value("files");
-    const ParseRequest p = ReadParseRequest(req);
+    const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
+    if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
+    const ParseRequest& p = *parsed;
     const bool stored = st.jobs->stores_files();
     Job j;
     j.id = NewJobId();
     j.status = "queued";
     j.created = j.updated = NowSeconds();
     j.filename = SafeName(f.filename);
-    j.client_key = key;
+    j.client_key = key.empty() ? "" : CallerScope(req) + ":" + key;
     // The upload goes to the job's directory (with a store that keeps files: only long enough to
     // check it, the store keeps it from then on).
     const std::string dir = st.opt.data_dir + "/jobs/" + j.id;
@@ -460,7 +546,7 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     auto outputs = JobOutputs(st, *j);
     Json doc = DocumentResult(*outputs, name, p);
     if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
-    SendJson(res, 200, {{"task_id", j->id}, {"status", "done"}, {"backend", "vlm"}, {"version", "2.5.4"},
+    SendJson(res, 200, {{"task_id", j->id}, {"status", "done"}, {"backend", "vlm"}, {"version", MinerUVersion(st)},
                         {"results", {{name, doc}}}});
   });
 
@@ -486,7 +572,8 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     if (!j) return;
     const std::string name = pipeline::DocumentName(j->filename);
     const std::string want = req.matches[2];
-    const char* kinds[] = {".md", "_content_list.json", "_middle.json", "_model.json"};
+    // _content_list_v2.json exists for the 1.2 extraction only (MinerU 3.4.4 files).
+    const char* kinds[] = {".md", "_content_list.json", "_content_list_v2.json", "_middle.json", "_model.json"};
     for (const char* k : kinds) {
       if (want == name + k) {
         auto outputs = JobOutputs(st, *j);
@@ -616,8 +703,8 @@ void RunJob(Server::State& st, const Job& j) {
   if (stored) {  // a local scratch copy of the upload; the outputs go back to the store
     work = st.opt.data_dir + "/jobs/" + j.id;
     RemoveTree(work);
-    ::mkdir(work.c_str(), 0755);
-    auto up = st.jobs->ReadFile(j.id, "upload/" + j.filename);
+    Status made = MakeDirs(work);
+    auto up = made.ok() ? st.jobs->ReadFile(j.id, "upload/" + j.filename) : StatusOr<std::optional<std::string>>(made);
     if (!up.ok()) {
       std::fprintf(stderr, "job %s: cannot read the upload: %s\n", j.id.c_str(), up.status().message().c_str());
       (void)st.jobs->Release(j.id, st.worker_id);

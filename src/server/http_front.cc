@@ -1,6 +1,8 @@
 // server/http_front.cc — see http_front.h.
 #include "server/http_front.h"
 
+#include "server/http_framing.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -21,13 +23,14 @@ namespace mineru::server {
 using Clock = std::chrono::steady_clock;
 
 struct HttpFront::Conn {
+  explicit Conn(const framing::Limits& lim) : reader(lim) {}
   int fd = -1;
-  std::string buf;      // received, not consumed yet (the head, maybe the start of the body)
-  size_t scanned = 0;   // the head-end search resumes here
-  Clock::time_point deadline;
+  framing::RequestReader reader;  // bytes received, parsed strictly
+  std::string request;  // a whole request (canonical form) for a worker
+  Clock::time_point deadline, body_deadline;
   bool idle = false;    // kept alive, nothing of the next request yet (closed quietly at the deadline)
-  bool in_body = false; // the head is here; the reader collects the body (need bytes in buf)
-  size_t need = 0;
+  bool ops = false;     // GET /health or /metrics
+  bool lingering = false;  // refused: what the client still sends is read and dropped until the deadline
   size_t reserved = 0;  // of the reader's body budget
   size_t served = 0;
 };
@@ -36,55 +39,6 @@ namespace {
 
 Clock::duration Seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
-// Offset just past the blank line that ends a request head, or npos.
-size_t HeadEnd(const std::string& b, size_t from) {
-  for (size_t i = from; i < b.size(); ++i) {
-    if (b[i] != '\n') continue;
-    size_t j = i + 1;
-    if (j < b.size() && b[j] == '\r') ++j;
-    if (j < b.size() && b[j] == '\n') return j + 1;
-  }
-  return std::string::npos;
-}
-
-struct HeadInfo {
-  uint64_t length = 0;
-  bool chunked = false, expect_continue = false, bad_length = false;
-};
-
-// What the reader needs from a head to wait for its body: Content-Length, chunking, Expect.
-HeadInfo ParseHead(const std::string& b, size_t end) {
-  HeadInfo h;
-  size_t pos = b.find('\n');
-  while (pos != std::string::npos && pos + 1 < end) {
-    const size_t start = pos + 1;
-    size_t eol = b.find('\n', start);
-    if (eol == std::string::npos || eol > end) eol = end;
-    std::string line = b.substr(start, eol - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const size_t colon = line.find(':');
-    if (colon != std::string::npos) {
-      std::string name = line.substr(0, colon), value = line.substr(colon + 1);
-      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      for (char& ch : value) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      const size_t v0 = value.find_first_not_of(" \t");
-      value = v0 == std::string::npos ? "" : value.substr(v0);
-      if (name == "content-length") {
-        char* stop = nullptr;
-        errno = 0;
-        h.length = std::strtoull(value.c_str(), &stop, 10);
-        if (errno != 0 || stop == value.c_str()) h.bad_length = true;
-      } else if (name == "transfer-encoding") {
-        h.chunked = true;
-      } else if (name == "expect") {
-        h.expect_continue = true;
-      }
-    }
-    pos = eol;
-  }
-  return h;
 }
 
 // Waits until fd is ready for events (POLLIN or POLLOUT); false after timeout_s.
@@ -111,32 +65,35 @@ void SendCanned(int fd, int code, const char* reason, const char* message) {
   (void)::send(fd, r.data(), r.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-// The socket side of one request for httplib: reads the buffered head first, then the socket;
-// every wait is bounded (read_timeout_s / write_timeout_s) and never blocks past it.
+// What a refusal from the reader says (the connection is closed right after).
+const char* Reason(int status, const char** message) {
+  switch (status) {
+    case 413: *message = "the request body is larger than --max-body-mb"; return "Payload Too Large";
+    case 415: *message = "request bodies must not have a Content-Encoding"; return "Unsupported Media Type";
+    case 417: *message = "only Expect: 100-continue is supported"; return "Expectation Failed";
+    case 431: *message = "the request head is too large"; return "Request Header Fields Too Large";
+    case 501: *message = "only Transfer-Encoding: chunked is supported"; return "Not Implemented";
+    case 503: *message = "the server is busy; retry shortly"; return "Service Unavailable";
+    case 505: *message = "only HTTP/1.0 and HTTP/1.1 are supported"; return "HTTP Version Not Supported";
+    default: *message = "malformed or ambiguous request framing"; return "Bad Request";
+  }
+}
+
+// One request for httplib: reads the whole request the reader collected (never the socket: its
+// bytes past this request belong to the next one), writes to the socket. Waiting for the client
+// to read is bounded by write_timeout_s in all, for the whole response.
 class FrontStream final : public httplib::Stream {
  public:
-  FrontStream(HttpFront::Conn& c, const HttpFrontOptions& o) : c_(c), o_(o) {}
+  FrontStream(HttpFront::Conn& c, const HttpFrontOptions& o) : c_(c), write_left_s_(o.write_timeout_s) {}
 
-  bool is_readable() const override { return pos_ < c_.buf.size() || Wait(POLLIN); }
+  bool is_readable() const override { return pos_ < c_.request.size(); }
   bool is_writable() const override { return Wait(POLLOUT); }
 
   ssize_t read(char* ptr, size_t size) override {
-    if (size == 0) return 0;
-    if (pos_ >= c_.buf.size() && size < 4096) {  // small reads (line by line) go through the buffer
-      c_.buf.clear();
-      pos_ = 0;
-      char tmp[16384];
-      const ssize_t n = Recv(tmp, sizeof(tmp));
-      if (n <= 0) return n;
-      c_.buf.assign(tmp, static_cast<size_t>(n));
-    }
-    if (pos_ < c_.buf.size()) {
-      const size_t n = std::min(size, c_.buf.size() - pos_);
-      std::memcpy(ptr, c_.buf.data() + pos_, n);
-      pos_ += n;
-      return static_cast<ssize_t>(n);
-    }
-    return Recv(ptr, size);
+    const size_t n = std::min(size, c_.request.size() - pos_);
+    std::memcpy(ptr, c_.request.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
   }
 
   ssize_t write(const char* ptr, size_t size) override {
@@ -153,32 +110,17 @@ class FrontStream final : public httplib::Stream {
   void get_local_ip_and_port(std::string& ip, int& port) const override { Addr(false, ip, port); }
   socket_t socket() const override { return c_.fd; }
 
-  // Keeps what was not consumed (a pipelined next request) in the connection's buffer.
-  void Finish() {
-    std::string rest = c_.buf.substr(std::min(pos_, c_.buf.size()));  // a large body's buffer is freed
-    c_.buf.swap(rest);
-    c_.scanned = 0;
-    c_.in_body = false;
-    c_.need = 0;
-    pos_ = 0;
-  }
-  mutable bool read_timed_out = false, write_timed_out = false;
+  // httplib left part of the request unread (a body it did not want).
+  bool unread() const { return pos_ < c_.request.size(); }
+  mutable bool write_timed_out = false;
 
  private:
-  ssize_t Recv(char* ptr, size_t size) {
-    for (;;) {
-      const ssize_t n = ::recv(c_.fd, ptr, size, MSG_DONTWAIT);
-      if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
-      if (!Wait(POLLIN)) return -1;
-    }
-  }
   bool Wait(short events) const {
-    const bool in = events == POLLIN;
-    if (WaitFor(c_.fd, events, in ? o_.read_timeout_s : o_.write_timeout_s)) return true;
-    (in ? read_timed_out : write_timed_out) = true;
-    return false;
+    const auto t0 = Clock::now();
+    const bool ok = write_left_s_ > 0 && WaitFor(c_.fd, events, write_left_s_);
+    write_left_s_ -= std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!ok) write_timed_out = true;
+    return ok;
   }
   void Addr(bool peer, std::string& ip, int& port) const {
     sockaddr_storage a{};
@@ -200,9 +142,15 @@ class FrontStream final : public httplib::Stream {
   }
 
   HttpFront::Conn& c_;
-  const HttpFrontOptions& o_;
+  mutable double write_left_s_;
   size_t pos_ = 0;
 };
+
+bool IsOpsRequest(const framing::Head& h) {
+  if (h.method != "GET") return false;
+  const std::string path = h.target.substr(0, h.target.find('?'));
+  return path == "/health" || path == "/metrics";
+}
 
 // httplib's accept loop hands each socket to the task queue: ours adopts it on the spot (cheap,
 // never blocks), so the accept loop needs no threads of its own.
@@ -224,6 +172,9 @@ bool HttpFront::StartFront(const HttpFrontOptions& opt, std::function<void(const
   opt_ = opt;
   opt_.workers = std::max(1, opt_.workers);
   opt_.keep_alive_max_count = std::max<size_t>(1, opt_.keep_alive_max_count);
+  opt_.max_queued = std::max<size_t>(1, opt_.max_queued);
+  limits_.max_head_bytes = opt_.max_head_bytes;
+  limits_.max_body_bytes = payload_max_length_;
   on_event_ = std::move(on_event);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -237,7 +188,8 @@ bool HttpFront::StartFront(const HttpFrontOptions& opt, std::function<void(const
     return false;
   }
   reader_ = std::thread([this] { ReaderLoop(); });
-  for (int i = 0; i < opt_.workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 0; i < opt_.workers; ++i) workers_.emplace_back([this] { WorkerLoop(false); });
+  for (int i = 0; i < 2; ++i) workers_.emplace_back([this] { WorkerLoop(true); });
   started_ = true;
   return true;
 }
@@ -249,6 +201,7 @@ void HttpFront::StopFront() {
     stopping_ = true;
   }
   work_cv_.notify_all();
+  ops_cv_.notify_all();
   const uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
   if (reader_.joinable()) reader_.join();
@@ -260,6 +213,11 @@ void HttpFront::StopFront() {
   ::close(wake_fd_);
   epoll_fd_ = wake_fd_ = -1;
   started_ = false;
+}
+
+size_t HttpFront::waiting_requests() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return work_.size();
 }
 
 void HttpFront::Event(const char* what) {
@@ -290,7 +248,7 @@ bool HttpFront::process_and_close_socket(socket_t sock) {
   if (opt_.send_buffer_bytes > 0) {
     ::setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &opt_.send_buffer_bytes, sizeof(opt_.send_buffer_bytes));
   }
-  auto c = std::make_unique<Conn>();
+  auto c = std::make_unique<Conn>(limits_);
   c->fd = sock;
   c->deadline = Clock::now() + Seconds(opt_.read_timeout_s);
   std::unique_lock<std::mutex> lock(mu_);
@@ -305,32 +263,46 @@ bool HttpFront::process_and_close_socket(socket_t sock) {
   return true;
 }
 
-bool HttpFront::Ready(Conn& c) {
-  if (!c.in_body) {
-    const size_t end = HeadEnd(c.buf, c.scanned);
-    if (end == std::string::npos) {
-      c.scanned = c.buf.size() > 2 ? c.buf.size() - 2 : 0;
-      return false;
-    }
-    // The body too is collected here, so that a client stalling in its body holds no worker
-    // either; not when httplib must answer first (Expect: 100-continue, over the size limit), for
-    // chunked bodies, or beyond the memory budget of bodies being collected.
-    const HeadInfo h = ParseHead(c.buf, end);
-    if (h.chunked || h.expect_continue || h.bad_length || h.length == 0 || h.length > payload_max_length_) return true;
-    if (buffered_.fetch_add(h.length) + h.length > opt_.max_buffered_body_bytes) {
-      buffered_ -= h.length;
-      return true;
-    }
-    c.in_body = true;
-    c.reserved = h.length;
-    c.need = end + h.length;
-    try {
-      c.buf.reserve(c.need);
-    } catch (const std::exception&) {  // grows as it arrives instead
-    }
-    c.deadline = Clock::now() + Seconds(opt_.read_timeout_s);
+bool HttpFront::Reserve(Conn& c) {
+  size_t want = c.reader.held();
+  if (c.reader.in_body() && c.reader.head().body == framing::Head::Body::kLength) {
+    want = std::max<size_t>(want, static_cast<size_t>(c.reader.head().length));
   }
-  return c.buf.size() >= c.need;
+  if (want <= c.reserved) return true;
+  const size_t more = want - c.reserved;
+  if (buffered_.fetch_add(more) + more > opt_.max_buffered_body_bytes) {
+    buffered_ -= more;
+    return false;
+  }
+  c.reserved = want;
+  return true;
+}
+
+bool HttpFront::Advance(Conn& c, Clock::time_point now, int* reject) {
+  const bool had_head = c.reader.in_body();
+  const auto step = c.reader.Next();
+  if (step == framing::RequestReader::Step::kReject) {
+    *reject = c.reader.status();
+    return false;
+  }
+  if (step == framing::RequestReader::Step::kRequest) {
+    c.request = c.reader.take_request();
+    c.ops = IsOpsRequest(c.reader.head());
+    return true;
+  }
+  if (c.reader.in_body() && !had_head) {  // the head just arrived: the body has body_timeout in all
+    c.body_deadline = now + Seconds(opt_.body_timeout_s);
+    c.deadline = std::min(c.body_deadline, now + Seconds(opt_.read_timeout_s));
+  }
+  if (!Reserve(c)) {
+    *reject = 503;
+    return false;
+  }
+  if (c.reader.TakeContinue()) {
+    static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    (void)::send(c.fd, kContinue, sizeof(kContinue) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  return false;
 }
 
 void HttpFront::Release(Conn& c) {
@@ -347,19 +319,53 @@ void HttpFront::Close(std::unique_ptr<Conn> c) {
   --open_;
 }
 
+void HttpFront::Answer(Conn& c, int status) {
+  const char* message = "";
+  const char* reason = Reason(status, &message);
+  SendCanned(c.fd, status, reason, message);
+  Event(status == 431 ? "head_too_large" : status == 413 ? "body_too_large" : status == 503 ? "busy" : "bad_framing");
+}
+
+void HttpFront::Reject(std::unique_ptr<Conn> c, int status) {
+  Answer(*c, status);
+  Close(std::move(c));
+}
+
+void HttpFront::Linger(Conn& c, int status, Clock::time_point now) {
+  Answer(c, status);
+  Release(c);
+  c.reader = framing::RequestReader(limits_);  // frees what was buffered
+  std::string().swap(c.request);
+  ::shutdown(c.fd, SHUT_WR);
+  c.lingering = true;
+  c.deadline = now + Seconds(std::min(5.0, opt_.read_timeout_s));
+}
+
 void HttpFront::Dispatch(std::unique_ptr<Conn> c) {
   Release(*c);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    work_.push_back(std::move(c));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (c->ops) {
+    ops_.push_back(std::move(c));
+    lock.unlock();
+    ops_cv_.notify_one();
+    return;
   }
+  if (work_.size() >= opt_.max_queued) {  // every worker busy and the queue full: refuse, do not pile up
+    lock.unlock();
+    return Reject(std::move(c), 503);
+  }
+  work_.push_back(std::move(c));
+  lock.unlock();
   work_cv_.notify_one();
 }
 
 void HttpFront::HandBack(std::unique_ptr<Conn> c) {
-  if (Ready(*c)) return Dispatch(std::move(c));  // pipelined: the next request is here already
-  c->idle = c->buf.empty();
-  if (!c->in_body) c->deadline = Clock::now() + Seconds(c->idle ? opt_.keep_alive_s : opt_.read_timeout_s);
+  int reject = 0;
+  const auto now = Clock::now();
+  if (Advance(*c, now, &reject)) return Dispatch(std::move(c));  // pipelined: the next request is here
+  if (reject != 0) return Reject(std::move(c), reject);
+  c->idle = c->reader.empty();
+  if (!c->reader.in_body()) c->deadline = now + Seconds(c->idle ? opt_.keep_alive_s : opt_.read_timeout_s);
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) {
     lock.unlock();
@@ -370,21 +376,27 @@ void HttpFront::HandBack(std::unique_ptr<Conn> c) {
   (void)!::write(wake_fd_, &v, sizeof(v));
 }
 
-bool HttpFront::Collect(Conn& c, Clock::time_point now, bool* closed) {
+bool HttpFront::Collect(Conn& c, Clock::time_point now, bool* closed, int* reject) {
   static thread_local char tmp[65536];
+  while (c.lingering) {  // refused: drop what arrives (the answer reaches a client still sending)
+    const ssize_t r = ::recv(c.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+    if (r > 0 || (r < 0 && errno == EINTR)) continue;
+    *closed = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+    return false;
+  }
   try {
-    // Up to the end of the head, then of the body.
-    while (c.in_body || c.buf.size() <= opt_.max_head_bytes) {
+    for (;;) {
       const ssize_t r = ::recv(c.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
       if (r > 0) {
         if (c.idle) {  // the next request begins: its head has read_timeout to arrive
           c.idle = false;
           c.deadline = now + Seconds(opt_.read_timeout_s);
         }
-        // A body may take long, but not pause longer than read_timeout.
-        if (c.in_body) c.deadline = now + Seconds(opt_.read_timeout_s);
-        c.buf.append(tmp, static_cast<size_t>(r));
-        if (Ready(c)) return true;
+        // A body may take long, but not pause longer than read_timeout nor end after body_timeout.
+        if (c.reader.in_body()) c.deadline = std::min(c.body_deadline, now + Seconds(opt_.read_timeout_s));
+        c.reader.Feed(tmp, static_cast<size_t>(r));
+        if (Advance(c, now, reject)) return true;
+        if (*reject != 0) return false;
         continue;
       }
       if (r < 0 && errno == EINTR) continue;
@@ -416,7 +428,7 @@ void HttpFront::ReaderLoop() {
       in.swap(incoming_);
       stop = stopping_;
     }
-    if (stop) {  // connections waiting for a request are closed; heads that arrived are served
+    if (stop) {  // connections waiting for a request are closed; requests that arrived are served
       for (auto& c : in) Close(std::move(c));
       while (!waiting.empty()) Close(drop(waiting.begin()));
       return;
@@ -443,16 +455,16 @@ void HttpFront::ReaderLoop() {
       }
       auto it = waiting.find(fd);
       if (it == waiting.end()) continue;
-      Conn& c = *it->second;
       bool closed = false;
-      const bool ready = Collect(c, now, &closed);
+      int reject = 0;
+      const bool ready = Collect(*it->second, now, &closed, &reject);
       if (ready) {
         Dispatch(drop(it));
+      } else if (reject != 0) {
+        // Answered now; closed once the client stops sending (or after a few seconds), so that a
+        // client still sending its refused body reads the answer instead of a reset.
+        Linger(*it->second, reject, now);
       } else if (closed) {
-        Close(drop(it));
-      } else if (!c.in_body && c.buf.size() > opt_.max_head_bytes) {
-        SendCanned(fd, 431, "Request Header Fields Too Large", "the request head is too large");
-        Event("head_too_large");
         Close(drop(it));
       }
     }
@@ -464,8 +476,10 @@ void HttpFront::ReaderLoop() {
           continue;
         }
         auto next = std::next(it);
-        if (it->second->in_body) {
-          SendCanned(it->first, 408, "Request Timeout", "the request body stalled");
+        if (it->second->lingering) {
+          // refused already: closed quietly
+        } else if (it->second->reader.in_body()) {
+          SendCanned(it->first, 408, "Request Timeout", "the request body did not arrive in time");
           Event("read_timeout");
         } else if (!it->second->idle) {
           SendCanned(it->first, 408, "Request Timeout", "the request head did not arrive in time");
@@ -478,16 +492,18 @@ void HttpFront::ReaderLoop() {
   }
 }
 
-void HttpFront::WorkerLoop() {
+void HttpFront::WorkerLoop(bool ops) {
+  auto& queue = ops ? ops_ : work_;
+  auto& cv = ops ? ops_cv_ : work_cv_;
   for (;;) {
     std::unique_ptr<Conn> c;
     bool stopping;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return !work_.empty() || stopping_; });
-      if (work_.empty()) return;
-      c = std::move(work_.front());
-      work_.pop_front();
+      cv.wait(lock, [&] { return !queue.empty() || stopping_; });
+      if (queue.empty()) return;
+      c = std::move(queue.front());
+      queue.pop_front();
       stopping = stopping_;
     }
     // The last request on a connection says "Connection: close": the keep-alive limit, or the
@@ -497,17 +513,18 @@ void HttpFront::WorkerLoop() {
     FrontStream s(*c, opt_);
     try {  // handlers' exceptions are httplib's to answer; anything else only ends this connection
       ok = process_request(s, close_after, closed_by_client, nullptr);
-      s.Finish();
     } catch (...) {
       ok = false;
     }
-    if (s.read_timed_out) Event("read_timeout");
+    const bool unread = s.unread();  // a body nobody read: never parse it as the next request
+    std::string().swap(c->request);
+    if (unread) Event("body_unread");
     if (s.write_timed_out) {
       Event("write_timeout");
       linger l{1, 0};  // the client stopped reading: drop what is queued for it (RST) at close
       ::setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
     }
-    if (!ok || closed_by_client || close_after || s.write_timed_out || s.read_timed_out) {
+    if (!ok || closed_by_client || close_after || s.write_timed_out || unread) {
       Close(std::move(c));
     } else {
       HandBack(std::move(c));

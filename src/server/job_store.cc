@@ -2,6 +2,7 @@
 #include "server/job_store.h"
 
 #include <sqlite3.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -10,8 +11,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
-#include <random>
 
 namespace mineru::server {
 
@@ -21,18 +23,31 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// 128 bits from the kernel's CSPRNG (getrandom): ids are capabilities (whoever knows a task id
+// reads its results), so no id may be predictable from others a client has seen.
 std::string NewJobId() {
-  static std::mutex mu;
-  static std::mt19937_64 rng(std::random_device{}() ^
-                             static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  std::lock_guard<std::mutex> lock(mu);
-  char buf[40];
-  const uint64_t a = rng(), b = rng();
-  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b));
-  return buf;
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      std::fprintf(stderr, "fatal: getrandom: %s\n", std::strerror(errno));
+      std::abort();  // never fall back to a guessable id
+    }
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string id(32, '0');
+  for (size_t i = 0; i < sizeof(bytes); ++i) {
+    id[2 * i] = kHex[bytes[i] >> 4];
+    id[2 * i + 1] = kHex[bytes[i] & 15];
+  }
+  return id;
 }
 
+// host:pid:boot-nonce. The nonce is its own getrandom draw (job ids reveal nothing of it, and it
+// reveals nothing of them); /health no longer shows it.
 std::string NewWorkerId() {
   char host[256] = {0};
   if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == 0) std::snprintf(host, sizeof(host), "host");

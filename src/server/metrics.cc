@@ -5,6 +5,42 @@
 
 namespace mineru::server {
 
+namespace {
+
+bool IsHexId(const std::string& s) {
+  return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// path below "/tasks/" -> its template, or nullptr.
+const char* TaskRoute(const std::string& rest) {
+  const size_t slash = rest.find('/');
+  if (!IsHexId(rest.substr(0, slash))) return nullptr;
+  if (slash == std::string::npos) return "/tasks/{id}";
+  const std::string tail = rest.substr(slash + 1);
+  if (tail == "result") return "/tasks/{id}/result";
+  if (tail.rfind("pages/", 0) == 0 && tail.size() > 6 && tail.find_first_not_of("0123456789", 6) == std::string::npos) {
+    return "/tasks/{id}/pages/{n}";
+  }
+  if (tail.rfind("files/", 0) == 0 && tail.size() > 6 && tail.find('/', 6) == std::string::npos) {
+    return "/tasks/{id}/files/{name}";
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* RouteLabel(const std::string& path) {
+  static const char* const kExact[] = {"/",         "/health", "/metrics", "/v1/models", "/v1/chat/completions",
+                                       "/v1/completions", "/file_parse", "/tasks"};
+  for (const char* r : kExact) {
+    if (path == r) return r;
+  }
+  if (path.rfind("/tasks/", 0) == 0) {
+    if (const char* r = TaskRoute(path.substr(7))) return r;
+  }
+  return "other";
+}
+
 const std::vector<double>& Metrics::Buckets() {
   static const std::vector<double> b = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
   return b;

@@ -9,6 +9,11 @@
 
 namespace mineru::server {
 
+// The route template a request path belongs to, as a label value: one of a fixed set
+// ("/health", "/tasks/{id}/pages/{n}", ...), "other" for every path no route serves. Never the raw
+// path: a client could otherwise forge series (quotes, newlines) or add one per distinct path.
+const char* RouteLabel(const std::string& path);
+
 class Metrics {
  public:
   // Counter `name` with one label set, e.g. Inc("mineru_requests_total", "route=\"/v1/chat/completions\",code=\"200\"").

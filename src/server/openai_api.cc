@@ -2,7 +2,10 @@
 // the fields MinerU's http client sends (see spec/HTTP_CLIENT_CONTRACT.md). Requests go through
 // the engine's scheduler, so concurrent users batch together.
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <new>
 #include <optional>
 #include <thread>
@@ -10,6 +13,7 @@
 #include "download/http.h"
 #include "image/decode.h"
 #include "server/base64.h"
+#include "server/image_budget.h"
 #include "server/state.h"
 
 namespace mineru::server {
@@ -21,10 +25,38 @@ double Now() {
 
 Status ParseSampling(const Json& body, const ServerOptions& opt, EngineRequest* out, bool* stream);
 
-// Decodes a data URL into an image (limits from the server options).
-StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const ServerOptions& opt) {
+// Tokenizing costs far more than reading (a long word: ~28 bytes of work per byte), so text is
+// bounded by bytes before it is tokenized: no prompt within --max-prompt-tokens needs more than
+// kMaxTextBytesPerToken bytes per token (Qwen2's longest tokens are far shorter).
+constexpr int64_t kMaxTextBytesPerToken = 32;
+
+Status CheckTextBytes(size_t bytes, const ServerOptions& opt) {
+  const int64_t limit = opt.engine.max_prompt_tokens * kMaxTextBytesPerToken;
+  if (static_cast<int64_t>(bytes) <= limit) return Status::Ok();
+  return ResourceExhaustedError("the prompt's text has " + std::to_string(bytes) + " bytes, over the limit of " +
+                                std::to_string(limit) + " bytes (--max-prompt-tokens x " +
+                                std::to_string(kMaxTextBytesPerToken) + ")");
+}
+
+ImageBudgetLimits RequestImageLimits(const ServerOptions& opt) {
+  return {opt.max_request_images, opt.max_request_pixels, opt.max_image_pixels};
+}
+
+StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptions& opt, int64_t max_pixels);
+
+// Decodes a data URL into an image, within the request's and the server's image budgets
+// (image_budget.h): the decoder refuses a header over what is left before allocating.
+StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const ServerOptions& opt, ImageBudget* budget) {
+  MINERU_ASSIGN_OR_RETURN(const int64_t limit, budget->Reserve());
+  auto img = DecodeDataUrlWithin(url, opt, limit);
+  budget->Settle(img.ok() ? int64_t(img->width) * img->height : 0);
+  if (!img.ok()) return budget->Explain(img.status());
+  return img;
+}
+
+StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptions& opt, int64_t max_pixels) {
   DecodeLimits limits;
-  limits.max_pixels = opt.max_image_pixels;
+  limits.max_pixels = max_pixels;
   if (url.rfind("data:", 0) != 0) {
     if (!opt.allow_remote_images) {
       return InvalidArgumentError("remote image URLs are refused; send a data URL (or start the server with "
@@ -35,9 +67,13 @@ StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const ServerOptions& op
     }
     // Fetched with a size and time bound (the flag is off by default: fetching arbitrary URLs
     // from a server is a request-forgery risk the operator opts into).
-    download_internal::HttpClient client(download_internal::HttpOptions{});
+    // Only public addresses, on every hop (no loopback, private or link-local service is reachable
+    // through us), and at most 32 MB per URL.
+    download_internal::HttpOptions ho;
+    ho.public_addresses_only = !opt.allow_private_image_hosts;
+    download_internal::HttpClient client(ho);
     std::string body;
-    auto r = client.GetSmall(url, &body, opt.max_body_mb << 20, 30);
+    auto r = client.GetSmall(url, &body, std::min<size_t>(opt.max_body_mb << 20, size_t(32) << 20), 30);
     if (r.failure != download_internal::HttpFailure::kNone) return InvalidArgumentError("cannot fetch image: " + r.error);
     if (!r.head_seen || r.head.status != 200) {
       return InvalidArgumentError("cannot fetch image: HTTP " + std::to_string(r.head.status));
@@ -63,7 +99,8 @@ StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const ServerOptions& op
 }
 
 // Parses a chat-completion body into an engine request. Errors are the client's (400/413).
-Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineRequest* out, bool* stream) {
+Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineRequest* out, bool* stream,
+                        ImageBudget* budget) {
   if (!body.is_object()) return InvalidArgumentError("the body must be a JSON object");
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
     return InvalidArgumentError("'messages' must be a non-empty array");
@@ -96,7 +133,7 @@ Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineReques
           } else {
             return InvalidArgumentError("an image_url part needs image_url.url");
           }
-          MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(url, opt));
+          MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(url, opt, budget));
           cm.parts.push_back({ChatPart::kImage, "", static_cast<int>(out->images.size())});
           out->images.push_back(std::move(img));
         } else {
@@ -108,6 +145,11 @@ Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineReques
     }
     out->messages.push_back(std::move(cm));
   }
+  size_t text_bytes = 0;
+  for (const ChatMessage& m : out->messages) {
+    for (const ChatPart& p : m.parts) text_bytes += p.text.size();
+  }
+  MINERU_RETURN_IF_ERROR(CheckTextBytes(text_bytes, opt));
   return ParseSampling(body, opt, out, stream);
 }
 
@@ -150,6 +192,28 @@ Status ParseSampling(const Json& body, const ServerOptions& opt, EngineRequest* 
     if (!body["skip_special_tokens"].is_boolean()) return InvalidArgumentError("'skip_special_tokens' must be a boolean");
     out->skip_special_tokens = body["skip_special_tokens"].get<bool>();
   }
+  // OpenAI's logit_bias: {"token id": bias in [-100, 100]}.
+  if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
+    const Json& lb = body["logit_bias"];
+    if (!lb.is_object() || lb.size() > 1024) return InvalidArgumentError("'logit_bias' must map at most 1024 token ids to numbers");
+    for (const auto& [key, v] : lb.items()) {
+      char* end = nullptr;
+      const long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX || !v.is_number()) {
+        return InvalidArgumentError("'logit_bias' keys are token ids and values numbers");
+      }
+      const double b = v.get<double>();
+      if (!(b >= -100 && b <= 100)) return InvalidArgumentError("'logit_bias' values are in [-100, 100]");
+      s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+    }
+  }
+  // vLLM's `priority` (mineru-vl-utils 1.2.x sends it): lower is admitted first; see scheduler.h.
+  if (body.contains("priority") && !body["priority"].is_null()) {
+    if (!body["priority"].is_number_integer()) return InvalidArgumentError("'priority' must be an integer");
+    const int64_t p = body["priority"].get<int64_t>();
+    if (p < -(1 << 30) || p > (1 << 30)) return InvalidArgumentError("'priority' is out of range");
+    out->priority = static_cast<int>(p);
+  }
   if (body.contains("ignore_eos")) {
     if (!body["ignore_eos"].is_boolean()) return InvalidArgumentError("'ignore_eos' must be a boolean");
     out->ignore_eos = body["ignore_eos"].get<bool>();
@@ -174,11 +238,13 @@ Json Usage(const Completion& c) {
 
 // Parses a text-completion body: "prompt" is text (tokenized without a template) or token ids; the
 // non-standard "images" (data URLs) fill the prompt's image tokens in order, one token per image.
-Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineRequest* out, bool* stream) {
+Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineRequest* out, bool* stream,
+                              ImageBudget* budget) {
   if (!body.is_object() || !body.contains("prompt")) return InvalidArgumentError("'prompt' is required");
   const Json& p = body["prompt"];
   if (p.is_string()) {
     if (!st.tokenizer) return InvalidArgumentError("this model has no tokenizer: send token ids");
+    MINERU_RETURN_IF_ERROR(CheckTextBytes(p.get_ref<const std::string&>().size(), st.opt));
     MINERU_ASSIGN_OR_RETURN(out->prompt_ids, st.tokenizer->Encode(p.get<std::string>()));
   } else if (p.is_array()) {
     for (const Json& id : p) {
@@ -195,7 +261,7 @@ Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineR
     if (!body["images"].is_array()) return InvalidArgumentError("'images' must be an array of data URLs");
     for (const Json& u : body["images"]) {
       if (!u.is_string()) return InvalidArgumentError("'images' must be an array of data URLs");
-      MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(u.get<std::string>(), st.opt));
+      MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(u.get<std::string>(), st.opt, budget));
       out->images.push_back(std::move(img));
     }
   }
@@ -204,11 +270,40 @@ Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineR
 
 enum class Kind { kChat, kText };
 
+// A non-streamed answer's hold on its run: with retry sharing (`share` set) the run may be shared
+// with a client's retries, so a departed client releases it (RetryShare::OrphanWait) instead of
+// cancelling it. Also releases when httplib drops the response without asking for the body.
+struct RunGuard {
+  RetryShare* share = nullptr;
+  RetryShare::Key key;
+  std::shared_ptr<RequestHandle> handle;
+  bool released = false;
+  RunGuard(RetryShare* s, RetryShare::Key k, std::shared_ptr<RequestHandle> h) : share(s), key(k), handle(std::move(h)) {}
+  ~RunGuard() {
+    if (released || !share) return;
+    if (share->Release(key, handle) == 0 && !handle->WaitFor(0, nullptr)) handle->Cancel();
+  }
+  void Answered() {
+    released = true;
+    if (share) share->Release(key, handle);
+  }
+  void ClientGone() {
+    released = true;
+    if (!share) return handle->Cancel();
+    if (share->Release(key, handle) == 0) share->OrphanWait(key, handle);
+  }
+};
+
 // Submits and answers: SSE when streaming, else one JSON object (with keep-alive spaces while it
 // is generated, so a client that disconnects cancels its request).
-void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool stream, Kind kind, bool return_ids) {
+// `share`: the retry-sharing key when this request may share its run (non-streamed, deterministic).
+void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool stream, Kind kind, bool return_ids,
+            const std::optional<RetryShare::Key>& share) {
   const double t0 = Now();
-  auto h = st.engine->Submit(std::move(er));
+  er.admission_wait_s = st.opt.admission_wait_s;  // a full engine is a queue first
+  auto submit = [&] { return st.engine->Submit(std::move(er)); };
+  bool shared = false;
+  auto h = share ? st.retry->Acquire(*share, submit, &shared) : submit();
   if (!h.ok()) {
     int code = HttpStatusFor(h.status());
     // A prompt that can never fit is the client's problem; a full queue is ours (429).
@@ -216,8 +311,12 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
       code = 400;
     }
     st.metrics.Inc("mineru_requests_rejected_total", "code=\"" + std::to_string(code) + "\"");
-    return SendError(res, code, h.status().message());
+    SendError(res, code, h.status().message());
+    // Still full after the admission wait: MinerU's client (httpx-retries) honours Retry-After.
+    if (code == 429) res.set_header("Retry-After", "5");
+    return;
   }
+  if (shared) st.metrics.Inc("mineru_retries_shared_total");
   std::shared_ptr<RequestHandle> handle = *h;
   const std::string id = (kind == Kind::kChat ? "chatcmpl-" : "cmpl-") + CompletionId();
   const int64_t created = static_cast<int64_t>(NowSeconds());
@@ -285,15 +384,16 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
     });
     return;
   }
-  res.set_chunked_content_provider("application/json", [&st, handle, id, created, model, t0, kind, return_ids, labels,
-                                                        finish_reason](size_t, httplib::DataSink& sink) {
+  auto guard = std::make_shared<RunGuard>(share ? st.retry.get() : nullptr, share.value_or(RetryShare::Key{}), handle);
+  res.set_chunked_content_provider("application/json", [&st, handle, guard, id, created, model, t0, kind, return_ids,
+                                                        labels, finish_reason](size_t, httplib::DataSink& sink) {
     Completion c;
     double last_ping = Now();
     while (!handle->WaitFor(0.5, &c)) {
       if (Now() - last_ping >= 2.0) {
         if (!sink.write(" ", 1)) {
-          handle->Cancel();
           st.metrics.Inc("mineru_client_disconnects_total");
+          guard->ClientGone();
           return false;
         }
         last_ping = Now();
@@ -314,6 +414,7 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
              {"choices", Json::array({choice})},
              {"usage", Usage(c)}};
     }
+    guard->Answered();
     const std::string text = out.dump(-1, ' ', false, Json::error_handler_t::replace);
     sink.write(text.data(), text.size());
     sink.done();
@@ -328,14 +429,17 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
 Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out, bool* stream) {
   Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded()) return InvalidArgumentError("the body is not valid JSON");
-  return ParseChatRequest(j, opt, out, stream);
+  ImageBudget budget(RequestImageLimits(opt), nullptr, 0);
+  return ParseChatRequest(j, opt, out, stream, &budget);
 }
 
 void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
   http.Get("/v1/models", [&st](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200,
              {{"object", "list"},
+              // "checkpoint": which weights answer (the id is --model-name, for clients' checks).
               {"data", {{{"id", st.opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "mineru.cpp"},
+                         {"checkpoint", st.ready && st.model ? st.model->name() : ""},
                          {"max_model_len", st.opt.engine.max_prompt_tokens + st.opt.default_max_tokens}}}}});
   });
 
@@ -351,23 +455,31 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
       EngineRequest er;
       bool stream = false;
       Status ps;
+      ImageBudget images(RequestImageLimits(st.opt), &st.decoded_image_bytes,
+                         static_cast<int64_t>(st.opt.max_image_memory_mb) << 20);
       try {
         body = Json::parse(req.body, nullptr, false);
         if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
-        ps = kind == Kind::kChat ? ParseChatRequest(body, st.opt, &er, &stream)
-                                 : ParseCompletionRequest(body, st, &er, &stream);
+        ps = kind == Kind::kChat ? ParseChatRequest(body, st.opt, &er, &stream, &images)
+                                 : ParseCompletionRequest(body, st, &er, &stream, &images);
       } catch (const std::bad_alloc&) {
         ps = OutOfMemoryError("reading the request (" + std::to_string(req.body.size()) + " bytes)");
       }
       if (!ps.ok()) {
         const int code = ps.code() == StatusCode::kResourceExhausted ? 413
+                         : ps.code() == StatusCode::kUnavailable  ? 429  // the server's image memory
                          : ps.code() == StatusCode::kOutOfMemory  ? 507
                                                                   : 400;
         return SendError(res, code, ps.message());
       }
       const bool return_ids = body.contains("return_token_ids") && body["return_token_ids"].is_boolean() &&
                               body["return_token_ids"].get<bool>();
-      Answer(st, res, std::move(er), stream, kind, return_ids);
+      std::optional<RetryShare::Key> share;
+      const bool has_seed = body.contains("seed") && !body["seed"].is_null();
+      if (!stream && st.retry->enabled() && DeterministicRequest(er, has_seed)) {
+        share = RetryShare::KeyOf(req.path, req.body);
+      }
+      Answer(st, res, std::move(er), stream, kind, return_ids, share);
     };
   };
   http.Post("/v1/chat/completions", route(Kind::kChat));

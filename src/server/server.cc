@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include "engine/model_tokenizer.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <fcntl.h>
@@ -48,6 +50,7 @@ int HttpStatusFor(const Status& s) {
 
 Server::Server(ServerOptions options) : opt_(std::move(options)), st_(std::make_unique<State>()) {
   st_->opt = opt_;
+  st_->retry = std::make_unique<RetryShare>(opt_.retry_grace_s);
 }
 
 Server::~Server() {
@@ -56,6 +59,16 @@ Server::~Server() {
 }
 
 namespace {
+
+// Compares in time that depends on the expected value's length only (never on where the first
+// difference is), so the key cannot be found byte by byte from response times.
+bool ConstantTimeEquals(const std::string& got, const std::string& want) {
+  unsigned diff = got.size() == want.size() ? 0u : 1u;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>(i < got.size() ? got[i] : 0) ^ static_cast<unsigned char>(want[i]);
+  }
+  return diff == 0;
+}
 
 bool MakeDir(const std::string& d) { return ::mkdir(d.c_str(), 0755) == 0 || errno == EEXIST; }
 
@@ -95,31 +108,31 @@ std::string BaseName(std::string p) {
 
 void LoadModel(Server::State& st) {
   ThreadPool pool(st.opt.engine.threads > 0 ? static_cast<size_t>(st.opt.engine.threads) : ThreadPool::DefaultThreads());
-  auto m = Qwen2VLModel::Load(st.opt.model_dir, st.opt.quant, &pool);
+  ModelLoadOptions lo = st.opt.load;
+  lo.quant = st.opt.quant;
+  auto m = Qwen2VLModel::Load(st.opt.model_dir, lo, &pool);
   if (!m.ok()) {
     st.SetLoadError(m.status().ToString());
     std::fprintf(stderr, "error: model: %s\n", m.status().ToString().c_str());
     return;
   }
   st.model = std::move(m).value();
-  const std::string tj = st.opt.model_dir + "/tokenizer.json";
-  if (FileExists(tj)) {
-    auto t = Tokenizer::LoadFromFile(tj);
-    if (!t.ok()) {
-      st.SetLoadError(t.status().ToString());
-      return;
-    }
-    st.tokenizer = std::move(t).value();
+  auto t = LoadModelTokenizer(st.model->files());
+  if (!t.ok()) {
+    st.SetLoadError(t.status().ToString());
+    return;
   }
+  st.tokenizer = std::move(t).value();
   auto e = Engine::Create(*st.model, st.tokenizer.get(), st.opt.engine);
   if (!e.ok()) {
     st.SetLoadError(e.status().ToString());
     return;
   }
   st.engine = std::move(e).value();
+  // Logged before /health turns 200, so whoever saw it ready finds the line.
+  std::fprintf(stderr, "model ready: %s (%s)\n", st.model->name().c_str(), st.opt.model_dir.c_str());
   st.ready = true;
   st.jobs_cv.notify_all();
-  std::fprintf(stderr, "model ready: %s\n", st.opt.model_dir.c_str());
 }
 
 // cpp-httplib (the Debian build) listens with a backlog of 5: a burst of clients connecting at once
@@ -151,6 +164,7 @@ StatusOr<int> Server::Start() {
   }
   MINERU_RETURN_IF_ERROR(CheckWritable(st.opt.data_dir));
   MINERU_RETURN_IF_ERROR(CheckWritable(st.opt.data_dir + "/jobs"));
+  RemoveLeftoverUploads(st.opt.data_dir);
   st.worker_id = NewWorkerId();
   MINERU_ASSIGN_OR_RETURN(st.jobs, JobStore::Open(st.opt.jobs_db.empty() ? st.opt.data_dir + "/jobs.sqlite3"
                                                                           : st.opt.jobs_db));
@@ -168,8 +182,10 @@ StatusOr<int> Server::Start() {
   HttpFrontOptions front;
   front.workers = std::max(8, st.opt.http_threads);
   front.read_timeout_s = st.opt.read_timeout_s;
+  front.body_timeout_s = st.opt.body_timeout_s;
   front.write_timeout_s = st.opt.write_timeout_s;
   front.max_connections = std::max<size_t>(1, st.opt.max_connections);
+  front.max_queued = std::max<size_t>(1, st.opt.max_waiting_requests);
   front.send_buffer_bytes = std::max(0, st.opt.send_buffer_kb) * 1024;
   const bool front_ok = http.StartFront(front, [this](const char* reason) {
     st_->metrics.Inc("mineru_http_connections_closed_total", std::string("reason=\"") + reason + "\"");
@@ -182,7 +198,7 @@ StatusOr<int> Server::Start() {
                            (req.method == "GET" && req.path.rfind("/v1", 0) != 0 && req.path.rfind("/tasks", 0) != 0 &&
                             req.path != "/metrics");
     if (!s.opt.api_key.empty() && !open_path) {
-      if (req.get_header_value("Authorization") != "Bearer " + s.opt.api_key) {
+      if (!ConstantTimeEquals(req.get_header_value("Authorization"), "Bearer " + s.opt.api_key)) {
         s.metrics.Inc("mineru_http_errors_total", "code=\"401\"");
         SendError(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)");
         return httplib::Server::HandlerResponse::Handled;
@@ -191,10 +207,9 @@ StatusOr<int> Server::Start() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    std::string route = req.path.rfind("/tasks", 0) == 0 ? "/tasks" : req.path;
-    if (route.size() > 40 || route.find('.') != std::string::npos) route = "other";
-    st_->metrics.Inc("mineru_http_requests_total",
-                     "route=\"" + route + "\",code=\"" + std::to_string(res.status) + "\"");
+    // A fixed set of labels (metrics.h RouteLabel); the status is a number httplib checked.
+    st_->metrics.Inc("mineru_http_requests_total", std::string("route=\"") + RouteLabel(req.path) +
+                                                       "\",code=\"" + std::to_string(res.status) + "\"");
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
@@ -226,12 +241,12 @@ StatusOr<int> Server::Start() {
     EngineStats es = s.engine->Stats();
     Json body = {{"status", "ok"},
                  {"model", s.opt.model_name},
+                 {"checkpoint", s.model->name()},
                  {"queue", {{"running", es.running}, {"waiting", es.waiting}}},
                  {"kv_blocks", {{"used", es.kv_blocks_used}, {"total", es.kv_blocks_total}}},
                  {"jobs", {{"queued", s.jobs->CountByStatus("queued").ok() ? *s.jobs->CountByStatus("queued") : -1},
                            {"running", s.jobs_running.load()},
-                           {"store", s.jobs->kind()},
-                           {"worker_id", s.worker_id}}}};
+                           {"store", s.jobs->kind()}}}};
     SendJson(res, 200, body);
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -256,7 +271,8 @@ StatusOr<int> Server::Start() {
                          {"mineru_image_cache_misses_total", double(es.image_cache_misses)},
                          {"mineru_generated_tokens_total", double(es.generated_tokens)},
                          {"mineru_computed_tokens_total", double(es.computed_tokens)},
-                         {"mineru_engine_steps_total", double(es.steps)}});
+                         {"mineru_engine_steps_total", double(es.steps)},
+                         {"mineru_engine_requests_total", double(es.submitted)}});
     }
     res.set_content(s.metrics.Render(g), "text/plain; version=0.0.4");
   });
@@ -296,7 +312,12 @@ StatusOr<int> Server::Start() {
 
 void Server::Drain(double drain_s) {
   State& st = *st_;
-  st.draining = true;
+  {
+    // Set under the mutex the waiters check it under: a waiter between its check and its wait
+    // cannot miss the notification.
+    std::lock_guard<std::mutex> lock(st.jobs_mu);
+    st.draining = true;
+  }
   st.jobs_cv.notify_all();
   // Job workers finish the page in flight or leave the job "running" for the next start.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(drain_s);

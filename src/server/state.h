@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/qwen2vl.h"
+#include "server/retry_share.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,12 +37,15 @@ struct Server::State {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<pipeline::Backend> doc_backend;
   std::unique_ptr<JobStore> jobs;
+  std::unique_ptr<RetryShare> retry;  // identical deterministic retries share one run
   std::string worker_id;  // this process as a job owner (NewWorkerId)
   Metrics metrics;
   std::mutex jobs_mu;
   std::condition_variable jobs_cv;
   std::atomic<int> jobs_running{0};
   std::atomic<int> inflight_http{0};
+  std::atomic<int> sync_parses{0};  // /file_parse requests being handled
+  std::atomic<int64_t> decoded_image_bytes{0};  // held by requests being parsed (image_budget.h)
   // Finished jobs whose outcome the store could not record yet (by id; see FinishJob).
   std::mutex unrecorded_mu;
   std::map<std::string, Job> unrecorded;
@@ -59,6 +63,9 @@ int HttpStatusFor(const Status& s);
 
 void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st);
 void RegisterDocumentRoutes(httplib::Server& http, Server::State& st);
+// Removes /file_parse work folders (data_dir/sync-*) a previous process left behind (killed while
+// parsing): at start, before any request.
+void RemoveLeftoverUploads(const std::string& data_dir);
 // Job worker loop (runs until draining).
 void JobWorker(Server::State& st);
 // Deletes finished jobs past retention (and their files).

@@ -23,6 +23,7 @@
 
 #include "../util/pdf_writer.h"
 #include "server/job_store.h"
+#include "edge_socket.h"
 #include "server_harness.h"
 
 namespace mineru::testing {
@@ -57,6 +58,10 @@ Json JsonOf(const httplib::Result& r) { return r ? Json::parse(r->body, nullptr,
   if (!j.is_object() || j.value("object", "") != "error" || !j.contains("error") ||
       j["error"].value("message", "").find("storage") == std::string::npos) {
     return ::testing::AssertionFailure() << "not a clear JSON error: " << r->body;
+  }
+  // Server paths (the data directory, its files) stay in the log, out of answers to clients.
+  if (r->body.find(MINERU_BINARY_DIR) != std::string::npos || r->body.find("/jobs") != std::string::npos) {
+    return ::testing::AssertionFailure() << "the error names a server path: " << r->body;
   }
   return ::testing::AssertionSuccess() << r->body;
 }
@@ -111,53 +116,6 @@ std::string ClosedToOthers(const std::string& path) {
   return "";
 }
 
-// A raw loopback connection, for clients that misbehave.
-class RawConn {
- public:
-  explicit RawConn(int port, int rcvbuf = 0) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (rcvbuf > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));  // before connect
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  }
-  ~RawConn() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool connected() const { return connected_; }
-  bool Send(const std::string& s) {
-    size_t off = 0;
-    while (off < s.size()) {
-      const ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  // Reads what arrives within timeout_s; false once the server has closed the connection.
-  bool Poll(double timeout_s, std::string* got) {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(timeout_s * 1000)) <= 0) return true;
-    char buf[4096];
-    const ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n > 0) got->append(buf, static_cast<size_t>(n));
-    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
-  }
-  // Reads until the server closes the connection; false when it is still open after deadline_s.
-  bool ReadUntilClosed(double deadline_s, std::string* got) {
-    const auto end = Clock::now() + std::chrono::duration<double>(deadline_s);
-    while (Clock::now() < end) {
-      if (!Poll(0.1, got)) return true;
-    }
-    return false;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
 
 class FaultTest : public ::testing::Test {
  protected:

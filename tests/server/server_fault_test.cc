@@ -202,8 +202,8 @@ TEST(ServerFaultTest, OversizedImageUnderAMemoryLimitIsAClearErrorAndTheServerGo
   ASSERT_TRUE(WriteStringToFile(replay, R"([{"layout": "<|box_start|>100 100 900 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>", "blocks": ["Hello."]}])").ok());
   ServerProcess srv;
   ASSERT_TRUE(srv.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data", "--replay", replay,
-                         "--max-image-pixels", "250000000", "--threads", "2", "--http-threads", "8",
-                         "--job-workers", "1"},
+                         "--max-image-pixels", "250000000", "--max-request-pixels", "250000000", "--threads", "2",
+                         "--http-threads", "8", "--job-workers", "1"},
                         dir + "/log"))
       << srv.log();
   auto cli = srv.Client();

@@ -43,7 +43,7 @@ std::string WriteReplay(const std::string& dir, int pages) {
                  {"blocks", {"Page Title " + std::to_string(i + 1), "Some \\(x^2\\) text.", "<fcel>A<fcel>B<nl>"}}});
   }
   const std::string p = dir + "/replay.json";
-  WriteStringToFile(p, j.dump());
+  EXPECT_TRUE(WriteStringToFile(p, j.dump()).ok());
   return p;
 }
 
@@ -88,13 +88,25 @@ std::vector<Case> GoldenCases(const std::string& model, int32_t image_token) {
   return out;
 }
 
-class GoldenServerTest : public ::testing::TestWithParam<std::pair<std::string, int32_t>> {};
+struct GoldenServer {
+  std::string model;  // fixture whose goldens are checked
+  int32_t image_token;
+  std::string gguf = "";  // "" = serve the safetensors folder; else the GGUF pair of gguf/<model> in this format
+};
+
+class GoldenServerTest : public ::testing::TestWithParam<GoldenServer> {};
 
 TEST_P(GoldenServerTest, CompletionsReproduceGoldenIds) {
-  const auto [model, image_token] = GetParam();
-  const std::string dir = TempDir("golden_" + model);
+  const std::string model = GetParam().model, gguf = GetParam().gguf;
+  const int32_t image_token = GetParam().image_token;
+  const std::string dir = TempDir("golden_" + model + gguf);
+  std::vector<std::string> args = {"--model", kFx + "/" + model, "--data-dir", dir + "/data"};
+  if (!gguf.empty()) {
+    const std::string g = kFx + "/gguf/" + model + "/";
+    args = {"--model", g + "model-" + gguf + ".gguf", "--mmproj", g + "mmproj-" + gguf + ".gguf", "--data-dir", dir + "/data"};
+  }
   ServerProcess srv;
-  ASSERT_TRUE(srv.Start({"--model", kFx + "/" + model, "--data-dir", dir + "/data"}, dir + "/log")) << srv.log();
+  ASSERT_TRUE(srv.Start(args, dir + "/log")) << srv.log();
   auto cli = srv.Client();
   for (const Case& c : GoldenCases(model, image_token)) {
     for (bool stream : {false, true}) {
@@ -124,9 +136,9 @@ TEST_P(GoldenServerTest, CompletionsReproduceGoldenIds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenServerTest,
-                         ::testing::Values(std::make_pair(std::string("tiny"), 2000),
-                                           std::make_pair(std::string("tinyvocab"), 151655)),
-                         [](const auto& i) { return i.param.first; });
+                         ::testing::Values(GoldenServer{"tiny", 2000}, GoldenServer{"tinyvocab", 151655},
+                                           GoldenServer{"tinyvocab", 151655, "f32"}),
+                         [](const auto& i) { return i.param.model + (i.param.gguf.empty() ? "" : "_gguf_" + i.param.gguf); });
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -334,34 +346,56 @@ TEST_F(ServerTest, AuthAndLimits) {
 }
 
 TEST_F(ServerTest, GracefulDrainOnSigterm) {
-  StartServer({"--max-tokens", "400"});
+  // The drain budget is generous: this test is about what a drain does, not how fast a loaded
+  // machine generates (the budget itself is covered by the stop watchdog's contract).
+  StartServer({"--max-tokens", "400", "--drain-seconds", "600"});
+  // SIGTERM goes out from inside the stream, when its first bytes arrive: the response is in
+  // flight when the server is asked to stop, whatever the machine's speed.
   std::atomic<int> status{0};
+  std::atomic<int> exit_status{-1};
   std::string body;
-  std::thread client([&] {
-    auto cli = srv_.Client();
+  std::thread stopper;
+  {
+    httplib::Client cli("127.0.0.1", srv_.port());
+    cli.set_read_timeout(600, 0);
     Json req = {{"messages", {{{"role", "user"}, {"content", "Tell a long story."}}}},
                 {"max_tokens", 120}, {"ignore_eos", true}, {"stream", true}};
-    auto r = cli.Post("/v1/chat/completions", req.dump(), "application/json");
-    if (r) {
-      status = r->status;
-      body = r->body;
-    }
-  });
-  // Wait until the request is running in the engine, then ask the server to stop.
-  auto cli = srv_.Client();
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < end) {
-    auto h = cli.Get("/health");
-    if (h && h->status == 200 && Json::parse(h->body)["queue"]["running"].get<int>() > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    httplib::Request r;
+    r.method = "POST";
+    r.path = "/v1/chat/completions";
+    r.body = req.dump();
+    r.set_header("Content-Type", "application/json");
+    r.response_handler = [&](const httplib::Response& res) {
+      status = res.status;
+      return true;
+    };
+    r.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      if (!stopper.joinable()) stopper = std::thread([&] { exit_status = srv_.Stop(SIGTERM); });
+      body.append(data, n);
+      return true;
+    };
+    auto res = cli.send(r);
+    EXPECT_TRUE(res) << "the stream must end cleanly: " << httplib::to_string(res.error());
   }
-  const int exit_status = srv_.Stop(SIGTERM);
-  client.join();
+  ASSERT_TRUE(stopper.joinable()) << "no stream bytes arrived";
+  stopper.join();
   EXPECT_EQ(status.load(), 200);
   bool done = false;
   SseEvents(body, &done);
   EXPECT_TRUE(done) << "the in-flight request must complete during the drain";
-  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+  EXPECT_TRUE(WIFEXITED(exit_status.load()) && WEXITSTATUS(exit_status.load()) == 0) << exit_status.load();
+}
+
+// /file_parse has a deadline of its own: pages take at least --replay-delay-ms (a lower bound, so
+// the deadline has passed when the first pages end), no page starts after it, the answer is 504.
+TEST_F(ServerTest, FileParsePastItsTimeoutIs504) {
+  StartServer({"--replay-delay-ms", "400", "--file-parse-timeout-s", "0.3"});
+  const std::string pdf = MakePdf({TextPage("A"), TextPage("B"), TextPage("C"), TextPage("D")});
+  auto r = srv_.Client().Post("/file_parse", httplib::MultipartFormDataItems{{"files", pdf, "long.pdf", "application/pdf"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 504) << r->body;
+  EXPECT_NE(r->body.find("--file-parse-timeout-s"), std::string::npos) << r->body;
+  EXPECT_EQ(srv_.Client().Get("/health")->status, 200);
 }
 
 TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
@@ -424,10 +458,11 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
 #endif
   srv_.Stop();
 
-  // Overflow: a tiny queue answers 429, never an error or a hang.
+  // Overflow: a tiny queue with no admission wait answers 429, never an error or a hang (with the
+  // default wait the burst would queue: overload_test.cc).
   ServerProcess small;
   ASSERT_TRUE(small.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data2", "--max-queued-requests", "2",
-                           "--max-tokens", "200"},
+                           "--max-tokens", "200", "--admission-wait-s", "0"},
                           dir_ + "/log_small"));
   std::atomic<int> s200{0}, s429{0}, other{0};
   std::mutex mu;
@@ -499,7 +534,7 @@ TEST_F(ServerTest, ClientDisconnectCancelsGeneration) {
 }
 
 TEST_F(ServerTest, RemoteImagesOnlyWhenAllowed) {
-  StartServer({"--allow-remote-images"});
+  StartServer({"--allow-remote-images", "--allow-private-image-hosts"});  // the host is on loopback
   // A loopback server that hosts the image.
   httplib::Server images;
   const std::string png = ReadFileToString(kFx + "/image0.png").value();
