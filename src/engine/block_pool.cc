@@ -7,7 +7,7 @@
 namespace mineru {
 
 BlockPool::BlockPool(int num_blocks, int block_size, int num_layers, int kv_dim)
-    : num_blocks_(num_blocks), block_size_(block_size), num_layers_(num_layers), kv_dim_(kv_dim) {
+    : num_blocks_(num_blocks), block_size_(block_size), kv_dim_(kv_dim) {
   floats_per_block_ = static_cast<size_t>(num_layers) * 2 * block_size * kv_dim;
   bytes_per_block_ = floats_per_block_ * sizeof(float);
   blocks_.resize(static_cast<size_t>(num_blocks));

@@ -70,7 +70,7 @@ class BlockPool : public KvStore {
   };
   void FreeStorage(int32_t b);
 
-  int num_blocks_, block_size_, num_layers_, kv_dim_;
+  int num_blocks_, block_size_, kv_dim_;
   size_t floats_per_block_, bytes_per_block_;
   std::vector<Block> blocks_;
   std::vector<int32_t> free_;

@@ -40,6 +40,7 @@ struct Engine::Seq {
   std::unique_ptr<SequenceSampler> sampler;
   std::unique_ptr<IncrementalDecoder> detok;
   int max_new = 0;
+  int priority = 0;
   bool ignore_eos = false;
   std::vector<int32_t> stops;
   double t_submit = 0, t_first = 0, deadline = 0;
@@ -108,6 +109,7 @@ Engine::~Engine() {
     stop_ = true;
   }
   cv_.notify_all();
+  capacity_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
 }
 
@@ -202,6 +204,7 @@ StatusOr<std::shared_ptr<RequestHandle>> Engine::Prepare(EngineRequest req) {
   s->sampler = std::make_unique<SequenceSampler>(req.sampling, s->prompt);
   if (tok_) s->detok = std::make_unique<IncrementalDecoder>(*tok_, req.skip_special_tokens);
   s->max_new = req.max_new_tokens;
+  s->priority = req.priority;
   s->ignore_eos = req.ignore_eos;
   s->stops = eos_ids_;
   s->stops.insert(s->stops.end(), req.stop_ids.begin(), req.stop_ids.end());
@@ -212,13 +215,19 @@ StatusOr<std::shared_ptr<RequestHandle>> Engine::Prepare(EngineRequest req) {
   s->id = next_id_++;
   s->handle->id_ = s->id;
   auto handle = s->handle;
+  const double wait_s = req.admission_wait_s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (live_ >= cfg_.max_queued && wait_s > 0) {
+      capacity_cv_.wait_for(lock, std::chrono::duration<double>(wait_s),
+                            [&] { return stop_ || live_ < cfg_.max_queued; });
+    }
     if (stop_) return Status(StatusCode::kUnavailable, "engine is shutting down");
     if (live_ >= cfg_.max_queued) {
       return ResourceExhaustedError("too many requests in flight (" + std::to_string(live_) + ")");
     }
     ++live_;
+    ++stats_.submitted;
     incoming_.push_back(std::move(s));
   }
   cv_.notify_all();
@@ -254,6 +263,7 @@ void Engine::Finish(Seq& s, const std::string& reason, const std::string& error)
     std::lock_guard<std::mutex> lock(mu_);
     --live_;
     ++stats_.completed;
+    capacity_cv_.notify_one();
     stats_.kv_blocks_used = blocks_->used_blocks();
     stats_.kv_blocks_cached = blocks_->cached_blocks();
     stats_.kv_bytes_allocated = blocks_->allocated_bytes();
@@ -369,7 +379,7 @@ void Engine::AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh) {
       s.reset();
       continue;
     }
-    sched_->Add(id, s->keys);
+    sched_->Add(id, s->keys, s->priority);
     seqs_[id] = std::move(s);
   }
   fresh->clear();
@@ -588,8 +598,9 @@ void Engine::Loop() {
     }
     if (!progressed && !seqs_.empty()) {
       // Nothing could be scheduled (all sequences waiting for memory that cannot free up): fail
-      // the oldest waiting one rather than spin.
-      auto it = seqs_.begin();
+      // the one the scheduler could not place rather than spin.
+      auto it = seqs_.find(sched_->StalledVictim());
+      if (it == seqs_.end()) it = seqs_.begin();  // known to the engine, not yet to the scheduler
       const bool oom = blocks_->alloc_failures() != kv_alloc_failures_seen_;
       Finish(*it->second, "error",
              oom ? OutOfMemoryError("allocating KV cache blocks").message()

@@ -58,6 +58,10 @@ struct EngineRequest {
   std::vector<int32_t> stop_ids;  // in addition to the model's eos ids (unless ignore_eos)
   bool skip_special_tokens = false;
   double timeout_s = 0;  // 0 = none
+  int priority = 0;      // admission order: lower first (vLLM's convention; see scheduler.h)
+  // When max_queued requests are already in flight, Submit waits up to this long for one to
+  // finish before refusing with ResourceExhausted (overload is a queue, not an error).
+  double admission_wait_s = 0;
 };
 
 struct Completion {
@@ -104,6 +108,7 @@ struct EngineStats {
   int64_t image_cache_hits = 0, image_cache_misses = 0;
   int64_t generated_tokens = 0, computed_tokens = 0, steps = 0;
   int64_t completed = 0;
+  int64_t submitted = 0;  // requests accepted by Submit (each runs once)
 };
 
 class Engine {
@@ -152,6 +157,7 @@ class Engine {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable capacity_cv_;  // live_ went down (Submit's admission wait)
   std::deque<std::unique_ptr<Seq>> incoming_;
   size_t live_ = 0;  // submitted and not finished
   bool stop_ = false;

@@ -1,8 +1,9 @@
 // engine/generate.h — one request, start to finish, on one sequence: encode the images, prefill
 // the prompt, decode with the sampler until a stop token or the token limit.
 //
-// This is the single-stream path (CLI generate, tests, the pipeline until the batching engine
-// lands). Images arrive preprocessed (pixel_values + grid) so this layer never sees pixels.
+// This is the single-stream path (`mineru-cpp generate` and tests); serving goes through the
+// batching Engine (engine.h). Images arrive preprocessed (pixel_values + grid) so this layer never
+// sees pixels.
 #pragma once
 
 #include <cstdint>

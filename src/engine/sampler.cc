@@ -74,48 +74,81 @@ void SequenceSampler::ApplyNoRepeatNgram(float* logits, int32_t vocab) const {
   }
 }
 
-int32_t SequenceSampler::Sample(float* logits, int32_t vocab) {
-  ApplyPenalties(logits, vocab);
-  ApplyNoRepeatNgram(logits, vocab);
-  const bool greedy = p_.temperature <= 0.0f || p_.top_k == 1;
-  if (greedy) {
-    return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+size_t SequenceSampler::Keep(const float* logits, int32_t vocab) {
+  // Candidates: every token, or the top_k (unordered: nth_element is O(vocab)).
+  const size_t v = static_cast<size_t>(vocab);
+  idx_.resize(v);
+  std::iota(idx_.begin(), idx_.end(), 0);
+  auto before = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  const size_t k = (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < v) ? static_cast<size_t>(p_.top_k) : v;
+  if (k < v) {
+    std::nth_element(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(k) - 1, idx_.end(), before);
+    idx_.resize(k);
   }
-  // Temperature, then top-k, then top-p over the softmax, then a seeded draw.
-  std::vector<int32_t> idx(static_cast<size_t>(vocab));
-  std::iota(idx.begin(), idx.end(), 0);
-  int k = (p_.top_k > 0 && p_.top_k < vocab) ? p_.top_k : vocab;
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  idx.resize(static_cast<size_t>(k));
-  const float mx = logits[idx[0]];
-  if (!std::isfinite(mx)) return idx[0];
-  std::vector<double> prob(idx.size());
-  double sum = 0;
-  for (size_t i = 0; i < idx.size(); ++i) {
-    prob[i] = std::exp(static_cast<double>(logits[idx[i]] - mx) / p_.temperature);
-    sum += prob[i];
+  const double mx = *std::max_element(logits, logits + vocab);
+  auto weight = [&](int32_t id) { return std::exp((static_cast<double>(logits[id]) - mx) / p_.temperature); };
+  weight_.resize(k);
+  weight_sum_ = 0;
+  for (size_t i = 0; i < k; ++i) {
+    weight_[i] = weight(idx_[i]);
+    weight_sum_ += weight_[i];
   }
-  size_t keep = idx.size();
-  if (p_.top_p < 1.0f) {
-    double cum = 0;
-    for (size_t i = 0; i < idx.size(); ++i) {
-      cum += prob[i] / sum;
+  if (p_.top_p >= 1.0f) return k;
+  // The nucleus: the fewest most likely candidates whose mass reaches top_p. Candidates are put
+  // in order a growing block at a time, so a peaked distribution costs O(vocab), not a full sort.
+  double cum = 0;
+  size_t sorted = 0, keep = k;
+  bool reached = false;
+  for (size_t block = 64; sorted < k && !reached; block *= 2) {
+    const size_t end = std::min(k, sorted + block);
+    const auto first = idx_.begin() + static_cast<std::ptrdiff_t>(sorted);
+    const auto last = idx_.begin() + static_cast<std::ptrdiff_t>(end);
+    std::nth_element(first, last - 1, idx_.end(), before);
+    std::sort(first, last, before);
+    for (; sorted < end; ++sorted) {
+      cum += weight(idx_[sorted]) / weight_sum_;
       if (cum >= p_.top_p) {
-        keep = i + 1;
+        keep = sorted + 1;
+        reached = true;
         break;
       }
     }
   }
-  double kept_sum = 0;
-  for (size_t i = 0; i < keep; ++i) kept_sum += prob[i];
-  std::uniform_real_distribution<double> u(0.0, kept_sum);
+  // The draw is over the kept candidates alone, most likely first.
+  idx_.resize(keep);
+  weight_.resize(keep);
+  weight_sum_ = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    weight_[i] = weight(idx_[i]);
+    weight_sum_ += weight_[i];
+  }
+  return keep;
+}
+
+std::vector<int32_t> SequenceSampler::KeptTokens(const float* logits, int32_t vocab) {
+  const size_t keep = Keep(logits, vocab);
+  return std::vector<int32_t>(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(keep));
+}
+
+int32_t SequenceSampler::Sample(float* logits, int32_t vocab) {
+  for (const auto& [id, bias] : p_.logit_bias) {
+    if (id >= 0 && id < vocab) logits[id] += bias;
+  }
+  ApplyPenalties(logits, vocab);
+  ApplyNoRepeatNgram(logits, vocab);
+  const int32_t best = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+  const bool greedy = p_.temperature <= 0.0f || p_.top_k == 1;
+  if (greedy || !std::isfinite(logits[best])) return best;
+  // Temperature, then top-k, then top-p over the softmax, then a seeded draw among the kept
+  // candidates in proportion to their weights.
+  const size_t keep = Keep(logits, vocab);
+  std::uniform_real_distribution<double> u(0.0, weight_sum_);
   double r = u(rng_);
   for (size_t i = 0; i < keep; ++i) {
-    r -= prob[i];
-    if (r <= 0) return idx[i];
+    r -= weight_[i];
+    if (r <= 0) return idx_[i];
   }
-  return idx[keep - 1];
+  return idx_[keep - 1];
 }
 
 void SequenceSampler::Accept(int32_t token) {

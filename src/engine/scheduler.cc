@@ -1,5 +1,7 @@
 #include "engine/scheduler.h"
 
+#include <utility>
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -18,9 +20,11 @@ BlockHash Scheduler::HashBlock(const BlockHash& parent, const uint64_t* keys) co
   return {h.low64, h.high64};
 }
 
-void Scheduler::Add(int64_t id, const std::vector<uint64_t>& keys) {
+void Scheduler::Add(int64_t id, const std::vector<uint64_t>& keys, int priority) {
   Seq s;
   s.keys = keys;
+  s.priority = priority;
+  s.arrival = next_arrival_++;
   seqs_[id] = std::move(s);
   waiting_.push_back(id);
 }
@@ -63,12 +67,49 @@ void Scheduler::Preempt(int64_t id) {
   waiting_.push_front(id);
 }
 
+std::deque<int64_t>::const_iterator Scheduler::NextWaiting() const {
+  auto best = waiting_.begin();
+  for (auto it = std::next(best); it != waiting_.end(); ++it) {
+    const Seq& a = seqs_.at(*it);
+    const Seq& b = seqs_.at(*best);
+    if (a.rank() < b.rank() || (a.rank() == b.rank() && a.arrival < b.arrival)) best = it;
+  }
+  return best;
+}
+
+std::deque<int64_t>::iterator Scheduler::NextWaiting() {
+  const auto best = std::as_const(*this).NextWaiting();
+  return waiting_.begin() + (best - waiting_.cbegin());
+}
+
+int64_t Scheduler::StalledVictim() const {
+  if (!waiting_.empty()) return *NextWaiting();
+  return running_.empty() ? -1 : running_.back();
+}
+
+void Scheduler::Admit(std::deque<int64_t>::iterator it) {
+  const int64_t id = *it;
+  waiting_.erase(it);
+  Seq& s = seqs_.at(id);
+  for (int64_t w : waiting_) {
+    Seq& o = seqs_.at(w);
+    if (o.arrival < s.arrival && o.overtaken < kMaxOvertakes) ++o.overtaken;
+  }
+  s.running = true;
+  running_.push_back(id);
+}
+
 StepPlan Scheduler::Schedule() {
   StepPlan plan;
   int64_t budget = c_.max_batch_tokens;
   const int64_t bs = pool_->block_size();
 
-  // 1. Running sequences, oldest first.
+  // Best rank first, admission order among equals: the budget goes to the best, the victim of a
+  // preemption is the back (worst rank, newest).
+  std::stable_sort(running_.begin(), running_.end(),
+                   [&](int64_t a, int64_t b) { return seqs_.at(a).rank() < seqs_.at(b).rank(); });
+
+  // 1. Running sequences, best first.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     const int64_t id = running_[i];
     Seq& s = seqs_.at(id);
@@ -80,28 +121,29 @@ StepPlan Scheduler::Schedule() {
     }
     bool ok = EnsureBlocks(s, s.num_computed + n);
     while (!ok) {
-      // Preempt the newest running sequence that is not already planned (possibly this one).
+      // Preempt the worst running sequence that is not already planned (possibly this one).
       const int64_t victim = running_.back();
       plan.preempted.push_back(victim);
       Preempt(victim);
       if (victim == id) break;
       ok = EnsureBlocks(s, s.num_computed + n);
     }
-    if (!ok) break;  // this sequence was preempted: everything after it is newer
+    if (!ok) break;  // this sequence was preempted: everything after it ranks no better
     plan.seqs.push_back({id, s.num_computed, n});
     budget -= n;
     ++i;
   }
 
-  // 2. Waiting sequences in arrival order, unless this step had to preempt.
+  // 2. Waiting sequences by rank then arrival, unless this step had to preempt.
   while (plan.preempted.empty() && budget > 0 && !waiting_.empty() &&
          static_cast<int>(running_.size()) < c_.max_seqs) {
-    const int64_t id = waiting_.front();
+    const auto next = NextWaiting();
+    const int64_t id = *next;
     Seq& s = seqs_.at(id);
     const int64_t total = static_cast<int64_t>(s.keys.size());
     // A sequence longer than the whole pool can never run.
     if ((total + bs - 1) / bs > pool_->num_blocks()) {
-      waiting_.pop_front();
+      waiting_.erase(next);
       plan.rejected.push_back(id);
       continue;
     }
@@ -126,15 +168,13 @@ StepPlan Scheduler::Schedule() {
       if (running_.empty() && plan.seqs.empty()) {
         // Nothing runs and it still does not fit: the pool is held by cached blocks only, which
         // Allocate() evicts — so this cannot happen unless the sequence is too large.
-        waiting_.pop_front();
+        waiting_.erase(next);
         plan.rejected.push_back(id);
         continue;
       }
       break;
     }
-    waiting_.pop_front();
-    s.running = true;
-    running_.push_back(id);
+    Admit(next);
     plan.seqs.push_back({id, s.num_computed, n});
     budget -= n;
   }

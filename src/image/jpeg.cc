@@ -46,8 +46,24 @@ void JpegEmitMessage(j_common_ptr cinfo, int level) {
 struct JpegDecodeCtx {
   jpeg_decompress_struct cinfo;
   JpegErr err;
+  jpeg_progress_mgr progress;
   bool created;
 };
+
+// A progressive JPEG may carry any number of scans (repeated ones are only a warning to libjpeg),
+// and each re-decodes the whole image: a small file could hold a decoder for minutes. Real encoders
+// write about 10; more than this is refused (libjpeg-turbo's advice for untrusted input).
+constexpr int kMaxJpegScans = 100;
+
+void JpegProgress(j_common_ptr cinfo) {
+  if (!cinfo->is_decompressor) return;
+  const int scan = reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number;
+  if (scan > kMaxJpegScans) {
+    auto* err = reinterpret_cast<JpegErr*>(cinfo->err);
+    std::snprintf(err->msg, sizeof err->msg, "more than %d scans", kMaxJpegScans);
+    std::longjmp(err->jump, 1);  // as error_exit: into the setjmp of the running step
+  }
+}
 
 bool JpegReadHeader(JpegDecodeCtx* ctx, const uint8_t* data, size_t size) {
   ctx->cinfo.err = jpeg_std_error(&ctx->err.pub);
@@ -58,6 +74,8 @@ bool JpegReadHeader(JpegDecodeCtx* ctx, const uint8_t* data, size_t size) {
   if (setjmp(ctx->err.jump)) return false;
   jpeg_create_decompress(&ctx->cinfo);
   ctx->created = true;
+  ctx->progress.progress_monitor = JpegProgress;
+  ctx->cinfo.progress = &ctx->progress;
   jpeg_mem_src(&ctx->cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&ctx->cinfo, TRUE);
   return true;

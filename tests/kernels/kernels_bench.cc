@@ -107,8 +107,10 @@ Weights& GetWeights(int shape, int wtype) {
 class TargetScope {
  public:
   explicit TargetScope(int target) {
+#if HWY_ARCH_X86
     if (target == 1) hwy::SetSupportedTargetsForTest(HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
     if (target == 3) hwy::SetSupportedTargetsForTest(HWY_AVX3 | HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
+#endif  // elsewhere (ARM: NEON only) the x86 caps do not apply and the best target runs
     SetBackend(target == 2 ? Backend::kReference : Backend::kHighway);
   }
   ~TargetScope() {
