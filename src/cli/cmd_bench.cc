@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +35,7 @@ using Json = nlohmann::json;
 
 struct BenchFlags {
   std::string model, workload = "decode", quant = "bf16", workload_file;
+  ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
   int threads = 0, concurrency = 1;
   int prompt_tokens = 0, new_tokens = 0;
   int batch_tokens = 2048;
@@ -43,6 +46,22 @@ double PeakRssMb() {
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss / 1024.0;
+}
+
+// A field of /proc/self/status in MB ("VmRSS", "RssAnon"), or -1 where there is none.
+double StatusMb(const std::string& field) {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  double mb = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, field.c_str(), field.size()) == 0 && line[field.size()] == ':') {
+      mb = std::atol(line + field.size() + 1) / 1024.0;
+      break;
+    }
+  }
+  std::fclose(f);
+  return mb;
 }
 
 double Now() {
@@ -132,18 +151,206 @@ double DecodeRate(const Batch& b) {
   return dt > 0 ? tokens / dt : 0;
 }
 
+// What every workload runs against: the loaded model, its tokenizer (null when the folder has
+// none), the engine, and the JSON line being filled. Borrowed from RunBench, which owns them.
+struct BenchContext {
+  const BenchFlags& f;
+  const std::string& dir;
+  const Qwen2VLModel& m;
+  const Tokenizer* tok;
+  Engine& e;
+  Json& out;
+};
+
+// decode / prefill: --concurrency text-only requests of fixed length.
+Status BenchTokens(BenchContext& c) {
+  const bool decode = c.f.workload == "decode";
+  const int prompt = c.f.prompt_tokens > 0 ? c.f.prompt_tokens : (decode ? 128 : 1369);
+  const int gen = c.f.new_tokens > 0 ? c.f.new_tokens : (decode ? 64 : 1);
+  std::vector<EngineRequest> reqs;
+  for (int i = 0; i < c.f.concurrency; ++i) reqs.push_back(TextRequest(prompt, gen, static_cast<uint32_t>(i)));
+  MINERU_ASSIGN_OR_RETURN(Batch b, RunAll(c.e, std::move(reqs)));
+  double last_first = 0;
+  for (const auto& d : b.done) last_first = std::max(last_first, d.ttft_s);
+  c.out["prompt_tokens"] = prompt;
+  c.out["new_tokens"] = gen;
+  c.out["wall_s"] = b.wall_s;
+  c.out["prefill_tok_s"] = static_cast<double>(prompt) * c.f.concurrency / last_first;
+  if (gen > 1) c.out["decode_tok_s"] = DecodeRate(b);
+  return Status::Ok();
+}
+
+// vision: the encoder alone on one 1036x1036 layout image.
+Status BenchVision(BenchContext& c) {
+  RgbImage img = SyntheticImage(1036, 1036, 1);
+  MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(c.m, img));
+  const double t0 = Now();
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> enc,
+                          c.m.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, c.e.pool()));
+  const double dt = Now() - t0;
+  c.out["vision_s"] = dt;
+  c.out["patches"] = in.grid.num_patches();
+  c.out["vision_patches_s"] = in.grid.num_patches() / dt;
+  return Status::Ok();
+}
+
+// Patches a workload's images occupy, as the processor resizes them.
+int64_t WorkloadPatches(const Qwen2VLModel& m, const Json& w) {
+  int64_t patches = 0;
+  auto count = [&](int64_t width, int64_t height) {
+    auto hw = SmartResize(height, width, 28, m.image_config().min_pixels, m.image_config().max_pixels);
+    if (hw.ok()) patches += static_cast<int64_t>(hw->first) * hw->second / (14 * 14);
+  };
+  count(w["layout"]["w"], w["layout"]["h"]);
+  for (const Json& b : w["blocks"]) count(b["w"], b["h"]);
+  return patches;
+}
+
+// page: as the pipeline runs a page, the layout request, then every crop at once.
+Status BenchPage(BenchContext& c, const Json& w) {
+  const double t0 = Now();
+  const Json& L = w["layout"];
+  MINERU_ASSIGN_OR_RETURN(
+      Batch lb, RunAll(c.e, {ImageRequest(SyntheticImage(L["w"], L["h"], 2), w["prompts"][L["prompt"].get<std::string>()],
+                                          L["out"])}));
+  std::vector<EngineRequest> crops;
+  uint32_t seed = 10;
+  int64_t block_tokens = 0;
+  for (const Json& b : w["blocks"]) {
+    crops.push_back(
+        ImageRequest(SyntheticImage(b["w"], b["h"], seed++), w["prompts"][b["prompt"].get<std::string>()], b["out"]));
+    block_tokens += b["out"].get<int64_t>();
+  }
+  MINERU_ASSIGN_OR_RETURN(Batch bb, RunAll(c.e, std::move(crops)));
+  const Completion& lc = lb.done[0];
+  c.out["layout"] = {{"wall_s", lb.wall_s}, {"vision_s", lc.vision_s}, {"ttft_s", lc.ttft_s},
+                     {"prompt_tokens", lc.prompt_tokens}, {"decode_tok_s", DecodeRate(lb)}};
+  double vision_blocks = 0;
+  for (const auto& d : bb.done) vision_blocks = std::max(vision_blocks, d.vision_s);
+  c.out["blocks"] = {{"wall_s", bb.wall_s}, {"requests", bb.done.size()}, {"vision_s", vision_blocks},
+                     {"new_tokens", block_tokens}, {"decode_tok_s", DecodeRate(bb)}};
+  c.out["page_s"] = Now() - t0;
+  const double vision_s = lc.vision_s + vision_blocks;
+  c.out["vision_s"] = vision_s;
+  c.out["stage2_tok_s"] = block_tokens / bb.wall_s;
+  const int64_t patches = WorkloadPatches(c.m, w);
+  c.out["patches"] = patches;
+  c.out["vision_patches_s"] = patches / vision_s;
+  c.out["decode_tok_s"] = DecodeRate(bb);
+  return Status::Ok();
+}
+
+// chat: the turns of one conversation about one image, each after the previous answer.
+Status BenchChat(BenchContext& c, const Json& w) {
+  const Json& chat = w["chat"];
+  RgbImage img = SyntheticImage(chat["image"]["w"], chat["image"]["h"], 3);
+  std::vector<ChatMessage> conv = {{"system", {{ChatPart::kText, kDefaultSystemPrompt, -1}}}};
+  Json lat = Json::array(), cached = Json::array();
+  bool first = true;
+  for (const Json& t : chat["turns"]) {
+    ChatMessage user{"user", {}};
+    if (first) user.parts.push_back({ChatPart::kImage, "", 0});
+    user.parts.push_back({ChatPart::kText, t["prompt"].get<std::string>(), -1});
+    conv.push_back(user);
+    EngineRequest r;
+    r.messages = conv;
+    r.images.push_back(img);
+    r.max_new_tokens = t["out"];
+    r.ignore_eos = true;
+    MINERU_ASSIGN_OR_RETURN(Batch b, RunAll(c.e, {r}));
+    lat.push_back(b.wall_s);
+    cached.push_back(b.done[0].cached_prompt_tokens);
+    conv.push_back({"assistant", {{ChatPart::kText, b.done[0].text, -1}}});
+    first = false;
+  }
+  c.out["turn_latency_s"] = lat;
+  c.out["cached_prompt_tokens"] = cached;
+  return Status::Ok();
+}
+
+// page / chat: read the workload file, then run one of the two.
+Status BenchWorkloadFile(BenchContext& c) {
+  if (c.tok == nullptr) return InvalidArgumentError("the page and chat workloads need a tokenizer in the model");
+  const std::string wf =
+      c.f.workload_file.empty() ? std::string(MINERU_SOURCE_DIR) + "/bench/page_workload.json" : c.f.workload_file;
+  MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(wf));
+  Json w = Json::parse(text, nullptr, false);
+  if (w.is_discarded() || !w.contains("prompts")) return InvalidArgumentError(wf + ": not a workload file");
+  try {
+    return c.f.workload == "page" ? BenchPage(c, w) : BenchChat(c, w);
+  } catch (const Json::exception& ex) {
+    return InvalidArgumentError(wf + ": malformed workload: " + ex.what());
+  }
+}
+
+// Final hidden states of one model on a fixed image + prompt (the accuracy workload's probe).
+StatusOr<std::vector<float>> ProbeHidden(const Qwen2VLModel& mm, ThreadPool* pool) {
+  RgbImage img = SyntheticImage(448, 448, 4);
+  MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(mm, img));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> emb,
+                          mm.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, pool));
+  std::vector<int32_t> ids = TextIds(24, 9);
+  ids.insert(ids.begin() + 12, mm.config().image_token_id);
+  MINERU_ASSIGN_OR_RETURN(ids, ExpandImageTokens(mm, ids, {in.grid}));
+  MINERU_ASSIGN_OR_RETURN(MropePositions pos, ComputeMropePositions(ids, {in.grid}, mm.config().vision.spatial_merge_size,
+                                                                    mm.config().image_token_id));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> x, mm.BuildInputEmbeddings(ids, emb));
+  KvCache cache;
+  std::vector<float> h(x.size());
+  mm.decoder().Forward(x.data(), static_cast<int64_t>(ids.size()), pos.t.data(), pos.h.data(), pos.w.data(), &cache,
+                       h.data(), pool);
+  return h;
+}
+
+// accuracy: cosine of the final hidden states of this model against the as-stored one (bf16
+// weights, fp32 activations), per token.
+Status BenchAccuracy(BenchContext& c) {
+  MINERU_ASSIGN_OR_RETURN(auto ref, Qwen2VLModel::Load(c.dir, WithQuant(c.f.load, ""), c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> a, ProbeHidden(*ref, c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> b, ProbeHidden(c.m, c.e.pool()));
+  const int64_t H = c.m.config().text.hidden_size, n = static_cast<int64_t>(a.size()) / H;
+  double mean = 0, worst = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    double dot = 0, na = 0, nb = 0;
+    for (int64_t j = 0; j < H; ++j) {
+      const double x = a[i * H + j], y = b[i * H + j];
+      dot += x * y;
+      na += x * x;
+      nb += y * y;
+    }
+    const double cs = dot / std::sqrt(na * nb + 1e-30);
+    mean += cs / n;
+    worst = std::min(worst, cs);
+  }
+  c.out["tokens"] = n;
+  c.out["cosine_mean"] = mean;
+  c.out["cosine_min"] = worst;
+  return Status::Ok();
+}
+
+// The workload's function, or null for an unknown name.
+Status (*WorkloadFn(const std::string& name))(BenchContext&) {
+  if (name == "decode" || name == "prefill") return BenchTokens;
+  if (name == "vision") return BenchVision;
+  if (name == "page" || name == "chat") return BenchWorkloadFile;
+  if (name == "accuracy") return BenchAccuracy;
+  return nullptr;
+}
+
 int RunBench(const BenchFlags& f) {
   if (f.concurrency < 1 || f.concurrency > 256) return Fail("--concurrency must be 1..256");
+  auto run = WorkloadFn(f.workload);
+  if (run == nullptr) return Fail("--workload must be decode, prefill, vision, page, chat or accuracy");
   const std::string dir = ResolveModelDir(f.model);
   const double t_load = Now();
   ThreadPool load_pool(ResolveThreads(f.threads));
-  auto model = Qwen2VLModel::Load(dir, f.quant, &load_pool);
+  auto model = Qwen2VLModel::Load(dir, WithQuant(f.load, f.quant), &load_pool);
   if (!model.ok()) return Fail(model.status().ToString());
   const double load_s = Now() - t_load;
   const Qwen2VLModel& m = **model;
   std::unique_ptr<Tokenizer> tok;
-  if (FileExists(dir + "/tokenizer.json")) {
-    auto t = LoadTokenizer(dir);
+  if (m.files().gguf() || FileExists(dir + "/tokenizer.json")) {
+    auto t = LoadTokenizer(dir, f.load.mmproj);
     if (!t.ok()) return Fail(t.status().ToString());
     tok = std::move(t).value();
   }
@@ -152,162 +359,19 @@ int RunBench(const BenchFlags& f) {
   ec.max_batch_tokens = f.batch_tokens;
   auto engine = Engine::Create(m, tok.get(), ec);
   if (!engine.ok()) return Fail(engine.status().ToString());
-  Engine& e = **engine;
   Json out = {{"workload", f.workload}, {"threads", ec.threads}, {"quant", f.quant},
-              {"concurrency", f.concurrency}, {"load_s", load_s}, {"batch_tokens", f.batch_tokens}};
-  auto need_tok = [&]() -> bool { return tok != nullptr; };
-
-  if (f.workload == "decode" || f.workload == "prefill") {
-    const int prompt = f.prompt_tokens > 0 ? f.prompt_tokens : (f.workload == "decode" ? 128 : 1369);
-    const int gen = f.new_tokens > 0 ? f.new_tokens : (f.workload == "decode" ? 64 : 1);
-    std::vector<EngineRequest> reqs;
-    for (int i = 0; i < f.concurrency; ++i) reqs.push_back(TextRequest(prompt, gen, static_cast<uint32_t>(i)));
-    auto b = RunAll(e, std::move(reqs));
-    if (!b.ok()) return Fail(b.status().ToString());
-    double last_first = 0;
-    for (const auto& c : b->done) last_first = std::max(last_first, c.ttft_s);
-    out["prompt_tokens"] = prompt;
-    out["new_tokens"] = gen;
-    out["wall_s"] = b->wall_s;
-    out["prefill_tok_s"] = static_cast<double>(prompt) * f.concurrency / last_first;
-    if (gen > 1) out["decode_tok_s"] = DecodeRate(*b);
-  } else if (f.workload == "vision") {
-    RgbImage img = SyntheticImage(1036, 1036, 1);
-    auto in = PreprocessForModel(m, img);
-    if (!in.ok()) return Fail(in.status().ToString());
-    const double t0 = Now();
-    auto enc = m.vision().Encode(in->pixel_values.data(), in->grid.num_patches(), {in->grid}, e.pool());
-    if (!enc.ok()) return Fail(enc.status().ToString());
-    const double dt = Now() - t0;
-    out["vision_s"] = dt;
-    out["patches"] = in->grid.num_patches();
-    out["vision_patches_s"] = in->grid.num_patches() / dt;
-  } else if (f.workload == "page" || f.workload == "chat") {
-    if (!need_tok()) return Fail("the page and chat workloads need tokenizer.json in the model dir");
-    const std::string wf =
-        f.workload_file.empty() ? std::string(MINERU_SOURCE_DIR) + "/bench/page_workload.json" : f.workload_file;
-    auto text = ReadFileToString(wf);
-    if (!text.ok()) return Fail(text.status().ToString());
-    Json w = Json::parse(*text, nullptr, false);
-    if (w.is_discarded() || !w.contains("prompts")) return Fail(wf + ": not a workload file");
-    try {
-      if (f.workload == "page") {
-        // As the pipeline runs a page: the layout request, then every crop at once.
-        const double t0 = Now();
-        const Json& L = w["layout"];
-        auto lb = RunAll(e, {ImageRequest(SyntheticImage(L["w"], L["h"], 2), w["prompts"][L["prompt"].get<std::string>()],
-                                          L["out"])});
-        if (!lb.ok()) return Fail(lb.status().ToString());
-        std::vector<EngineRequest> crops;
-        uint32_t seed = 10;
-        int64_t block_tokens = 0;
-        for (const Json& b : w["blocks"]) {
-          crops.push_back(ImageRequest(SyntheticImage(b["w"], b["h"], seed++), w["prompts"][b["prompt"].get<std::string>()],
-                                       b["out"]));
-          block_tokens += b["out"].get<int64_t>();
-        }
-        auto bb = RunAll(e, std::move(crops));
-        if (!bb.ok()) return Fail(bb.status().ToString());
-        const Completion& lc = lb->done[0];
-        out["layout"] = {{"wall_s", lb->wall_s}, {"vision_s", lc.vision_s}, {"ttft_s", lc.ttft_s},
-                         {"prompt_tokens", lc.prompt_tokens}, {"decode_tok_s", DecodeRate(*lb)}};
-        double vision_blocks = 0;
-        for (const auto& c : bb->done) vision_blocks = std::max(vision_blocks, c.vision_s);
-        out["blocks"] = {{"wall_s", bb->wall_s}, {"requests", bb->done.size()}, {"vision_s", vision_blocks},
-                         {"new_tokens", block_tokens}, {"decode_tok_s", DecodeRate(*bb)}};
-        out["page_s"] = Now() - t0;
-        out["vision_s"] = lc.vision_s + vision_blocks;
-        out["stage2_tok_s"] = block_tokens / bb->wall_s;
-        // Patches the workload's images occupy (as the processor resizes them).
-        int64_t patches = 0;
-        auto count = [&](int64_t w, int64_t h) {
-          auto hw = SmartResize(h, w, 28, m.image_config().min_pixels, m.image_config().max_pixels);
-          if (hw.ok()) patches += static_cast<int64_t>(hw->first) * hw->second / (14 * 14);
-        };
-        count(L["w"], L["h"]);
-        for (const Json& b : w["blocks"]) count(b["w"], b["h"]);
-        out["patches"] = patches;
-        out["vision_patches_s"] = patches / out["vision_s"].get<double>();
-        out["decode_tok_s"] = DecodeRate(*bb);
-        out["kv_peak_mb"] = e.Stats().kv_bytes_peak / 1048576.0;
-      } else {
-        const Json& c = w["chat"];
-        RgbImage img = SyntheticImage(c["image"]["w"], c["image"]["h"], 3);
-        std::vector<ChatMessage> conv = {{"system", {{ChatPart::kText, kDefaultSystemPrompt, -1}}}};
-        Json lat = Json::array(), cached = Json::array();
-        bool first = true;
-        for (const Json& t : c["turns"]) {
-          ChatMessage user{"user", {}};
-          if (first) user.parts.push_back({ChatPart::kImage, "", 0});
-          user.parts.push_back({ChatPart::kText, t["prompt"].get<std::string>(), -1});
-          conv.push_back(user);
-          EngineRequest r;
-          r.messages = conv;
-          r.images.push_back(img);
-          r.max_new_tokens = t["out"];
-          r.ignore_eos = true;
-          auto b = RunAll(e, {r});
-          if (!b.ok()) return Fail(b.status().ToString());
-          lat.push_back(b->wall_s);
-          cached.push_back(b->done[0].cached_prompt_tokens);
-          conv.push_back({"assistant", {{ChatPart::kText, b->done[0].text, -1}}});
-          first = false;
-        }
-        out["turn_latency_s"] = lat;
-        out["cached_prompt_tokens"] = cached;
-      }
-    } catch (const Json::exception& ex) {
-      return Fail(wf + ": malformed workload: " + ex.what());
-    }
-  } else if (f.workload == "accuracy") {
-    // Final hidden states of the quantized model against the as-stored (bf16 weights, fp32
-    // activations) model on the same image + prompt.
-    auto ref = Qwen2VLModel::Load(dir, "", e.pool());
-    if (!ref.ok()) return Fail(ref.status().ToString());
-    RgbImage img = SyntheticImage(448, 448, 4);
-    auto hidden = [&](const Qwen2VLModel& mm) -> StatusOr<std::vector<float>> {
-      MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(mm, img));
-      MINERU_ASSIGN_OR_RETURN(std::vector<float> emb,
-                              mm.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, e.pool()));
-      std::vector<int32_t> ids = TextIds(24, 9);
-      ids.insert(ids.begin() + 12, mm.config().image_token_id);
-      MINERU_ASSIGN_OR_RETURN(ids, ExpandImageTokens(mm, ids, {in.grid}));
-      MINERU_ASSIGN_OR_RETURN(MropePositions pos, ComputeMropePositions(ids, {in.grid}, mm.config().vision.spatial_merge_size,
-                                                                        mm.config().image_token_id));
-      MINERU_ASSIGN_OR_RETURN(std::vector<float> x, mm.BuildInputEmbeddings(ids, emb));
-      KvCache cache;
-      std::vector<float> h(x.size());
-      mm.decoder().Forward(x.data(), static_cast<int64_t>(ids.size()), pos.t.data(), pos.h.data(), pos.w.data(), &cache,
-                           h.data(), e.pool());
-      return h;
-    };
-    auto a = hidden(**ref);
-    auto b = hidden(m);
-    if (!a.ok()) return Fail(a.status().ToString());
-    if (!b.ok()) return Fail(b.status().ToString());
-    const int64_t H = m.config().text.hidden_size, n = static_cast<int64_t>(a->size()) / H;
-    double mean = 0, worst = 1;
-    for (int64_t i = 0; i < n; ++i) {
-      double dot = 0, na = 0, nb = 0;
-      for (int64_t j = 0; j < H; ++j) {
-        const double x = (*a)[i * H + j], y = (*b)[i * H + j];
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-      }
-      const double c = dot / std::sqrt(na * nb + 1e-30);
-      mean += c / n;
-      worst = std::min(worst, c);
-    }
-    out["tokens"] = n;
-    out["cosine_mean"] = mean;
-    out["cosine_min"] = worst;
-  } else {
-    return Fail("--workload must be decode, prefill, vision, page, chat or accuracy");
-  }
-  EngineStats st = e.Stats();
-  out["kv_peak_mb"] = st.kv_bytes_peak / 1048576.0;
+              {"concurrency", f.concurrency}, {"load_s", load_s}, {"batch_tokens", f.batch_tokens},
+              {"model", m.name()}};
+  // Memory right after load: mapped weights count in RSS once touched (panel packing reads the
+  // decoder's); anonymous memory is what load copied or built.
+  out["rss_after_load_mb"] = StatusMb("VmRSS");
+  out["anon_after_load_mb"] = StatusMb("RssAnon");
+  BenchContext c{f, dir, m, tok.get(), **engine, out};
+  Status s = run(c);
+  if (!s.ok()) return Fail(s.ToString());
+  out["kv_peak_mb"] = (*engine)->Stats().kv_bytes_peak / 1048576.0;
   out["peak_rss_mb"] = PeakRssMb();
+  out["anon_end_mb"] = StatusMb("RssAnon");
   std::printf("%s\n", out.dump(f.json ? -1 : 2).c_str());
   return 0;
 }
@@ -321,6 +385,7 @@ void AddBench(CLI::App& app, Action* run) {
   c->add_option("--workload", f->workload, "decode | prefill | vision | page | chat")->capture_default_str();
   c->add_option("--workload-file", f->workload_file, "Page workload JSON (default: bench/page_workload.json)");
   c->add_option("--quant", f->quant, "Weight format")->capture_default_str();
+  AddModelFileFlags(c, &f->load);
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--concurrency", f->concurrency, "Concurrent sequences")->capture_default_str();
   c->add_option("--prompt-tokens", f->prompt_tokens, "Prompt length for decode/prefill");

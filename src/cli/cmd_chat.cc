@@ -24,15 +24,16 @@ struct ChatFlags {
   std::vector<std::string> questions;
   int max_new_tokens = 512, threads = 0;
   std::string quant;
+  ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
   SamplingParams sampling;
 };
 
 int RunChat(const ChatFlags& f) {
   const std::string dir = ResolveModelDir(f.model);
   ThreadPool load_pool(ResolveThreads(f.threads));
-  auto model = Qwen2VLModel::Load(dir, f.quant, &load_pool);
+  auto model = Qwen2VLModel::Load(dir, WithQuant(f.load, f.quant), &load_pool);
   if (!model.ok()) return Fail(model.status().ToString());
-  auto tok = LoadTokenizer(dir);
+  auto tok = LoadTokenizer(dir, f.load.mmproj);
   if (!tok.ok()) return Fail(tok.status().ToString());
   std::vector<RgbImage> images;
   if (!f.image.empty()) {
@@ -112,6 +113,7 @@ void AddChat(CLI::App& app, Action* run) {
   c->add_option("--max-new-tokens", f->max_new_tokens, "Limit per answer")->capture_default_str();
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
+  AddModelFileFlags(c, &f->load);
   AddSamplingFlags(c, &f->sampling);
   c->callback([f, run] { *run = [f] { return RunChat(*f); }; });
 }

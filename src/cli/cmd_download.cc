@@ -2,6 +2,7 @@
 // ModelScope into the model directory (resumable, verified; see download/download.h).
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -20,12 +21,16 @@ struct DownloadFlags {
 int RunDownload(const DownloadFlags& f) {
   StatusOr<HubSource> source = ParseHubSource(f.source);
   if (!source.ok()) return Fail(source.status().message());
+  StatusOr<std::string> repo = ResolveRepo(f.repo, *source);
+  if (!repo.ok()) return Fail(repo.status().message());
   DownloadOptions o;
   o.source = *source;
-  o.repo = f.repo;
+  o.repo = *repo;
   o.revision = f.revision;
   o.endpoint = f.endpoint;
-  o.model_dir = ResolveModelDir(f.model);
+  // The default folder is named after the repository, so checkpoints never overwrite each other.
+  const char* env = std::getenv("MINERU_MODEL");
+  o.model_dir = !f.model.empty() || (env && *env) ? ResolveModelDir(f.model) : DefaultModelDir(*repo);
   o.force = f.force;
   DownloadSummary summary;
   Status s;
@@ -52,10 +57,11 @@ void AddDownload(CLI::App& app, Action* run) {
   auto f = std::make_shared<DownloadFlags>();
   CLI::App* c = app.add_subcommand("download", "Fetch the MinerU2.5 weights from Hugging Face or ModelScope");
   c->add_option("--model,-o,--output", f->model,
-                "Model directory (default: $MINERU_MODEL, else ~/.cache/mineru-cpp/MinerU2.5-2509-1.2B)");
+                "Model directory (default: $MINERU_MODEL, else ~/.cache/mineru-cpp/<repository name>)");
   c->add_option("--source", f->source, "huggingface or modelscope")->capture_default_str();
   c->add_option("--repo", f->repo,
-                "Repository id (default: opendatalab/MinerU2.5-2509-1.2B; OpenDataLab/... on ModelScope)");
+                "pro-2605 (default: opendatalab/MinerU2.5-Pro-2605-1.2B, what MinerU 3.3+ runs), pro-2604, 2509, "
+                "gguf (the Pro-2605 GGUF pair: Q8_0 LM + mmproj), or any owner/name; OpenDataLab/... on ModelScope");
   c->add_option("--revision", f->revision, "Branch, tag or commit (default: main; master on ModelScope)");
   c->add_option("--endpoint", f->endpoint,
                 "Hub URL, e.g. a mirror (default: $HF_ENDPOINT / $MODELSCOPE_ENDPOINT, else the public hub)");

@@ -28,6 +28,7 @@ struct GenerateFlags {
   bool skip_special = false;
   int threads = 0;
   std::string quant;
+  ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
   SamplingParams sampling;
 };
 
@@ -36,7 +37,7 @@ int RunGenerate(const GenerateFlags& f) {
   if (f.max_new_tokens < 0 || f.max_new_tokens > 1000000) return Fail("--max-new-tokens out of range");
   const std::string dir = ResolveModelDir(f.model);
   ThreadPool pool(ResolveThreads(f.threads));
-  auto model = Qwen2VLModel::Load(dir, f.quant, &pool);
+  auto model = Qwen2VLModel::Load(dir, WithQuant(f.load, f.quant), &pool);
   if (!model.ok()) return Fail(model.status().ToString());
   std::vector<RgbImage> decoded;
   for (const auto& path : f.images) {
@@ -48,7 +49,7 @@ int RunGenerate(const GenerateFlags& f) {
   if (!f.raw_ids.empty() && f.print_ids) {
     // The tokenizer is optional here (fixture model without a vocabulary file).
   } else {
-    auto t = LoadTokenizer(dir);
+    auto t = LoadTokenizer(dir, f.load.mmproj);
     if (!t.ok()) return Fail(t.status().ToString());
     tok = std::move(t).value();
   }
@@ -123,6 +124,7 @@ void AddGenerate(CLI::App& app, Action* run) {
   c->add_flag("--skip-special-tokens", f->skip_special, "Drop special tokens from the printed text");
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
+  AddModelFileFlags(c, &f->load);
   AddSamplingFlags(c, &f->sampling);
   c->callback([f, run] { *run = [f] { return RunGenerate(*f); }; });
 }

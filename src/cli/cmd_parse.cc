@@ -20,6 +20,7 @@
 #include "pipeline/document.h"
 #include "download/download.h"
 #include "pipeline/model_backend.h"
+#include "pdf/pdf.h"
 
 namespace mineru::cli {
 namespace {
@@ -31,6 +32,7 @@ struct ParseFlags {
   std::string replay;
   std::string pages;
   std::string text_source = "model";
+  std::string vl_utils = "1.2";
   bool quiet = false;
   bool json = false;
   bool yes = false;
@@ -38,8 +40,10 @@ struct ParseFlags {
   int threads = 0;
   int max_block_tokens = 4096;
   int pages_in_flight = 2;
+  double page_render_timeout_s = 300;
   int kv_cache_mb = 2048;
   std::string quant;
+  ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
 };
 
 bool HasDocExtension(const std::string& name) {
@@ -146,10 +150,14 @@ int RunParse(const ParseFlags& f) {
   opt.layout_pictures = !f.no_layout_pictures;
   if (f.pages_in_flight < 1 || f.pages_in_flight > 64) return Fail("--pages-in-flight must be 1..64");
   opt.pages_in_flight = f.pages_in_flight;
+  opt.limits.pdf.render_timeout_s = f.page_render_timeout_s;
   if (f.text_source == "model") opt.text_source = pipeline::TextSource::kModel;
   else if (f.text_source == "pdf") opt.text_source = pipeline::TextSource::kPdf;
   else if (f.text_source == "auto") opt.text_source = pipeline::TextSource::kAuto;
   else return Fail("--text-source must be auto, pdf or model");
+  if (f.vl_utils == "1.2") opt.vl_utils = pipeline::VlUtilsVersion::k1_2;
+  else if (f.vl_utils == "0.1") opt.vl_utils = pipeline::VlUtilsVersion::k0_1;
+  else return Fail("--vl-utils must be 1.2 or 0.1");
   auto inputs = ExpandInputs(f.inputs);
   if (!inputs.ok()) return Fail(inputs.status().message());
 
@@ -179,10 +187,12 @@ int RunParse(const ParseFlags& f) {
       if (!s.ok()) return Fail(s.message());
     }
     ThreadPool load_pool(ResolveThreads(f.threads));
-    auto m = Qwen2VLModel::Load(dir, f.quant, &load_pool);
+    auto m = Qwen2VLModel::Load(dir, WithQuant(f.load, f.quant), &load_pool);
     if (!m.ok()) return Fail(m.status().ToString());
     model = std::move(m).value();
-    auto t = LoadTokenizer(dir);
+    // Which checkpoint runs (2509, Pro-2604/2605, a GGUF file): MinerU's answers differ between them.
+    if (!f.quiet) std::fprintf(stderr, "model: %s (%s)\n", model->name().c_str(), dir.c_str());
+    auto t = LoadTokenizer(dir, f.load.mmproj);
     if (!t.ok()) return Fail(t.status().ToString());
     tok = std::move(t).value();
     EngineConfig ec;
@@ -226,7 +236,14 @@ int RunParse(const ParseFlags& f) {
                             .dump()
                             .c_str());
   }
-  return failed_files == 0 && failed_pages == 0 ? 0 : 1;
+  const int code = failed_files == 0 && failed_pages == 0 ? 0 : 1;
+  if (AbandonedRenders() > 0) {
+    // A render abandoned at its deadline still runs inside poppler: leave without running global
+    // destructors under it. Every output file is closed by now.
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }
 
 }  // namespace
@@ -241,14 +258,23 @@ void AddParse(CLI::App& app, Action* run) {
   c->add_option("--pages", f->pages, "Page ranges, 1-based, e.g. 3-7,10");
   c->add_option("--text-source", f->text_source, "auto | pdf | model: where text/title blocks get their text")
       ->capture_default_str();
+  c->add_option("--vl-utils", f->vl_utils,
+                 "Extraction to reproduce: 1.2 (mineru-vl-utils 1.2.1 / MinerU 3.x, Pro checkpoints) or 0.1 "
+                 "(0.1.17 / MinerU 2.5.4, the 2509 checkpoint's outputs)")
+      ->capture_default_str();
   c->add_flag("--quiet", f->quiet, "No progress output");
   c->add_flag("--json", f->json, "Progress and results as JSON lines on stdout");
   c->add_flag("--yes", f->yes, "Answer yes to questions (e.g. downloading the model)");
   c->add_flag("--no-layout-pictures", f->no_layout_pictures, "Do not draw layout/page_NNNN.png");
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
+  AddModelFileFlags(c, &f->load);
   c->add_option("--max-block-tokens", f->max_block_tokens, "Token limit per request")->capture_default_str();
   c->add_option("--pages-in-flight", f->pages_in_flight, "Pages processed concurrently")->capture_default_str();
+  c->add_option("--page-render-timeout-s", f->page_render_timeout_s,
+                "Seconds a PDF page may take to render (0: no limit); past it the page fails and the rest go on")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   c->callback([f, run] { *run = [f] { return RunParse(*f); }; });
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "cli/common.h"
@@ -25,7 +26,27 @@ struct ServeFlags {
   int threads = 0;
   double drain_s = 30;
   int kv_cache_mb = 2048;
+  std::string api_key_file;
 };
+
+// The API key from --api-key, else --api-key-file (first line), else $MINERU_API_KEY: the latter
+// two keep it out of argv (visible to every local user in /proc). "" : no key.
+bool ResolveApiKey(ServeFlags& f) {
+  if (!f.o.api_key.empty()) return f.api_key_file.empty();
+  if (!f.api_key_file.empty()) {
+    std::FILE* in = std::fopen(f.api_key_file.c_str(), "r");
+    if (!in) return false;
+    char line[4096] = {0};
+    const bool got = std::fgets(line, sizeof(line), in) != nullptr;
+    std::fclose(in);
+    std::string key = got ? line : "";
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' ')) key.pop_back();
+    f.o.api_key = key;
+    return !key.empty();
+  }
+  if (const char* env = std::getenv("MINERU_API_KEY")) f.o.api_key = env;
+  return true;
+}
 
 int RunServe(ServeFlags f) {
   // Large buffers (page images, activations) always come from mmap and go back to the OS when
@@ -37,6 +58,8 @@ int RunServe(ServeFlags f) {
   f.o.engine.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
   if (f.o.web_dir.empty()) f.o.web_dir = std::string(MINERU_SOURCE_DIR) + "/web/dist";
   if (f.o.port < 0 || f.o.port > 65535) return Fail("--port must be 0..65535");
+  if (f.o.vl_utils != "0.1" && f.o.vl_utils != "1.2") return Fail("--vl-utils must be 1.2 or 0.1");
+  if (!ResolveApiKey(f)) return Fail("--api-key-file: give it alone, as a readable file whose first line is the key");
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t set;
   sigemptyset(&set);
@@ -85,8 +108,14 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--host", f->o.host, "Address to bind")->capture_default_str();
   c->add_option("--port", f->o.port, "Port (0 = any free port)")->capture_default_str();
   c->add_option("--model-name", f->o.model_name, "Model id in /v1/models (default: the directory name)");
-  c->add_option("--api-key", f->o.api_key, "Require Authorization: Bearer <key>");
-  c->add_flag("--allow-remote-images", f->o.allow_remote_images, "Accept http(s) image URLs");
+  c->add_option("--api-key", f->o.api_key,
+                "Require Authorization: Bearer <key> (prefer --api-key-file or $MINERU_API_KEY: argv is visible)");
+  c->add_option("--api-key-file", f->api_key_file, "Read the API key from the first line of this file");
+  c->add_flag("--allow-remote-images", f->o.allow_remote_images,
+              "Accept http(s) image URLs (public addresses only; see --allow-private-image-hosts)");
+  c->add_flag("--allow-private-image-hosts", f->o.allow_private_image_hosts,
+              "With --allow-remote-images: also fetch from loopback, private and link-local addresses "
+              "(request forgery risk: only where every client is trusted)");
   c->add_option("--data-dir", f->o.data_dir, "Uploads and job outputs")->capture_default_str();
   c->add_option("--jobs-db", f->o.jobs_db,
                 "Job store: a SQLite file (default: DATA_DIR/jobs.sqlite3) or postgresql://USER:PASS@HOST:PORT/DB "
@@ -101,9 +130,39 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--max-queued-jobs", f->o.max_queued_jobs, "More queued jobs get 429")->capture_default_str();
   c->add_option("--max-body-mb", f->o.max_body_mb, "Request body limit")->capture_default_str();
   c->add_option("--max-image-pixels", f->o.max_image_pixels, "Per image")->capture_default_str();
+  c->add_option("--file-parse-timeout-s", f->o.file_parse_timeout_s,
+                "Seconds a /file_parse request may parse; past it no page starts and the answer is 504 (use /tasks "
+                "for long documents)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  c->add_option("--page-render-timeout-s", f->o.page_render_timeout_s,
+                "Seconds a PDF page may take to render (0: no limit); past it the page fails, the job goes on")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  c->add_option("--vl-utils", f->o.vl_utils,
+                "Document extraction: 0.1 (mineru-vl-utils 0.1.17, 2509 outputs) or 1.2 (1.2.1, MinerU 3.x)")
+      ->capture_default_str();
+  c->add_option("--max-request-images", f->o.max_request_images, "Images per chat request (413 beyond)")
+      ->capture_default_str();
+  c->add_option("--max-request-pixels", f->o.max_request_pixels,
+                "Pixels of all images of one request together, checked from their headers (413 beyond)")
+      ->capture_default_str();
+  c->add_option("--max-image-memory-mb", f->o.max_image_memory_mb,
+                "Decoded images of all requests being parsed (429 beyond)")
+      ->capture_default_str();
   c->add_option("--max-pages", f->o.max_pages, "Per document")->capture_default_str();
   c->add_option("--max-tokens", f->o.default_max_tokens, "Generation limit when a request sets none")->capture_default_str();
-  c->add_option("--max-queued-requests", f->o.engine.max_queued, "Chat requests in flight; more get 429")->capture_default_str();
+  c->add_option("--max-queued-requests", f->o.engine.max_queued, "Chat requests in flight; more wait (--admission-wait-s), then get 429")->capture_default_str();
+  c->add_option("--admission-wait-s", f->o.admission_wait_s,
+                "A chat request that finds --max-queued-requests in flight waits this long for room, then gets "
+                "429 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  c->add_option("--retry-grace-s", f->o.retry_grace_s,
+                "Identical deterministic non-streamed requests (a client's retries) arriving while the first runs "
+                "or this long after it finished share its answer; 0 turns this off")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--max-prompt-tokens", f->o.engine.max_prompt_tokens, "Per request")->capture_default_str();
   c->add_option("--request-timeout", f->o.request_timeout_s, "Seconds per chat request")->capture_default_str();
   c->add_option("--http-threads", f->o.http_threads,
@@ -113,12 +172,21 @@ void AddServe(CLI::App& app, Action* run) {
                 "A request head must arrive within this (else 408 and close); a body may pause this long")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  c->add_option("--body-timeout-s", f->o.body_timeout_s,
+                "A request body must be complete this long after its head (else 408 and close)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
   c->add_option("--write-timeout-s", f->o.write_timeout_s,
-                "A client that reads nothing of its response for this long is dropped (its generation is "
-                "cancelled)")
+                "A response may wait this long in all for the client to read it; then the client is dropped "
+                "(its generation is cancelled)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
   c->add_option("--max-connections", f->o.max_connections, "Open connections; one more is answered 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  c->add_option("--max-waiting-requests", f->o.max_waiting_requests,
+                "Complete requests waiting for an HTTP thread when all --http-threads are busy; one more is "
+                "answered 503 at once (GET /health and /metrics have threads of their own)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   c->add_option("--send-buffer-kb", f->o.send_buffer_kb,
@@ -128,6 +196,7 @@ void AddServe(CLI::App& app, Action* run) {
       ->check(CLI::Range(0, 1 << 20));
   c->add_option("--threads", f->threads, "Compute threads (default: all cores)");
   c->add_option("--quant", f->o.quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
+  AddModelFileFlags(c, &f->o.load);
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   c->add_option("--replay", f->o.replay, "Document jobs use recorded outputs (tests)");
   c->add_option("--replay-delay-ms", f->o.replay_delay_ms, "With --replay: latency per page (tests)");

@@ -5,20 +5,24 @@
 
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
+#include "download/download.h"
+#include "engine/model_tokenizer.h"
 
 namespace mineru::cli {
 
 std::string ResolveModelDir(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("MINERU_MODEL"); env && *env) return env;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.cache/mineru-cpp/MinerU2.5-2509-1.2B";
+  // What `download` fetches by default (Pro-2605); a 2509 checkpoint downloaded by an earlier
+  // version is still found when it is the only one there.
+  const std::string pro = DefaultModelDir();
+  const std::string legacy = DefaultModelDir(*ResolveRepo("2509", HubSource::kHuggingFace));
+  if (!ModelLooksComplete(pro) && ModelLooksComplete(legacy)) return legacy;
+  return pro;
 }
 
-StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model_dir) {
-  const std::string p = model_dir + "/tokenizer.json";
-  if (!FileExists(p)) return NotFoundError("no tokenizer.json in " + model_dir + " (use --raw-ids for a model without one)");
-  return Tokenizer::LoadFromFile(p);
+StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model, const std::string& mmproj) {
+  return LoadModelTokenizer(model, mmproj);
 }
 
 StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text) {
@@ -57,6 +61,18 @@ void AddSamplingFlags(CLI::App* c, SamplingParams* s) {
   c->add_option("--frequency-penalty", s->frequency_penalty);
   c->add_option("--repetition-penalty", s->repetition_penalty);
   c->add_option("--no-repeat-ngram-size", s->no_repeat_ngram_size);
+}
+
+}  // namespace mineru::cli
+
+namespace mineru::cli {
+
+void AddModelFileFlags(CLI::App* c, ModelLoadOptions* o) {
+  c->add_option("--mmproj", o->mmproj, "Vision .gguf (mmproj) when --model names a language-model .gguf file");
+  c->add_option("--min-pixels", o->min_pixels, "Smallest image area in pixels (default: the checkpoint's, or 3136)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  c->add_option("--max-pixels", o->max_pixels, "Largest image area in pixels (default: the checkpoint's, or 1605632)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
 }
 
 }  // namespace mineru::cli

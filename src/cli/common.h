@@ -14,11 +14,22 @@
 
 namespace mineru::cli {
 
-// --model if given, else $MINERU_MODEL, else ~/.cache/mineru-cpp/MinerU2.5-2509-1.2B.
+// --model if given, else $MINERU_MODEL, else ~/.cache/mineru-cpp/MinerU2.5-Pro-2605-1.2B (what `download`
+// fetches; the 2509 folder when only that one is complete).
+// The model is a checkpoint folder, a folder holding a GGUF pair, or an LM .gguf (with --mmproj).
 std::string ResolveModelDir(const std::string& flag);
 
-// Tokenizer of a model dir (tokenizer.json), or an error that says it is missing.
-StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model_dir);
+// Tokenizer of a model (tokenizer.json of a folder, or the GGUF's), or an error that says it is missing.
+StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model, const std::string& mmproj = "");
+
+// Adds --mmproj (the vision .gguf when --model names an LM .gguf file) and the pixel-budget
+// overrides --min-pixels / --max-pixels to a subcommand.
+void AddModelFileFlags(CLI::App* c, ModelLoadOptions* o);
+// o with its quant set to quant.
+inline ModelLoadOptions WithQuant(ModelLoadOptions o, const std::string& quant) {
+  o.quant = quant;
+  return o;
+}
 
 // "5 17 300" or "5,17,300" -> ids; errors on anything else.
 StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text);

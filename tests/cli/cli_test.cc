@@ -51,7 +51,15 @@ std::string TmpDir(const std::string& name) {
 struct GoldenCli {
   std::string model, name;
   int32_t image_token;
+  std::string gguf = "";  // "" = the safetensors folder; else the GGUF pair of gguf/tinyvocab in this format
 };
+
+// --model (and --mmproj) for a case: the fixture folder, or the named GGUF pair.
+std::vector<std::string> ModelArgs(const GoldenCli& c) {
+  if (c.gguf.empty()) return {"--model", kFx + "/" + c.model};
+  const std::string d = kFx + "/gguf/tinyvocab/";
+  return {"--model", d + "model-" + c.gguf + ".gguf", "--mmproj", d + "mmproj-" + c.gguf + ".gguf"};
+}
 
 class CliGoldenTest : public ::testing::TestWithParam<GoldenCli> {};
 
@@ -68,8 +76,9 @@ TEST_P(CliGoldenTest, RawIdsReproduceGreedyIds) {
     raw += (raw.empty() ? "" : " ") + std::to_string(id);
     prev = id;
   }
-  std::vector<std::string> args = {"generate", "--model", kFx + "/" + c.model, "--raw-ids", raw,
-                                   "--max-new-tokens", "16", "--ignore-eos", "--print-ids", "--threads", "2"};
+  std::vector<std::string> args = {"generate", "--raw-ids", raw, "--max-new-tokens", "16", "--ignore-eos",
+                                   "--print-ids", "--threads", "2"};
+  for (const std::string& a : ModelArgs(c)) args.push_back(a);
   std::string meta = mineru::ReadFileToString(kFx + "/" + c.model + "/golden_" + c.name + ".json").value();
   for (const char* img : {"image0.png", "image1.png", "image2.png"}) {
     if (meta.find(img) != std::string::npos) {
@@ -89,8 +98,13 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CliGoldenTest,
                                            GoldenCli{"tiny", "text_only", 2000},
                                            GoldenCli{"tinyvocab", "one_image", 151655},
                                            GoldenCli{"tinyvocab", "two_images", 151655},
-                                           GoldenCli{"tinyvocab", "text_only", 151655}),
-                         [](const auto& i) { return i.param.model + "_" + i.param.name; });
+                                           GoldenCli{"tinyvocab", "text_only", 151655},
+                                           GoldenCli{"tinyvocab", "one_image", 151655, "f32"},
+                                           GoldenCli{"tinyvocab", "two_images", 151655, "f32"},
+                                           GoldenCli{"tinyvocab", "text_only", 151655, "f16"}),
+                         [](const auto& i) {
+                           return i.param.model + "_" + i.param.name + (i.param.gguf.empty() ? "" : "_gguf_" + i.param.gguf);
+                         });
 
 TEST(CliTest, PromptThroughChatTemplateOnRealTokenizer) {
   CmdResult r = Exec({"generate", "--model", kFx + "/tinyvocab", "--image", kFx + "/image0.png", "--prompt",
@@ -126,28 +140,28 @@ TEST(CliTest, HostileInputsGiveOneLineErrors) {
   ExpectCleanFailure(Exec({"generate", "--model", d + "/nope", "--raw-ids", "1 2", "--print-ids"}), "missing dir");
   // Truncated safetensors.
   const std::string trunc = TmpDir("trunc");
-  mineru::WriteStringToFile(trunc + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value());
+  EXPECT_TRUE(mineru::WriteStringToFile(trunc + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value()).ok());
   std::string w = mineru::ReadFileToString(tiny + "/model.safetensors").value();
-  mineru::WriteStringToFile(trunc + "/model.safetensors", w.substr(0, w.size() - 1000));
+  EXPECT_TRUE(mineru::WriteStringToFile(trunc + "/model.safetensors", w.substr(0, w.size() - 1000)).ok());
   ExpectCleanFailure(Exec({"generate", "--model", trunc, "--raw-ids", "1 2", "--print-ids"}), "truncated");
   // Header whose offsets lie.
   const std::string lie = TmpDir("lie");
-  mineru::WriteStringToFile(lie + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value());
+  EXPECT_TRUE(mineru::WriteStringToFile(lie + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value()).ok());
   std::string h = R"({"model.embed_tokens.weight":{"dtype":"F32","shape":[2048,64],"data_offsets":[0,999999999]}})";
   std::string bytes(8, '\0');
   uint64_t n = h.size();
   std::memcpy(&bytes[0], &n, 8);
-  mineru::WriteStringToFile(lie + "/model.safetensors", bytes + h + std::string(64, '\0'));
+  EXPECT_TRUE(mineru::WriteStringToFile(lie + "/model.safetensors", bytes + h + std::string(64, '\0')).ok());
   ExpectCleanFailure(Exec({"generate", "--model", lie, "--raw-ids", "1 2", "--print-ids"}), "lying header");
   // Config with a missing field.
   const std::string cfg = TmpDir("cfg");
   std::string c = mineru::ReadFileToString(tiny + "/config.json").value();
   c.replace(c.find("\"num_hidden_layers\""), std::string("\"num_hidden_layers\"").size(), "\"num_hidden_layerz\"");
-  mineru::WriteStringToFile(cfg + "/config.json", c);
-  mineru::WriteStringToFile(cfg + "/model.safetensors", w);
+  EXPECT_TRUE(mineru::WriteStringToFile(cfg + "/config.json", c).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(cfg + "/model.safetensors", w).ok());
   ExpectCleanFailure(Exec({"generate", "--model", cfg, "--raw-ids", "1 2", "--print-ids"}), "config field");
   // Corrupt image, 1x1 image, an image claiming 60000x60000.
-  mineru::WriteStringToFile(d + "/corrupt.png", "\x89PNG\r\n\x1a\nthis is not a png");
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/corrupt.png", "\x89PNG\r\n\x1a\nthis is not a png").ok());
   ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/corrupt.png", "--raw-ids", "1 2000 2",
                            "--print-ids"}),
                      "corrupt image");
@@ -157,7 +171,7 @@ TEST(CliTest, HostileInputsGiveOneLineErrors) {
                                0x00, 0x90, 0x77, 0x53, 0xde, 0x00, 0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x08,
                                0xd7, 0x63, 0xf8, 0xcf, 0xc0, 0x00, 0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d,
                                0xb0, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
-  mineru::WriteStringToFile(d + "/one.png", std::string(reinterpret_cast<const char*>(one), sizeof(one)));
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/one.png", std::string(reinterpret_cast<const char*>(one), sizeof(one))).ok());
   ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/one.png", "--raw-ids", "1 2000 2",
                            "--print-ids"}),
                      "1x1 image");
@@ -165,7 +179,7 @@ TEST(CliTest, HostileInputsGiveOneLineErrors) {
   // IHDR width/height at bytes 16..23 -> 60000 x 60000 (CRC now wrong too: either error is fine).
   const unsigned char dims[] = {0x00, 0x00, 0xea, 0x60, 0x00, 0x00, 0xea, 0x60};
   big.replace(16, 8, reinterpret_cast<const char*>(dims), 8);
-  mineru::WriteStringToFile(d + "/big.png", big);
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/big.png", big).ok());
   ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/big.png", "--raw-ids", "1 2000 2",
                            "--print-ids"}),
                      "60000x60000 image");
@@ -180,6 +194,52 @@ TEST(CliTest, HostileInputsGiveOneLineErrors) {
                      "image token without image");
   ExpectCleanFailure(Exec({"generate", "--bogus-flag"}), "unknown flag");
   ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--decode", "99999999"}), "decode range");
+}
+
+// quantize --format gguf writes a pair that reproduces the model it came from: the exported
+// pair gives the ids the safetensors folder gives with the same --quant, for every format.
+TEST(CliTest, GgufExportRoundTripsThroughGenerate) {
+  const std::string src = kFx + "/tinyvocab";
+  const std::vector<std::string> gen = {"generate", "--image", kFx + "/image1.png", "--prompt", "\nText Recognition:",
+                                        "--max-new-tokens", "12", "--ignore-eos", "--print-ids"};
+  for (const std::string q : {"bf16", "q8", "q4"}) {
+    const std::string out = TmpDir("gguf_" + q);
+    CmdResult e = Exec({"quantize", "--model", src, "--format", "gguf", "--quant", q, "-o", out});
+    ASSERT_EQ(e.code, 0) << q << ": " << e.err;
+    std::vector<std::string> a = gen, b = gen;
+    a.insert(a.end(), {"--model", src, "--quant", q});
+    b.insert(b.end(), {"--model", out});
+    CmdResult ra = Exec(a), rb = Exec(b);
+    ASSERT_EQ(ra.code, 0) << ra.err;
+    ASSERT_EQ(rb.code, 0) << q << ": " << rb.err;
+    EXPECT_EQ(Trim(rb.out), Trim(ra.out)) << q;
+    // The exported folder tokenizes as the original (tokenizer rebuilt from GGUF metadata).
+    const std::string text = "<|im_start|>user\nTable 1: 价格 $x^2$<|im_end|>";
+    CmdResult ta = Exec({"tokenize", "--model", src, "--text", text}), tb = Exec({"tokenize", "--model", out, "--text", text});
+    EXPECT_EQ(Trim(tb.out), Trim(ta.out)) << q << ": " << tb.err;
+  }
+}
+
+// Hostile or mismatched GGUF input: one error line, no crash.
+TEST(CliTest, BadGgufInputsGiveOneLineErrors) {
+  const std::string g = kFx + "/gguf/tinyvocab/";
+  const std::string d = TmpDir("badgguf");
+  ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--raw-ids", "1 2", "--print-ids"}),
+                     "LM without its mmproj");
+  ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "model-f16.gguf", "--raw-ids",
+                           "1 2", "--print-ids"}),
+                     "two LM files");
+  std::string lm = mineru::ReadFileToString(g + "model-q8_0.gguf").value();
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/cut.gguf", lm.substr(0, lm.size() / 2)).ok());
+  ExpectCleanFailure(Exec({"generate", "--model", d + "/cut.gguf", "--mmproj", g + "mmproj-q8_0.gguf", "--raw-ids",
+                           "1 2", "--print-ids"}),
+                     "truncated GGUF");
+  ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf",
+                           "--min-pixels", "0", "--raw-ids", "1 2", "--print-ids"}),
+                     "min pixels 0");
+  ExpectCleanFailure(Exec({"quantize", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf", "--format",
+                           "safetensors", "-o", d + "/st"}),
+                     "GGUF to safetensors");
 }
 
 TEST(CliTest, GenModelTinyPresetThenGenerate) {
