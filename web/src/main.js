@@ -69,7 +69,15 @@ async function checkHealth() {
   try {
     const res = await fetch('health', { cache: 'no-store' });
     if (res.ok) {
-      h.textContent = 'server ready';
+      // Which checkpoint answers (2509, Pro-2605, a GGUF file): the server names it in /health.
+      let checkpoint = '';
+      try {
+        checkpoint = (await res.json()).checkpoint || '';
+      } catch {
+        // an older server: no name
+      }
+      h.textContent = checkpoint ? `ready · ${checkpoint}` : 'server ready';
+      h.title = checkpoint ? `GET /health: model ${checkpoint}` : 'GET /health';
       h.className = 'health ok';
     } else if (res.status === 503) {
       h.textContent = 'server loading…';

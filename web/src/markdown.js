@@ -1,8 +1,13 @@
 // Markdown from the parser -> safe HTML: math ($...$, $$...$$) through KaTeX, the rest through
 // marked, then an allow-list sanitizer (the Markdown holds HTML tables and text from arbitrary
 // documents), and `images/<file>` references replaced by the data URLs of the result.
+// MinerU 3.4 content: `<details><summary>…</summary>…</details>` blocks (image analysis, chart
+// content) stay collapsible sections beside their image, ```mermaid fences become charts
+// (diagrams.js, loaded lazily), and tables with nothing in them (an emptied continuation of a
+// table merged across pages) are dropped rather than shown as empty boxes.
 import { Marked } from 'marked';
 import katex from 'katex';
+import { renderDiagrams } from './diagrams.js';
 
 const marked = new Marked({ gfm: true, breaks: false });
 
@@ -299,6 +304,8 @@ export function renderMarkdown(container, md, images) {
       p.replaceWith(p.firstElementChild);
     }
   }
+  dropEmptyTables(tpl.content);
+  groupVisuals(tpl.content);
   // Wide tables scroll on their own.
   for (const t of Array.from(tpl.content.querySelectorAll('table'))) {
     if (t.parentElement && t.parentElement.classList.contains('table-wrap')) continue;
@@ -308,6 +315,59 @@ export function renderMarkdown(container, md, images) {
     wrap.appendChild(t);
   }
   container.replaceChildren(tpl.content);
+  // Charts are drawn after the text is shown; `data-diagrams` says when they are done.
+  if (container.querySelector('pre > code.language-mermaid')) {
+    container.dataset.diagrams = 'pending';
+    renderDiagrams(container).then(() => {
+      container.dataset.diagrams = 'done';
+    });
+  } else {
+    container.dataset.diagrams = 'none';
+  }
+}
+
+// A table with no text and no image in it is an emptied table: MinerU 3.4 merges a table continued
+// on the next page into the first one and empties the second ("lines_deleted"). Show nothing for
+// it, never an empty box.
+function dropEmptyTables(root) {
+  for (const t of Array.from(root.querySelectorAll('table'))) {
+    if (t.textContent.trim() || t.querySelector('img, .katex, [data-tex]')) continue;
+    const parent = t.parentElement;
+    t.remove();
+    // a wrapper left with nothing in it goes too (e.g. <div><table></table></div>)
+    if (parent && parent !== root && !parent.textContent.trim() && !parent.querySelector('img, table')) parent.remove();
+  }
+}
+
+// `<details>` from MinerU 3.4's Markdown: the analysis of the image (or the content of the chart)
+// just above it. The image and its details go into one <figure class="visual">, so the analysis is
+// shown with its image. Image analyses start closed; chart content (a Mermaid chart or a table)
+// starts open, since the chart is the content.
+function groupVisuals(root) {
+  for (const d of Array.from(root.querySelectorAll('details'))) {
+    d.classList.add('analysis');
+    const summary = d.querySelector(':scope > summary');
+    if (summary) summary.classList.add('analysis-summary');
+    const chart = d.querySelector('code.language-mermaid, table') || /chart/i.test(summary ? summary.textContent : '');
+    if (chart) {
+      d.classList.add('chart-content');
+      d.setAttribute('open', '');
+    }
+    const prev = d.previousElementSibling;
+    if (!prev || prev.localName !== 'p' || !endsWithImage(prev)) continue;
+    const fig = document.createElement('figure');
+    fig.className = 'visual';
+    prev.replaceWith(fig);
+    fig.append(prev, d);
+  }
+}
+
+function endsWithImage(p) {
+  for (let n = p.lastChild; n; n = n.previousSibling) {
+    if (n.nodeType === Node.TEXT_NODE && !n.nodeValue.trim()) continue;
+    return n.nodeType === Node.ELEMENT_NODE && n.localName === 'img';
+  }
+  return false;
 }
 
 export function escapeHtml(s) {

@@ -101,6 +101,8 @@ test('web page: upload a PDF, see Markdown and layout boxes, chat about an image
     await page.goto(`${base}/`);
     await page.waitForSelector('#dropzone');
     await page.waitForFunction(() => document.querySelector('#health').classList.contains('ok'));
+    // The page names the checkpoint (the fixture folder has no recorded repository: its name).
+    assert.equal(await page.textContent('#health'), `ready · ${MOCK ? 'MinerU2.5-Pro-2605-1.2B' : path.basename(MODEL)}`);
 
     // --- document ---
     await page.setInputFiles('#file-input', pdfPath);
@@ -259,3 +261,68 @@ async function waitAnswer(page, n) {
     return { text: a.querySelector('.msg-text').textContent, latency: a.querySelector('.latency').textContent };
   }, n);
 }
+
+// The two-page sample of 1.2 extraction (samples/report.pdf + report_replay.json: a chart read as a
+// Markdown table, a flowchart analysed as Mermaid, a table continued on page 2) through the real
+// server: the page draws the Mermaid chart, keeps the <details> beside their images, and shows the
+// merged table once with no empty box for its emptied continuation.
+const SAMPLE_PDF = path.join(repoDir, 'samples/report.pdf');
+const SAMPLE_REPLAY = path.join(repoDir, 'samples/report_replay.json');
+const sampleSkip = MOCK
+  ? 'MINERU_MOCK=1: see content-v344.test.mjs'
+  : !fs.existsSync(SAMPLE_PDF) || !fs.existsSync(SAMPLE_REPLAY)
+    ? 'no samples/report.pdf and report_replay.json in this checkout'
+    : false;
+
+test('web page: MinerU 3.4.4 content of the real server (Mermaid, details, merged table)', { timeout: 300000, skip: sampleSkip }, async (t) => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mineru-web-sample-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const extra = (process.env.MINERU_SERVE_ARGS || '').split(/\s+/).filter(Boolean);
+  const args = ['serve', '--model', MODEL, '--port', String(port), '--vl-utils', '1.2', '--replay', SAMPLE_REPLAY];
+  const server = spawn(BIN, [...args, ...webDirArgs(BIN, DIST), ...extra], { cwd: tmp, stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = capture(server);
+  let context = null;
+  t.after(async () => {
+    if (context) await context.close().catch(() => {});
+    await stopServer(server);
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+  await waitHealthy(base, server, log, 120000);
+  context = await launchBrowser(path.join(tmp, 'profile'));
+  const page = context.pages()[0] || (await context.newPage());
+  page.setDefaultTimeout(120000);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${base}/`);
+  await page.setInputFiles('#file-input', SAMPLE_PDF);
+  await page.waitForSelector('#markdown');
+  await page.waitForSelector('#markdown[data-diagrams="done"]', { timeout: 60000 }).catch(() => {});
+  const r = await page.evaluate(() => {
+    const md = document.querySelector('#markdown');
+    const tables = [...md.querySelectorAll('table')];
+    return {
+      svgs: md.querySelectorAll('details .mermaid-chart > svg').length,
+      failed: md.querySelectorAll('.mermaid-failed').length,
+      details: [...md.querySelectorAll('details.analysis')].map((d) => ({
+        summary: d.querySelector(':scope > summary').textContent,
+        withImage: !!(d.closest('figure.visual') && d.closest('figure.visual').querySelector('img:not(.missing-image)')),
+      })),
+      chartTable: tables.some((x) => x.closest('details') && x.textContent.includes('Pages per minute')),
+      merged: tables.filter((x) => x.textContent.includes('January')).map((x) => x.rows.length),
+      empty: tables.filter((x) => !x.textContent.trim()).length,
+      error: !document.querySelector('#error').hidden,
+    };
+  });
+  assert.equal(r.svgs, 1, `the flowchart is drawn: ${JSON.stringify(r)}`);
+  assert.equal(r.failed, 0);
+  assert.deepEqual(r.details, [
+    { summary: 'bar_chart', withImage: true },
+    { summary: 'flowchart', withImage: true },
+  ]);
+  assert.ok(r.chartTable, 'the chart read as a table is shown');
+  assert.deepEqual(r.merged, [7], 'the merged table once, with the rows of page 2');
+  assert.equal(r.empty, 0, 'no empty table');
+  assert.equal(r.error, false);
+  assert.deepEqual(errors, []);
+});

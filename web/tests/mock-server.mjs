@@ -5,9 +5,11 @@
 // should: exact files, MIME types, index.html for unknown non-API paths).
 //
 //   node tests/mock-server.mjs [--port 8787] [--host 127.0.0.1] [--dist DIR] [--api-key KEY]
-//                              [--load-ms 0] [--page-ms 400] [--fail-tasks] [--hostile-md]
+//                              [--load-ms 0] [--load-until-released] [--page-ms 400] [--fail-tasks]
+//                              [--hostile-md] [--mineru344]
 //
-// Endpoints: GET /health (503 for --load-ms, then 200), GET /v1/models, POST /v1/chat/completions
+// Endpoints: GET /health (503 for --load-ms, or until POST /__mock/ready with --load-until-released;
+// then 200), GET /v1/models, POST /v1/chat/completions
 // (stream or not; answers with a canned text), POST /tasks (multipart), GET /tasks/{id},
 // GET /tasks/{id}/result, GET /tasks/{id}/pages/{n} (PNG), GET /tasks/{id}/files/{name}.
 import http from 'node:http';
@@ -132,31 +134,101 @@ const HOSTILE_MD = [
   '<table><tr><td onmouseover="window.__xss=7" style="color:red">cell $a_1$</td></tr></table>',
   '<style>body{display:none}</style>',
   '$\\href{javascript:window.__xss=9}{x}$',
+  // a chart from a hostile document: HTML in labels, a click binding, an init directive asking for
+  // the 'loose' security level; strict mode must keep all of it inert
+  '```mermaid\n%%{init: {"securityLevel": "loose"}}%%\nflowchart LR\n  A["<img src=x onerror=window.__xss=10>"] --> B["<a href=javascript:window.__xss=11>b</a>"]\n  click A call eval("window.__xss=12")\n  click B "javascript:window.__xss=13"\n```',
 ].join('\n\n');
+
+// --mineru344: what `parse`/`serve` write for MinerU 3.4.4 / mineru-vl-utils 1.2.1 content (see
+// notes/mineru344_outputs_spec.md §3-§5): an image with its Image Analysis in a <details> block, a
+// chart whose content is Mermaid, a chart whose Mermaid does not parse, a chart given as a Markdown
+// table, and a table continued on the next page, merged into the first one (its rows follow) while
+// the continuation is emptied ("lines_deleted"). The real Markdown leaves nothing for the emptied
+// table; here it is written as an empty <table></table>, as a server that kept the emptied html
+// would, so the page's "no empty box" rule is exercised.
+export const V344 = {
+  analysis: 'A grey cat sits on a red sofa, looking at the camera.',
+  mermaid: 'xychart-beta\n  title "Sales"\n  x-axis [2020, 2021, 2022]\n  y-axis "Units" 0 --> 10\n  bar [5, 7, 9]',
+  brokenMermaid: 'xychart-beta\n  x-axis [2020, 2021\n  bar ((( not mermaid',
+  mergedRows: [
+    ['Quarter', 'Revenue'],
+    ['Q1', '10'],
+    ['Q2', '12'],
+    ['Q3', '15'],
+  ],
+};
+
+function details(summary, body) {
+  return `<details>\n<summary>${summary}</summary>\n\n${body}\n</details>`;
+}
+
+// Markdown blocks, model blocks and content_list entries of the 3.4.4 part of page `p` (of `pages`).
+function v344Page(p, pages, img) {
+  const md = [];
+  const model = [];
+  const cl = [];
+  const rows = (rs) => rs.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('');
+  if (p === 0) {
+    md.push(`![](images/${img.cat})`, details('natural_image', V344.analysis));
+    md.push(`![](images/${img.chart})`, details('bar_chart', '```mermaid\n' + V344.mermaid + '\n```'), 'Figure 2: Sales.');
+    md.push(`![](images/${img.chart2})`, details('line_chart', '```mermaid\n' + V344.brokenMermaid + '\n```'));
+    md.push(`![](images/${img.chart3})`, details('chart content', '| Year | Sales |\n| --- | --- |\n| 2020 | 5 |'));
+    model.push(
+      { type: 'image', bbox: [0.1, 0.86, 0.3, 0.94], angle: 0, content: V344.analysis, sub_type: 'natural_image' },
+      { type: 'chart', bbox: [0.32, 0.86, 0.52, 0.94], angle: 0, content: '```mermaid\n' + V344.mermaid + '\n```', sub_type: 'bar_chart' },
+    );
+    cl.push(
+      { type: 'image', img_path: `images/${img.cat}`, image_caption: [], image_footnote: [], content: V344.analysis, sub_type: 'natural_image' },
+      { type: 'chart', img_path: `images/${img.chart}`, content: '```mermaid\n' + V344.mermaid + '\n```', chart_caption: ['Figure 2: Sales.'], chart_footnote: [], sub_type: 'bar_chart' },
+    );
+  }
+  if (pages >= 2 && p === pages - 2) {
+    // the merged table: its own rows, then the rows of its continuation on the next page
+    const html = `<table>${rows(V344.mergedRows)}</table>`;
+    md.push(html);
+    model.push({ type: 'table', bbox: [0.55, 0.86, 0.9, 0.94], angle: 0, content: `<table>${rows(V344.mergedRows.slice(0, 3))}</table>` });
+    cl.push({ type: 'table', img_path: `images/${img.table}`, table_caption: [], table_footnote: [], table_body: html });
+  }
+  if (pages >= 2 && p === pages - 1) {
+    md.push('<table></table>'); // the emptied continuation (see above)
+    model.push({ type: 'table', bbox: [0.1, 0.02, 0.9, 0.045], angle: 0, content: `<table>${rows(V344.mergedRows.slice(3))}</table>`, cell_merge: [0, 0] });
+    cl.push({ type: 'table', img_path: `images/${img.table2}`, table_caption: [], table_footnote: [] }); // no table_body: emptied
+  }
+  return { md, model, cl };
+}
 
 function makeResult(name, pages, flags) {
   const imageName = `${crypto.createHash('sha256').update(name).digest('hex').slice(0, 16)}.jpg`;
   const mdPages = [];
   const modelOutput = [];
   const contentList = [];
+  const v344Images = Object.fromEntries(
+    ['cat', 'chart', 'chart2', 'chart3', 'table', 'table2'].map((k) => [k, `${crypto.createHash('sha256').update(`${name}/${k}`).digest('hex')}.jpg`]),
+  );
   for (let p = 0; p < pages; p++) {
     const title = p === 0 ? 'Quarterly Report' : `Section ${p + 1}`;
+    const extra = flags.v344 ? v344Page(p, pages, v344Images) : { md: [], model: [], cl: [] };
+    // an emptied continuation table is the first block of its page
+    const lead = extra.md[0] === '<table></table>' ? [extra.md.shift()] : [];
     mdPages.push(
       [
+        ...lead,
         `# ${title}`,
         'Revenue grew with $x^2$ inline math, costs were $5 and $10 (not math).',
         '<table><tr><td>A</td><td>B</td></tr><tr><td>1</td><td>2</td></tr></table>',
         '$$\nE=mc^2\n$$',
         `![](images/${imageName})`,
+        ...extra.md,
       ].join('\n\n'),
     );
-    modelOutput.push(BLOCKS.map((b, i) => (i === 0 ? { ...b, content: title } : b)));
+    modelOutput.push([...BLOCKS.map((b, i) => (i === 0 ? { ...b, content: title } : b)), ...extra.model]);
     contentList.push(
       { type: 'text', text: title, text_level: 1, page_idx: p },
       { type: 'text', text: 'Revenue grew with $x^2$ inline math.', page_idx: p },
       { type: 'table', table_body: BLOCKS[2].content, page_idx: p },
       { type: 'equation', text: '$$\nE=mc^2\n$$', text_format: 'latex', page_idx: p },
       { type: 'image', img_path: `images/${imageName}`, page_idx: p },
+      ...extra.cl.map((e) => ({ ...e, page_idx: p })),
     );
   }
   let md = mdPages.join('\n\n');
@@ -172,7 +244,11 @@ function makeResult(name, pages, flags) {
     });
   }
   if (flags.return_model_output) out.model_output = JSON.stringify(modelOutput);
-  if (flags.return_images) out.images = { [imageName]: `data:image/png;base64,${figurePng().toString('base64')}` };
+  if (flags.return_images) {
+    const png = `data:image/png;base64,${figurePng().toString('base64')}`;
+    out.images = { [imageName]: png };
+    if (flags.v344) for (const f of Object.values(v344Images)) out.images[f] = png;
+  }
   return { out, files: { md, contentList, modelOutput } };
 }
 
@@ -246,6 +322,9 @@ export function createMockServer(opts = {}) {
   const dist = path.resolve(opts.dist || path.join(here, '..', 'dist'));
   const apiKey = opts.apiKey || '';
   const loadUntil = Date.now() + (opts.loadMs || 0);
+  // With loadUntilReleased the server stays loading until a test says so (no timing assumption).
+  let released = !opts.loadUntilReleased;
+  const loading = () => !released || Date.now() < loadUntil;
   const pageMs = opts.pageMs ?? 400;
   const tasks = new Map();
   const modelId = 'mineru-cpp-mock';
@@ -255,9 +334,13 @@ export function createMockServer(opts = {}) {
     const p = url.pathname;
     const isApi = /^\/(v1|tasks|health|metrics|file_parse)(\/|$)/.test(p);
 
+    if (p === '/__mock/ready' && req.method === 'POST') {
+      released = true;
+      return sendJson(res, 200, { released: true });
+    }
     if (p === '/health') {
-      if (Date.now() < loadUntil) return sendJson(res, 503, { status: 'loading' });
-      return sendJson(res, 200, { status: 'ok', queue: { waiting: 0, running: 0 } });
+      if (loading()) return sendJson(res, 503, { status: 'loading' });
+      return sendJson(res, 200, { status: 'ok', checkpoint: 'MinerU2.5-Pro-2605-1.2B', queue: { waiting: 0, running: 0 } });
     }
     if (isApi && apiKey && req.headers.authorization !== `Bearer ${apiKey}`) {
       throw httpError(401, 'missing or wrong API key', 'authentication_error');
@@ -360,6 +443,7 @@ export function createMockServer(opts = {}) {
       const id = crypto.randomUUID();
       const name = path.basename(f.filename).replace(/\.[^.]*$/, '') || 'document';
       flags.hostile = !!opts.hostileMd;
+      flags.v344 = !!opts.mineru344;
       const task = { id, name, pages: end - start + 1, created: Date.now(), flags, fail: !!opts.failTasks };
       tasks.set(id, task);
       return sendJson(res, 202, { task_id: id, status: 'queued' });
@@ -460,9 +544,11 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     dist: opt('--dist'),
     apiKey: opt('--api-key', ''),
     loadMs: Number(opt('--load-ms', '0')),
+    loadUntilReleased: args.includes('--load-until-released'),
     pageMs: Number(opt('--page-ms', '400')),
     failTasks: args.includes('--fail-tasks'),
     hostileMd: args.includes('--hostile-md'),
+    mineru344: args.includes('--mineru344'),
   });
   server.listen(port, host, () => {
     const a = server.address();

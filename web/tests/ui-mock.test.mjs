@@ -102,6 +102,8 @@ test('hostile Markdown is rendered inert', async (t) => {
   const { page, base, errors } = await setup(t, ['--hostile-md', '--page-ms', '50']);
   await page.goto(`${base}/`);
   await uploadAndWait(page);
+  await page.waitForSelector('#markdown[data-diagrams="done"]');
+  await page.click('#markdown .mermaid-chart .node').catch(() => {});
   await page.hover('#markdown td');
   await page.click('#markdown >> text=click me').catch(() => {});
   await page.waitForTimeout(300);
@@ -109,7 +111,10 @@ test('hostile Markdown is rendered inert', async (t) => {
     const md = document.querySelector('#markdown');
     return {
       xss: window.__xss,
-      scripts: md.querySelectorAll('script, iframe, style, svg').length,
+      // the only SVG allowed is the chart mermaid drew (its <style> included)
+      scripts: [...md.querySelectorAll('script, iframe, style, svg')].filter((e) => !e.closest('.mermaid-chart')).length,
+      chartScripts: md.querySelectorAll('.mermaid-chart script, .mermaid-chart iframe').length,
+      chartJsLinks: [...md.querySelectorAll('.mermaid-chart a')].filter((a) => /javascript:/i.test(a.getAttribute('href') || a.getAttribute('xlink:href') || '')).length,
       handlers: [...md.querySelectorAll('*')].filter((e) => [...e.attributes].some((a) => /^on/i.test(a.name))).length,
       styled: [...md.querySelectorAll('td[style]')].length,
       jsLinks: [...md.querySelectorAll('a[href]')].filter((a) => /^\s*javascript:/i.test(a.getAttribute('href'))).length,
@@ -121,6 +126,8 @@ test('hostile Markdown is rendered inert', async (t) => {
   assert.deepEqual(r, {
     xss: undefined,
     scripts: 0,
+    chartScripts: 0,
+    chartJsLinks: 0,
     handlers: 0,
     styled: 0,
     jsLinks: 0,
@@ -132,10 +139,15 @@ test('hostile Markdown is rendered inert', async (t) => {
 });
 
 test('a loading server shows as loading, then ready', async (t) => {
-  const { page, base } = await setup(t, ['--load-ms', '2500'], { waitReady: false });
+  // The mock stays loading until released, so the page is sure to see it loading first.
+  const { page, base } = await setup(t, ['--load-until-released'], { waitReady: false });
   await page.goto(`${base}/`);
   await page.waitForFunction(() => document.querySelector('#health').classList.contains('busy'));
+  const r = await fetch(`${base}/__mock/ready`, { method: 'POST' });
+  assert.equal(r.status, 200);
   await page.waitForFunction(() => document.querySelector('#health').classList.contains('ok'), null, { timeout: 15000 });
+  // The page names the checkpoint the server runs.
+  assert.equal(await page.textContent('#health'), 'ready · MinerU2.5-Pro-2605-1.2B');
 });
 
 test('a task reopens from the address after a reload; bad files are refused with a message', async (t) => {
