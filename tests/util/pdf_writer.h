@@ -19,6 +19,9 @@ struct PdfPage {
   double width = 612, height = 792;
   std::vector<PdfText> texts;
   std::vector<PdfRect> rects;
+  // Long strokes across the page, repeated: a page that takes poppler seconds to render (about
+  // milliseconds per stroke at 200 DPI) while the file stays small.
+  int slow_strokes = 0;
 };
 
 inline std::string PdfEscape(const std::string& s) {
@@ -47,6 +50,8 @@ inline std::string MakePdf(const std::vector<PdfPage>& pages) {
       std::snprintf(buf, sizeof(buf), "%.3f g %.2f %.2f %.2f %.2f re f\n", r.gray, r.x, p.height - r.y - r.h, r.w, r.h);
       content += buf;
     }
+    if (p.slow_strokes > 0) content += "0.5 w 1 0 0 RG\n";
+    for (int k = 0; k < p.slow_strokes; ++k) content += "10 10 m 600 780 l 20 700 l 500 30 l S\n";
     for (const PdfText& t : p.texts) {
       std::snprintf(buf, sizeof(buf), "0 g BT /F1 %.2f Tf %.2f %.2f Td (", t.size, t.x, p.height - t.y - t.size);
       content += buf + PdfEscape(t.text) + ") Tj ET\n";

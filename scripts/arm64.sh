@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The aarch64 stage of CI: cross-compiles the model core (MINERU_CORE_ONLY: base, kernels,
+# tokenizer, image, model, engine) with Debian 12's g++-aarch64-linux-gnu into build-arm64 and
+# runs its tests under qemu-user:
+#   - kernels_test (every kernel against its scalar twin on each compiled Highway target: on ARM
+#     that is NEON only, see src/kernels/CMakeLists.txt) on a Cortex-A76 (Raspberry Pi 5: NEON,
+#     dot product, fp16) and on qemu's "max" CPU (SVE2, i8mm, bf16: the dispatch there);
+#   - once, on the Cortex-A76: model_golden_test (activations, logits and greedy ids against
+#     Hugging Face), quantize_test and gguf_test (the q8/q4 integer paths: pre-quantized equals
+#     load-time quantization, llama.cpp's blocks, GGUF q8/q4 accuracy), image_test, base_test and
+#     tokenizer_test, all in full.
+# Not run under qemu: model_unit_test, the engine/scheduler tests and everything above the engine
+# (not built: MINERU_CORE_ONLY), to keep the stage within a few minutes.
+# Installs its packages first (idempotent; needs root or sudo). MINERU_ARM64_SKIP_INSTALL=1 skips
+# that step (packages already there).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+if [ "${MINERU_ARM64_SKIP_INSTALL:-0}" != 1 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $SUDO dpkg --add-architecture arm64
+    $SUDO apt-get update -qq
+  fi
+  # The :arm64 -dev packages co-install with the amd64 ones (Debian multiarch); the headers are
+  # shared, the libraries live in /usr/lib/aarch64-linux-gnu.
+  $SUDO apt-get install -y -qq --no-install-recommends \
+    g++-aarch64-linux-gnu qemu-user cmake ninja-build pkg-config nlohmann-json3-dev \
+    libhwy-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libxxhash-dev:arm64 libgtest-dev:arm64 \
+    libpng-dev:arm64 libjpeg-dev:arm64 libwebp-dev:arm64 libtiff-dev:arm64
+fi
+
+cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DMINERU_CORE_ONLY=ON
+cmake --build build-arm64 -j"$(nproc)" \
+  --target kernels_test model_golden_test quantize_test gguf_test tokenizer_test image_test base_test
+
+# No QEMU_LD_PREFIX / -L: the binaries load the multiarch libc6:arm64 (see the toolchain file).
+run() {  # run CPU TEST [gtest args...]
+  local cpu=$1 test=$2
+  shift 2
+  echo "== qemu-aarch64 -cpu $cpu $test $*"
+  local t0=$SECONDS
+  QEMU_CPU=$cpu qemu-aarch64 "build-arm64/tests/$test" --gtest_brief=1 "$@"
+  echo "== $test on $cpu: $((SECONDS - t0)) s"
+}
+for cpu in cortex-a76 max; do
+  run "$cpu" kernels/kernels_test
+done
+run cortex-a76 model/model_golden_test
+run cortex-a76 model/quantize_test
+run cortex-a76 model/gguf_test
+run cortex-a76 image/image_test
+run cortex-a76 base/base_test
+run cortex-a76 tokenizer/tokenizer_test
