@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -108,8 +109,16 @@ class ServerProcess {
     pid_ = -1;
     return status;
   }
+  // A failed test shows the end of the server's log: why a request got no answer (a crash, a
+  // sanitizer report) is there, not in the client's view.
   ~ServerProcess() {
     if (pid_ > 0) Stop(SIGKILL);
+    if (!log_.empty() && ::testing::Test::HasFailure()) {
+      const std::string text = log();
+      const size_t keep = 8000;
+      std::fprintf(stderr, "--- end of the server log %s ---\n%s\n---\n", log_.c_str(),
+                   text.size() > keep ? text.substr(text.size() - keep).c_str() : text.c_str());
+    }
   }
   httplib::Client Client() const {
     httplib::Client c("127.0.0.1", port_);
