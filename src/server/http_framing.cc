@@ -249,16 +249,26 @@ RequestReader::Step RequestReader::Next() {
     continue_pending_ = head_.expect_continue;
     body_.clear();
     chunks_ = ChunkedDecoder(lim_.max_body_bytes, lim_.max_head_bytes);
+    // The declared body (within the limit, checked above) arrives into room made once, not into
+    // a buffer that doubles as it grows.
+    if (head_.body == Head::Body::kLength) buf_.reserve(static_cast<size_t>(head_.length));
   }
   switch (head_.body) {
     case Head::Body::kNone:
-      request_ = CanonicalHead(head_, 0);
+      request_ = {CanonicalHead(head_, 0), std::string()};
       return Finish(0);
-    case Head::Body::kLength:
+    case Head::Body::kLength: {
       if (buf_.size() < head_.length) return Step::kNeedMore;
-      request_ = CanonicalHead(head_, head_.length);
-      request_.append(buf_, 0, static_cast<size_t>(head_.length));
-      return Finish(static_cast<size_t>(head_.length));
+      const size_t n = static_cast<size_t>(head_.length);
+      request_.head = CanonicalHead(head_, head_.length);
+      if (buf_.size() == n) {  // nothing pipelined behind it: the buffer becomes the body
+        request_.body = std::move(buf_);
+        buf_ = std::string();
+        return Finish(0);
+      }
+      request_.body.assign(buf_, 0, n);
+      return Finish(n);
+    }
     case Head::Body::kChunked:
       break;
   }
@@ -269,14 +279,15 @@ RequestReader::Step RequestReader::Next() {
     case ChunkedDecoder::State::kTooLarge: status_ = 413; return Step::kReject;
     case ChunkedDecoder::State::kDone: break;
   }
-  request_ = CanonicalHead(head_, body_.size());
-  request_ += body_;
-  std::string().swap(body_);
+  request_ = {CanonicalHead(head_, body_.size()), std::move(body_)};
+  body_ = std::string();
   return Finish(0);
 }
 
 RequestReader::Step RequestReader::Finish(size_t consumed) {
   buf_.erase(0, consumed);
+  // What is left is pipelined bytes: the room a large body needed is given back.
+  if (buf_.capacity() > (size_t(64) << 10) && buf_.size() < buf_.capacity() / 4) buf_.shrink_to_fit();
   have_head_ = false;
   continue_pending_ = false;
   return Step::kRequest;

@@ -83,9 +83,19 @@ class RequestReader {
   explicit RequestReader(const Limits& lim) : lim_(lim) {}
 
   void Feed(const char* data, size_t n) { buf_.append(data, n); }
-  // kRequest: take_request() is the canonical request; kReject: status() is the answer.
+  // kRequest: take() is the canonical request; kReject: status() is the answer.
   Step Next();
-  std::string take_request() { return std::move(request_); }
+  // The canonical head and the decoded body, apart: the body is moved out of the reader's
+  // buffer when it is all that buffer holds (no copy), and never kept here afterwards.
+  struct Request {
+    std::string head, body;
+  };
+  Request take() { return std::move(request_); }
+  // head + body in one string (tests and the fuzz target).
+  std::string take_request() {
+    Request r = take();
+    return r.head + r.body;
+  }
   int status() const { return status_; }
   // The head is here and has a body that is still arriving.
   bool in_body() const { return have_head_; }
@@ -105,7 +115,7 @@ class RequestReader {
   Head head_;
   std::string body_;     // decoded so far (chunked)
   ChunkedDecoder chunks_{0, 0};
-  std::string request_;
+  Request request_;
   int status_ = 0;
 };
 

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 namespace mineru::server {
@@ -26,7 +27,7 @@ struct HttpFront::Conn {
   explicit Conn(const framing::Limits& lim) : reader(lim) {}
   int fd = -1;
   framing::RequestReader reader;  // bytes received, parsed strictly
-  std::string request;  // a whole request (canonical form) for a worker
+  framing::RequestReader::Request request;  // a whole request (canonical form) for a worker
   Clock::time_point deadline, body_deadline;
   bool idle = false;    // kept alive, nothing of the next request yet (closed quietly at the deadline)
   bool ops = false;     // GET /health or /metrics
@@ -84,16 +85,36 @@ const char* Reason(int status, const char** message) {
 // to read is bounded by write_timeout_s in all, for the whole response.
 class FrontStream final : public httplib::Stream {
  public:
-  FrontStream(HttpFront::Conn& c, const HttpFrontOptions& o) : c_(c), write_left_s_(o.write_timeout_s) {}
+  FrontStream(HttpFront::Conn& c, const HttpFrontOptions& o)
+      : c_(c), size_(c.request.head.size() + c.request.body.size()), write_left_s_(o.write_timeout_s) {}
 
-  bool is_readable() const override { return pos_ < c_.request.size(); }
+  bool is_readable() const override { return pos_ < size_; }
   bool is_writable() const override { return Wait(POLLOUT); }
 
+  // The head, then the body; both are freed once read to the end (httplib holds its own copy).
   ssize_t read(char* ptr, size_t size) override {
-    const size_t n = std::min(size, c_.request.size() - pos_);
-    std::memcpy(ptr, c_.request.data() + pos_, n);
+    const std::string& head = c_.request.head;
+    size_t n = 0;
+    if (pos_ < head.size()) {
+      n = std::min(size, head.size() - pos_);
+      std::memcpy(ptr, head.data() + pos_, n);
+    } else {
+      const size_t at = pos_ - head.size();
+      n = std::min(size, c_.request.body.size() - at);
+      std::memcpy(ptr, c_.request.body.data() + at, n);
+    }
     pos_ += n;
+    if (pos_ == size_) c_.request = {};
     return static_cast<ssize_t>(n);
+  }
+
+  // The body, moved out unread (see HttpFront::TakeBody); nullopt once httplib began reading it.
+  std::optional<std::string> TakeBody() {
+    if (pos_ != c_.request.head.size()) return std::nullopt;
+    std::string body = std::move(c_.request.body);
+    c_.request = {};
+    pos_ = size_;
+    return body;
   }
 
   ssize_t write(const char* ptr, size_t size) override {
@@ -111,7 +132,7 @@ class FrontStream final : public httplib::Stream {
   socket_t socket() const override { return c_.fd; }
 
   // httplib left part of the request unread (a body it did not want).
-  bool unread() const { return pos_ < c_.request.size(); }
+  bool unread() const { return pos_ < size_; }
   mutable bool write_timed_out = false;
 
  private:
@@ -142,9 +163,13 @@ class FrontStream final : public httplib::Stream {
   }
 
   HttpFront::Conn& c_;
+  const size_t size_;  // head + body
   mutable double write_left_s_;
   size_t pos_ = 0;
 };
+
+// The stream of the request this worker thread is processing (null outside process_request).
+thread_local FrontStream* t_stream = nullptr;
 
 bool IsOpsRequest(const framing::Head& h) {
   if (h.method != "GET") return false;
@@ -331,7 +356,7 @@ bool HttpFront::Advance(Conn& c, Clock::time_point now, int* reject) {
     return false;
   }
   if (step == framing::RequestReader::Step::kRequest) {
-    c.request = c.reader.take_request();
+    c.request = c.reader.take();
     c.ops = IsOpsRequest(c.reader.head());
     return true;
   }
@@ -380,7 +405,7 @@ void HttpFront::Linger(Conn& c, int status, Clock::time_point now) {
   Answer(c, status);
   Release(c);
   c.reader = framing::RequestReader(limits_);  // frees what was buffered
-  std::string().swap(c.request);
+  c.request = {};
   ::shutdown(c.fd, SHUT_WR);
   c.lingering = true;
   c.deadline = now + Seconds(std::min(5.0, opt_.read_timeout_s));
@@ -537,6 +562,10 @@ void HttpFront::ReaderLoop() {
   }
 }
 
+std::optional<std::string> HttpFront::TakeBody() {
+  return t_stream ? t_stream->TakeBody() : std::nullopt;
+}
+
 void HttpFront::WorkerLoop(bool ops) {
   auto& queue = ops ? ops_ : work_;
   auto& cv = ops ? ops_cv_ : work_cv_;
@@ -557,12 +586,14 @@ void HttpFront::WorkerLoop(bool ops) {
     bool closed_by_client = false, ok = false;
     FrontStream s(*c, opt_);
     try {  // handlers' exceptions are httplib's to answer; anything else only ends this connection
+      t_stream = &s;
       ok = process_request(s, close_after, closed_by_client, nullptr);
     } catch (...) {
       ok = false;
     }
     const bool unread = s.unread();  // a body nobody read: never parse it as the next request
-    std::string().swap(c->request);
+    t_stream = nullptr;
+    c->request = {};
     if (unread) Event("body_unread");
     if (s.write_timed_out) {
       Event("write_timeout");

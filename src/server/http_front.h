@@ -36,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,6 +73,11 @@ class HttpFront : public httplib::Server {
   size_t open_connections() const { return open_.load(); }
   // Complete requests waiting for a worker (not counting GET /health and /metrics).
   size_t waiting_requests();
+
+  // In a handler run by a front worker, before anything read the body (a route registered with
+  // a ContentReader): the request's whole body, moved out of the front without a copy; the
+  // connection then counts it as read. nullopt elsewhere (no front, or the body was read).
+  static std::optional<std::string> TakeBody();
 
   struct Conn;
 

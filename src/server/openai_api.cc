@@ -13,11 +13,73 @@
 #include "download/http.h"
 #include "image/decode.h"
 #include "server/base64.h"
+#include "server/http_front.h"
 #include "server/image_budget.h"
 #include "server/state.h"
 
 namespace mineru::server {
 namespace {
+
+// nlohmann's DOM parser copies every string out of its lexer; a request's large strings (data
+// URLs) would then exist twice more while it is parsed. This builder moves them instead (the
+// lexer starts each token from an emptied buffer). Later duplicate keys win, as in Json::parse.
+class MovingJsonBuilder {
+ public:
+  explicit MovingJsonBuilder(Json* root) : root_(root) {}
+  bool null() { return Put(nullptr) != nullptr; }
+  bool boolean(bool v) { return Put(v) != nullptr; }
+  bool number_integer(Json::number_integer_t v) { return Put(v) != nullptr; }
+  bool number_unsigned(Json::number_unsigned_t v) { return Put(v) != nullptr; }
+  bool number_float(Json::number_float_t v, const std::string&) { return Put(v) != nullptr; }
+  bool string(std::string& v) { return Put(std::move(v)) != nullptr; }
+  bool binary(Json::binary_t& v) { return Put(Json::binary(std::move(v))) != nullptr; }
+  bool key(std::string& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool start_object(size_t) { return Open(Json::object()); }
+  bool start_array(size_t) { return Open(Json::array()); }
+  bool end_object() { return Close(); }
+  bool end_array() { return Close(); }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  // Stores v where the parse is (the root, the open array's end, the open object's key_). The
+  // pointers on open_ stay valid: a container is not changed while a child of it is open.
+  Json* Put(Json v) {
+    if (open_.empty()) {
+      *root_ = std::move(v);
+      return root_;
+    }
+    Json& top = *open_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    Json& slot = top[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+  bool Open(Json empty) {
+    open_.push_back(Put(std::move(empty)));
+    return true;
+  }
+  bool Close() {
+    open_.pop_back();
+    return true;
+  }
+  Json* root_;
+  std::vector<Json*> open_;
+  std::string key_;
+};
+
+// Parses text; a discarded value when it is not valid JSON.
+Json ParseBody(std::string& text) {
+  Json root;
+  MovingJsonBuilder builder(&root);
+  if (!Json::sax_parse(text, &builder)) return Json(Json::value_t::discarded);
+  return root;
+}
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -443,14 +505,26 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
                          {"max_model_len", st.opt.engine.max_prompt_tokens + st.opt.default_max_tokens}}}}});
   });
 
-  auto route = [&st](Kind kind) {
-    return [&st, kind](const httplib::Request& req, httplib::Response& res) {
+  // The whole body: moved out of the front when it comes through one, else read here.
+  auto ReadBody = [](const httplib::ContentReader& reader) {
+    if (std::optional<std::string> body = HttpFront::TakeBody()) return std::move(*body);
+    std::string body;
+    reader([&](const char* data, size_t n) {
+      body.append(data, n);
+      return true;
+    });
+    return body;
+  };
+  auto route = [&st, ReadBody](Kind kind) {
+    return [&st, kind, ReadBody](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) {
       if (!st.ready) {
         const std::string err = st.LoadError();
         return SendError(res, 503, err.empty() ? "the model is loading" : err);
       }
       if (st.draining) return SendError(res, 503, "the server is shutting down");
       // The parsed body and the decoded images grow with what the client sent.
+      std::string text;
       Json body;
       EngineRequest er;
       bool stream = false;
@@ -458,12 +532,13 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
       ImageBudget images(RequestImageLimits(st.opt), &st.decoded_image_bytes,
                          static_cast<int64_t>(st.opt.max_image_memory_mb) << 20);
       try {
-        body = Json::parse(req.body, nullptr, false);
+        text = ReadBody(reader);
+        body = ParseBody(text);
         if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
         ps = kind == Kind::kChat ? ParseChatRequest(body, st.opt, &er, &stream, &images)
                                  : ParseCompletionRequest(body, st, &er, &stream, &images);
       } catch (const std::bad_alloc&) {
-        ps = OutOfMemoryError("reading the request (" + std::to_string(req.body.size()) + " bytes)");
+        ps = OutOfMemoryError("reading the request (" + std::to_string(text.size()) + " bytes)");
       }
       if (!ps.ok()) {
         const int code = ps.code() == StatusCode::kResourceExhausted ? 413
@@ -477,8 +552,11 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
       std::optional<RetryShare::Key> share;
       const bool has_seed = body.contains("seed") && !body["seed"].is_null();
       if (!stream && st.retry->enabled() && DeterministicRequest(er, has_seed)) {
-        share = RetryShare::KeyOf(req.path, req.body);
+        share = RetryShare::KeyOf(req.path, text);
       }
+      // Generation needs neither the text nor its JSON (the images are decoded into er).
+      std::string().swap(text);
+      body = Json();
       Answer(st, res, std::move(er), stream, kind, return_ids, share);
     };
   };
