@@ -342,7 +342,9 @@ TEST_F(ServerTest, LargeJsonBodyIsHeldAboutOnce) {
   const long grown_kb = ProcStatusKb(srv_.pid(), "VmHWM") - before_kb;
   std::printf("peak RSS grew by %.1f MB for a %.1f MB body (%.2fx)\n", grown_kb / 1024.0, text.size() / 1048576.0,
               grown_kb * 1024.0 / text.size());
+#ifndef MINERU_TEST_SANITIZED  // ASan keeps freed memory in quarantine; TSan adds shadow pages
   EXPECT_LT(grown_kb * 1024.0, 2.75 * text.size());
+#endif
 }
 
 TEST_F(ServerTest, AuthAndLimits) {
@@ -443,7 +445,7 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
     return r ? r->status : -1;
   };
   for (int i = 0; i < 8; ++i) ASSERT_EQ(one_round(i), 200);  // warm up
-  const long baseline = ProcStatusKb(srv_.pid(), "VmRSS");
+  [[maybe_unused]] const long baseline = ProcStatusKb(srv_.pid(), "VmRSS");  // see below
   std::atomic<int> ok{0}, failed{0};
   std::mutex codes_mu;
   std::map<int, int> codes;  // status -> count, for the failure message
@@ -478,8 +480,8 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   for (const auto& [code, n] : codes) summary += std::to_string(code) + "x" + std::to_string(n) + " ";
   EXPECT_EQ(failed.load(), 0) << "status counts (-1 = no response): " << summary;
   EXPECT_EQ(ok.load(), 32 * kRounds);
-  const long after = ProcStatusKb(srv_.pid(), "VmRSS");
 #ifndef MINERU_TEST_TSAN  // TSan's shadow memory grows with every heap page ever touched
+  const long after = ProcStatusKb(srv_.pid(), "VmRSS");
   EXPECT_LT(after, baseline + 64 * 1024) << "RSS grew from " << baseline << " kB to " << after << " kB";
 #endif
   srv_.Stop();
