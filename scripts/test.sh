@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up the machine, builds, and runs the whole test suite: unit, golden and e2e tests (ctest),
+# Sets up the machine, checks the format, builds (warnings are errors), and runs the whole test
+# suite: unit, golden and e2e tests (ctest),
 # the web page in headless Chromium, the aarch64 cross build under qemu (scripts/arm64.sh; skip with
 # MINERU_SKIP_ARM64=1), then the sanitizer stages — the suite and every fuzz target
 # under ASan+UBSan (scripts/check.sh) and the engine/server tests under TSan (scripts/tsan.sh).
@@ -7,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/check_format.sh
+bash scripts/build.sh -DMINERU_WERROR=ON  # a warning fails CI
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 # The web page: build it, then drive the real server in headless Chromium.
 (cd web && npm ci --no-audit --no-fund && npm run build && npm test)
