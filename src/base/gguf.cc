@@ -20,38 +20,71 @@ struct TypeGeometry {
 // Block geometry of the ggml types this reader knows (ggml.c type_traits); {0, 0} otherwise.
 TypeGeometry Geometry(uint32_t t) {
   switch (static_cast<GgmlType>(t)) {
-    case GgmlType::kF32: return {1, 4};
-    case GgmlType::kF16: return {1, 2};
-    case GgmlType::kBF16: return {1, 2};
-    case GgmlType::kQ4_0: return {32, 18};
-    case GgmlType::kQ4_1: return {32, 20};
-    case GgmlType::kQ5_0: return {32, 22};
-    case GgmlType::kQ5_1: return {32, 24};
-    case GgmlType::kQ8_0: return {32, 34};
-    case GgmlType::kQ8_1: return {32, 36};
-    case GgmlType::kQ2_K: return {256, 84};
-    case GgmlType::kQ3_K: return {256, 110};
-    case GgmlType::kQ4_K: return {256, 144};
-    case GgmlType::kQ5_K: return {256, 176};
-    case GgmlType::kQ6_K: return {256, 210};
-    case GgmlType::kQ8_K: return {256, 292};
-    case GgmlType::kI8: return {1, 1};
-    case GgmlType::kI16: return {1, 2};
-    case GgmlType::kI32: return {1, 4};
-    case GgmlType::kI64: return {1, 8};
-    case GgmlType::kF64: return {1, 8};
+    case GgmlType::kF32:
+      return {1, 4};
+    case GgmlType::kF16:
+      return {1, 2};
+    case GgmlType::kBF16:
+      return {1, 2};
+    case GgmlType::kQ4_0:
+      return {32, 18};
+    case GgmlType::kQ4_1:
+      return {32, 20};
+    case GgmlType::kQ5_0:
+      return {32, 22};
+    case GgmlType::kQ5_1:
+      return {32, 24};
+    case GgmlType::kQ8_0:
+      return {32, 34};
+    case GgmlType::kQ8_1:
+      return {32, 36};
+    case GgmlType::kQ2_K:
+      return {256, 84};
+    case GgmlType::kQ3_K:
+      return {256, 110};
+    case GgmlType::kQ4_K:
+      return {256, 144};
+    case GgmlType::kQ5_K:
+      return {256, 176};
+    case GgmlType::kQ6_K:
+      return {256, 210};
+    case GgmlType::kQ8_K:
+      return {256, 292};
+    case GgmlType::kI8:
+      return {1, 1};
+    case GgmlType::kI16:
+      return {1, 2};
+    case GgmlType::kI32:
+      return {1, 4};
+    case GgmlType::kI64:
+      return {1, 8};
+    case GgmlType::kF64:
+      return {1, 8};
   }
   return {0, 0};
 }
 
 size_t ScalarSize(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kU8: case GgufValueType::kI8: case GgufValueType::kBool: return 1;
-    case GgufValueType::kU16: case GgufValueType::kI16: return 2;
-    case GgufValueType::kU32: case GgufValueType::kI32: case GgufValueType::kF32: return 4;
-    case GgufValueType::kU64: case GgufValueType::kI64: case GgufValueType::kF64: return 8;
-    case GgufValueType::kString: return 8;  // at least its length field
-    case GgufValueType::kArray: return 12;  // at least elem type + count
+    case GgufValueType::kU8:
+    case GgufValueType::kI8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kU16:
+    case GgufValueType::kI16:
+      return 2;
+    case GgufValueType::kU32:
+    case GgufValueType::kI32:
+    case GgufValueType::kF32:
+      return 4;
+    case GgufValueType::kU64:
+    case GgufValueType::kI64:
+    case GgufValueType::kF64:
+      return 8;
+    case GgufValueType::kString:
+      return 8;  // at least its length field
+    case GgufValueType::kArray:
+      return 12;  // at least elem type + count
   }
   return 0;
 }
@@ -62,34 +95,60 @@ bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_
 
 std::string GgmlTypeName(uint32_t type) {
   switch (static_cast<GgmlType>(type)) {
-    case GgmlType::kF32: return "F32";
-    case GgmlType::kF16: return "F16";
-    case GgmlType::kBF16: return "BF16";
-    case GgmlType::kQ4_0: return "Q4_0";
-    case GgmlType::kQ4_1: return "Q4_1";
-    case GgmlType::kQ5_0: return "Q5_0";
-    case GgmlType::kQ5_1: return "Q5_1";
-    case GgmlType::kQ8_0: return "Q8_0";
-    case GgmlType::kQ8_1: return "Q8_1";
-    case GgmlType::kQ2_K: return "Q2_K";
-    case GgmlType::kQ3_K: return "Q3_K";
-    case GgmlType::kQ4_K: return "Q4_K";
-    case GgmlType::kQ5_K: return "Q5_K";
-    case GgmlType::kQ6_K: return "Q6_K";
-    case GgmlType::kQ8_K: return "Q8_K";
-    case GgmlType::kI8: return "I8";
-    case GgmlType::kI16: return "I16";
-    case GgmlType::kI32: return "I32";
-    case GgmlType::kI64: return "I64";
-    case GgmlType::kF64: return "F64";
+    case GgmlType::kF32:
+      return "F32";
+    case GgmlType::kF16:
+      return "F16";
+    case GgmlType::kBF16:
+      return "BF16";
+    case GgmlType::kQ4_0:
+      return "Q4_0";
+    case GgmlType::kQ4_1:
+      return "Q4_1";
+    case GgmlType::kQ5_0:
+      return "Q5_0";
+    case GgmlType::kQ5_1:
+      return "Q5_1";
+    case GgmlType::kQ8_0:
+      return "Q8_0";
+    case GgmlType::kQ8_1:
+      return "Q8_1";
+    case GgmlType::kQ2_K:
+      return "Q2_K";
+    case GgmlType::kQ3_K:
+      return "Q3_K";
+    case GgmlType::kQ4_K:
+      return "Q4_K";
+    case GgmlType::kQ5_K:
+      return "Q5_K";
+    case GgmlType::kQ6_K:
+      return "Q6_K";
+    case GgmlType::kQ8_K:
+      return "Q8_K";
+    case GgmlType::kI8:
+      return "I8";
+    case GgmlType::kI16:
+      return "I16";
+    case GgmlType::kI32:
+      return "I32";
+    case GgmlType::kI64:
+      return "I64";
+    case GgmlType::kF64:
+      return "F64";
   }
   return "type " + std::to_string(type);
 }
 
 bool GgufValue::is_integer() const {
   switch (type) {
-    case GgufValueType::kU8: case GgufValueType::kI8: case GgufValueType::kU16: case GgufValueType::kI16:
-    case GgufValueType::kU32: case GgufValueType::kI32: case GgufValueType::kU64: case GgufValueType::kI64:
+    case GgufValueType::kU8:
+    case GgufValueType::kI8:
+    case GgufValueType::kU16:
+    case GgufValueType::kI16:
+    case GgufValueType::kU32:
+    case GgufValueType::kI32:
+    case GgufValueType::kU64:
+    case GgufValueType::kI64:
       return true;
     default:
       return false;
@@ -132,8 +191,10 @@ class GgufParser {
   bool ReadString(std::string_view* out, const char* what) {
     uint64_t len = 0;
     if (!Read(&len, what)) return false;
-    if (len > left()) return Fail(std::string(what) + " of " + std::to_string(len) + " bytes runs past the end");
-    if (len > kMaxStringBytes) return Fail(std::string(what) + " is too long (" + std::to_string(len) + " bytes)");
+    if (len > left())
+      return Fail(std::string(what) + " of " + std::to_string(len) + " bytes runs past the end");
+    if (len > kMaxStringBytes)
+      return Fail(std::string(what) + " is too long (" + std::to_string(len) + " bytes)");
     *out = std::string_view(reinterpret_cast<const char*>(p_ + pos_), len);
     pos_ += len;
     return true;
@@ -152,17 +213,53 @@ class GgufParser {
 
 bool GgufParser::ReadScalar(GgufValueType t, GgufValue* v, const std::string& key) {
   switch (t) {
-    case GgufValueType::kU8: { uint8_t x; if (!Read(&x, "a value")) return false; v->i = x; return true; }
-    case GgufValueType::kI8: { int8_t x; if (!Read(&x, "a value")) return false; v->i = x; return true; }
-    case GgufValueType::kU16: { uint16_t x; if (!Read(&x, "a value")) return false; v->i = x; return true; }
-    case GgufValueType::kI16: { int16_t x; if (!Read(&x, "a value")) return false; v->i = x; return true; }
-    case GgufValueType::kU32: { uint32_t x; if (!Read(&x, "a value")) return false; v->i = x; return true; }
-    case GgufValueType::kI32: { int32_t x; if (!Read(&x, "a value")) return false; v->i = x; return true; }
-    case GgufValueType::kI64: { int64_t x; if (!Read(&x, "a value")) return false; v->i = x; return true; }
+    case GgufValueType::kU8: {
+      uint8_t x;
+      if (!Read(&x, "a value")) return false;
+      v->i = x;
+      return true;
+    }
+    case GgufValueType::kI8: {
+      int8_t x;
+      if (!Read(&x, "a value")) return false;
+      v->i = x;
+      return true;
+    }
+    case GgufValueType::kU16: {
+      uint16_t x;
+      if (!Read(&x, "a value")) return false;
+      v->i = x;
+      return true;
+    }
+    case GgufValueType::kI16: {
+      int16_t x;
+      if (!Read(&x, "a value")) return false;
+      v->i = x;
+      return true;
+    }
+    case GgufValueType::kU32: {
+      uint32_t x;
+      if (!Read(&x, "a value")) return false;
+      v->i = x;
+      return true;
+    }
+    case GgufValueType::kI32: {
+      int32_t x;
+      if (!Read(&x, "a value")) return false;
+      v->i = x;
+      return true;
+    }
+    case GgufValueType::kI64: {
+      int64_t x;
+      if (!Read(&x, "a value")) return false;
+      v->i = x;
+      return true;
+    }
     case GgufValueType::kU64: {
       uint64_t x;
       if (!Read(&x, "a value")) return false;
-      if (x > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Fail("'" + key + "' is out of range");
+      if (x > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        return Fail("'" + key + "' is out of range");
       v->i = static_cast<int64_t>(x);
       return true;
     }
@@ -173,10 +270,22 @@ bool GgufParser::ReadScalar(GgufValueType t, GgufValue* v, const std::string& ke
       v->i = x;
       return true;
     }
-    case GgufValueType::kF32: { float x; if (!Read(&x, "a value")) return false; v->f = x; return true; }
-    case GgufValueType::kF64: { double x; if (!Read(&x, "a value")) return false; v->f = x; return true; }
-    case GgufValueType::kString: return ReadString(&v->str, "a string value");
-    case GgufValueType::kArray: return Fail("'" + key + "': nested arrays are not supported");
+    case GgufValueType::kF32: {
+      float x;
+      if (!Read(&x, "a value")) return false;
+      v->f = x;
+      return true;
+    }
+    case GgufValueType::kF64: {
+      double x;
+      if (!Read(&x, "a value")) return false;
+      v->f = x;
+      return true;
+    }
+    case GgufValueType::kString:
+      return ReadString(&v->str, "a string value");
+    case GgufValueType::kArray:
+      return Fail("'" + key + "': nested arrays are not supported");
   }
   return Fail("'" + key + "' has unknown value type " + std::to_string(static_cast<uint32_t>(t)));
 }
@@ -189,7 +298,8 @@ bool GgufParser::ReadArray(GgufValue* v, const std::string& key) {
   const size_t min_size = ScalarSize(v->elem_type);
   if (min_size == 0) return Fail("'" + key + "' has unknown element type " + std::to_string(et));
   if (v->elem_type == GgufValueType::kArray) return Fail("'" + key + "': nested arrays are not supported");
-  if (count > left() / min_size) return Fail("'" + key + "': array of " + std::to_string(count) + " runs past the end");
+  if (count > left() / min_size)
+    return Fail("'" + key + "': array of " + std::to_string(count) + " runs past the end");
   GgufValue elem;
   for (uint64_t i = 0; i < count; ++i) {
     if (!ReadScalar(v->elem_type, &elem, key)) return false;
@@ -246,7 +356,8 @@ bool GgufParser::ReadTensorInfo(GgufTensor* t, uint64_t* offset) {
 Status GgufParser::PlaceTensors(GgufFile* f, const std::vector<uint64_t>& offsets) {
   int64_t align = 32;
   if (const GgufValue* a = f->Find("general.alignment")) {
-    if (!a->is_integer() || a->i <= 0 || a->i > static_cast<int64_t>(kMaxAlignment) || (a->i & (a->i - 1)) != 0) {
+    if (!a->is_integer() || a->i <= 0 || a->i > static_cast<int64_t>(kMaxAlignment) ||
+        (a->i & (a->i - 1)) != 0) {
       return InvalidArgumentError("general.alignment must be a power of two up to 65536");
     }
     align = a->i;
@@ -269,7 +380,8 @@ Status GgufParser::PlaceTensors(GgufFile* f, const std::vector<uint64_t>& offset
   for (size_t k = 1; k < order.size(); ++k) {
     const GgufTensor& prev = f->tensors_[order[k - 1].second];
     if (order[k - 1].first + prev.nbytes > order[k].first) {
-      return InvalidArgumentError("tensors '" + prev.name + "' and '" + f->tensors_[order[k].second].name + "' overlap");
+      return InvalidArgumentError("tensors '" + prev.name + "' and '" + f->tensors_[order[k].second].name +
+                                  "' overlap");
     }
   }
   return Status::Ok();
@@ -278,14 +390,17 @@ Status GgufParser::PlaceTensors(GgufFile* f, const std::vector<uint64_t>& offset
 Status GgufParser::Parse(GgufFile* f) {
   uint32_t magic = 0;
   uint64_t n_tensors = 0, n_kv = 0;
-  if (!Read(&magic, "the magic") || std::memcmp(&magic, "GGUF", 4) != 0) return InvalidArgumentError("not a GGUF file");
+  if (!Read(&magic, "the magic") || std::memcmp(&magic, "GGUF", 4) != 0)
+    return InvalidArgumentError("not a GGUF file");
   if (!Read(&f->version_, "the version")) return InvalidArgumentError(err_);
   if (f->version_ != 2 && f->version_ != 3) {
     return InvalidArgumentError("GGUF version " + std::to_string(f->version_) + " is not supported (2 or 3)");
   }
-  if (!Read(&n_tensors, "the tensor count") || !Read(&n_kv, "the key count")) return InvalidArgumentError(err_);
+  if (!Read(&n_tensors, "the tensor count") || !Read(&n_kv, "the key count"))
+    return InvalidArgumentError(err_);
   // Each key/value takes at least 8 + 1 + 4 + 1 bytes, each tensor info at least 8 + 1 + 4 + 8 + 4 + 8.
-  if (n_kv > left() / 14 || n_tensors > left() / 33) return InvalidArgumentError("key or tensor count exceeds the file");
+  if (n_kv > left() / 14 || n_tensors > left() / 33)
+    return InvalidArgumentError("key or tensor count exceeds the file");
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string_view key;
     if (!ReadString(&key, "a key")) return InvalidArgumentError(err_);
@@ -329,7 +444,8 @@ const GgufValue* GgufFile::Find(std::string_view key) const {
 StatusOr<int64_t> GgufFile::GetInt(std::string_view key) const {
   const GgufValue* v = Find(key);
   if (!v) return NotFoundError(path() + ": no key '" + std::string(key) + "'");
-  if (!v->is_integer()) return InvalidArgumentError(path() + ": key '" + std::string(key) + "' is not an integer");
+  if (!v->is_integer())
+    return InvalidArgumentError(path() + ": key '" + std::string(key) + "' is not an integer");
   return v->i;
 }
 
@@ -344,14 +460,16 @@ StatusOr<double> GgufFile::GetFloat(std::string_view key) const {
 StatusOr<std::string> GgufFile::GetString(std::string_view key) const {
   const GgufValue* v = Find(key);
   if (!v) return NotFoundError(path() + ": no key '" + std::string(key) + "'");
-  if (v->type != GgufValueType::kString) return InvalidArgumentError(path() + ": key '" + std::string(key) + "' is not a string");
+  if (v->type != GgufValueType::kString)
+    return InvalidArgumentError(path() + ": key '" + std::string(key) + "' is not a string");
   return std::string(v->str);
 }
 
 StatusOr<bool> GgufFile::GetBool(std::string_view key) const {
   const GgufValue* v = Find(key);
   if (!v) return NotFoundError(path() + ": no key '" + std::string(key) + "'");
-  if (v->type != GgufValueType::kBool) return InvalidArgumentError(path() + ": key '" + std::string(key) + "' is not a bool");
+  if (v->type != GgufValueType::kBool)
+    return InvalidArgumentError(path() + ": key '" + std::string(key) + "' is not a bool");
   return v->i != 0;
 }
 

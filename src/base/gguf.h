@@ -55,8 +55,19 @@ std::string GgmlTypeName(uint32_t type);
 
 // GGUF metadata value types.
 enum class GgufValueType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 // One metadata value. Scalars are widened (integers to int64/uint64 as read, floats to double);
@@ -78,8 +89,8 @@ struct GgufValue {
 
 struct GgufTensor {
   std::string name;
-  uint32_t type = 0;         // GgmlType value (maybe one this reader does not know)
-  std::vector<int64_t> ne;   // ggml order: ne[0] innermost. Torch shape is ne reversed.
+  uint32_t type = 0;        // GgmlType value (maybe one this reader does not know)
+  std::vector<int64_t> ne;  // ggml order: ne[0] innermost. Torch shape is ne reversed.
   const uint8_t* data = nullptr;
   size_t nbytes = 0;
 

@@ -73,7 +73,8 @@ void GgufWriter::AddTensor(const std::string& name, GgmlType type, std::vector<i
   tensors_.push_back(Tensor{name, type, std::move(ne), data, nbytes, {}});
 }
 
-void GgufWriter::AddOwnedTensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, std::string bytes) {
+void GgufWriter::AddOwnedTensor(const std::string& name, GgmlType type, std::vector<int64_t> ne,
+                                std::string bytes) {
   const size_t n = bytes.size();
   tensors_.push_back(Tensor{name, type, std::move(ne), nullptr, n, std::move(bytes)});
 }

@@ -25,7 +25,8 @@ class GgufWriter {
 
   // A tensor of ggml `type` with ggml dims ne (ne[0] innermost) whose nbytes bytes stay valid
   // until Write returns. `owned`, when non-empty, is kept by the writer and used instead of data.
-  void AddTensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, const void* data, size_t nbytes);
+  void AddTensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, const void* data,
+                 size_t nbytes);
   void AddOwnedTensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, std::string bytes);
 
   // Writes the file (alignment 32), checking every write; a partial file is removed on error.

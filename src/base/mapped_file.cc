@@ -95,7 +95,8 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
       const uintptr_t e = g_slots[i].end.load(std::memory_order_acquire);
       if (addr >= e) continue;
       const uintptr_t page = addr & ~(g_page - 1);
-      const long r = ::syscall(SYS_mmap, page, e - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      const long r =
+          ::syscall(SYS_mmap, page, e - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
       if (r == static_cast<long>(page)) {
         g_slots[i].corrupted.store(true, std::memory_order_release);
         g_faults.fetch_add(1, std::memory_order_relaxed);
@@ -170,7 +171,8 @@ Status MappedFile::CheckUnchanged() const {
   struct stat st {};
   if (fd_ < 0 || ::fstat(fd_, &st) != 0) return IoError("cannot stat " + path_ + ": " + std::strerror(errno));
   if (static_cast<size_t>(st.st_size) != size_) {
-    return DataLossError("size " + std::to_string(size_) + " -> " + std::to_string(st.st_size) + " bytes" + zeros);
+    return DataLossError("size " + std::to_string(size_) + " -> " + std::to_string(st.st_size) + " bytes" +
+                         zeros);
   }
   if (st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec) {
     return DataLossError(std::string("modified in place") + zeros);
@@ -239,7 +241,8 @@ Status MakeDirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) return Status(StatusCode::kUnavailable, "cannot create directory " + path + ": " + ec.message());
-  if (!std::filesystem::is_directory(path, ec)) return InvalidArgumentError(path + " exists and is not a directory");
+  if (!std::filesystem::is_directory(path, ec))
+    return InvalidArgumentError(path + " exists and is not a directory");
   return Status::Ok();
 }
 

@@ -16,8 +16,8 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit is 1
 
 bool ParseDType(const std::string& s, DType* out) {
   static const std::pair<const char*, DType> kNames[] = {
-      {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16}, {"F64", DType::kF64},
-      {"I64", DType::kI64}, {"I32", DType::kI32}, {"I16", DType::kI16},   {"I8", DType::kI8},
+      {"F32", DType::kF32}, {"F16", DType::kF16},  {"BF16", DType::kBF16}, {"F64", DType::kF64},
+      {"I64", DType::kI64}, {"I32", DType::kI32},  {"I16", DType::kI16},   {"I8", DType::kI8},
       {"U8", DType::kU8},   {"BOOL", DType::kBool}};
   for (const auto& [name, t] : kNames) {
     if (s == name) {
@@ -32,16 +32,26 @@ bool ParseDType(const std::string& s, DType* out) {
 
 const char* DTypeName(DType t) {
   switch (t) {
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
-    case DType::kF64: return "F64";
-    case DType::kI64: return "I64";
-    case DType::kI32: return "I32";
-    case DType::kI16: return "I16";
-    case DType::kI8: return "I8";
-    case DType::kU8: return "U8";
-    case DType::kBool: return "BOOL";
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+    case DType::kF64:
+      return "F64";
+    case DType::kI64:
+      return "I64";
+    case DType::kI32:
+      return "I32";
+    case DType::kI16:
+      return "I16";
+    case DType::kI8:
+      return "I8";
+    case DType::kU8:
+      return "U8";
+    case DType::kBool:
+      return "BOOL";
   }
   return "?";
 }
@@ -49,15 +59,19 @@ const char* DTypeName(DType t) {
 size_t DTypeSize(DType t) {
   switch (t) {
     case DType::kF64:
-    case DType::kI64: return 8;
+    case DType::kI64:
+      return 8;
     case DType::kF32:
-    case DType::kI32: return 4;
+    case DType::kI32:
+      return 4;
     case DType::kF16:
     case DType::kBF16:
-    case DType::kI16: return 2;
+    case DType::kI16:
+      return 2;
     case DType::kI8:
     case DType::kU8:
-    case DType::kBool: return 1;
+    case DType::kBool:
+      return 1;
   }
   return 1;
 }
@@ -84,7 +98,8 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
   uint64_t header_len = 0;
   std::memcpy(&header_len, file->data(), 8);  // little-endian hosts only (x86, ARM)
   if (header_len > kMaxHeaderBytes) {
-    return DataLossError(path + ": header length " + std::to_string(header_len) + " exceeds the format's limit");
+    return DataLossError(path + ": header length " + std::to_string(header_len) +
+                         " exceeds the format's limit");
   }
   if (header_len > size - 8) {
     return DataLossError(path + ": truncated: the header alone needs " + std::to_string(8 + header_len) +
@@ -170,14 +185,45 @@ StatusOr<std::vector<float>> ReadAsF32(const TensorInfo& t) {
   const uint8_t* p = t.data;
   for (size_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case DType::kF32: { float f; std::memcpy(&f, p + 4 * i, 4); out[i] = f; break; }
-      case DType::kF64: { double d; std::memcpy(&d, p + 8 * i, 8); out[i] = static_cast<float>(d); break; }
-      case DType::kBF16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); out[i] = Bf16ToF32(h); break; }
-      case DType::kF16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); out[i] = F16ToF32(h); break; }
-      case DType::kI64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); out[i] = static_cast<float>(v); break; }
-      case DType::kI32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[i] = static_cast<float>(v); break; }
-      default: return InvalidArgumentError("tensor '" + t.name + "' has dtype " + DTypeName(t.dtype) +
-                                           ", not convertible to f32");
+      case DType::kF32: {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        out[i] = f;
+        break;
+      }
+      case DType::kF64: {
+        double d;
+        std::memcpy(&d, p + 8 * i, 8);
+        out[i] = static_cast<float>(d);
+        break;
+      }
+      case DType::kBF16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = Bf16ToF32(h);
+        break;
+      }
+      case DType::kF16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = F16ToF32(h);
+        break;
+      }
+      case DType::kI64: {
+        int64_t v;
+        std::memcpy(&v, p + 8 * i, 8);
+        out[i] = static_cast<float>(v);
+        break;
+      }
+      case DType::kI32: {
+        int32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        out[i] = static_cast<float>(v);
+        break;
+      }
+      default:
+        return InvalidArgumentError("tensor '" + t.name + "' has dtype " + DTypeName(t.dtype) +
+                                    ", not convertible to f32");
     }
   }
   return out;
@@ -188,11 +234,23 @@ StatusOr<std::vector<int64_t>> ReadAsI64(const TensorInfo& t) {
   std::vector<int64_t> out(n);
   for (size_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case DType::kI64: std::memcpy(&out[i], t.data + 8 * i, 8); break;
-      case DType::kI32: { int32_t v; std::memcpy(&v, t.data + 4 * i, 4); out[i] = v; break; }
-      case DType::kU8: out[i] = t.data[i]; break;
-      case DType::kI8: out[i] = static_cast<int8_t>(t.data[i]); break;
-      default: return InvalidArgumentError("tensor '" + t.name + "' is not an integer tensor");
+      case DType::kI64:
+        std::memcpy(&out[i], t.data + 8 * i, 8);
+        break;
+      case DType::kI32: {
+        int32_t v;
+        std::memcpy(&v, t.data + 4 * i, 4);
+        out[i] = v;
+        break;
+      }
+      case DType::kU8:
+        out[i] = t.data[i];
+        break;
+      case DType::kI8:
+        out[i] = static_cast<int8_t>(t.data[i]);
+        break;
+      default:
+        return InvalidArgumentError("tensor '" + t.name + "' is not an integer tensor");
     }
   }
   return out;
@@ -204,7 +262,8 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& t : tensors) {
-    header[t.name] = {{"dtype", DTypeName(t.dtype)}, {"shape", t.shape},
+    header[t.name] = {{"dtype", DTypeName(t.dtype)},
+                      {"shape", t.shape},
                       {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }

@@ -4,18 +4,30 @@ namespace mineru {
 
 const char* StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kIoError: return "I/O error";
-    case StatusCode::kDataLoss: return "corrupt data";
-    case StatusCode::kUnimplemented: return "unsupported";
-    case StatusCode::kResourceExhausted: return "limit exceeded";
-    case StatusCode::kOutOfMemory: return "out of memory";
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kIoError:
+      return "I/O error";
+    case StatusCode::kDataLoss:
+      return "corrupt data";
+    case StatusCode::kUnimplemented:
+      return "unsupported";
+    case StatusCode::kResourceExhausted:
+      return "limit exceeded";
+    case StatusCode::kOutOfMemory:
+      return "out of memory";
+    case StatusCode::kCancelled:
+      return "cancelled";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline exceeded";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

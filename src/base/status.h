@@ -14,13 +14,13 @@ namespace mineru {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // the caller's input is malformed
-  kNotFound,          // a file, tensor or key is missing
-  kIoError,           // the OS refused a read or write
-  kDataLoss,          // a file is truncated or its contents lie
-  kUnimplemented,     // a valid input we do not support (yet)
-  kResourceExhausted, // a limit (pixels, tokens, pages, queue) was exceeded
-  kOutOfMemory,       // an allocation failed (std::bad_alloc); the request may succeed later or smaller
+  kInvalidArgument,    // the caller's input is malformed
+  kNotFound,           // a file, tensor or key is missing
+  kIoError,            // the OS refused a read or write
+  kDataLoss,           // a file is truncated or its contents lie
+  kUnimplemented,      // a valid input we do not support (yet)
+  kResourceExhausted,  // a limit (pixels, tokens, pages, queue) was exceeded
+  kOutOfMemory,        // an allocation failed (std::bad_alloc); the request may succeed later or smaller
   kCancelled,
   kDeadlineExceeded,
   kUnavailable,
@@ -59,7 +59,9 @@ inline Status DeadlineExceededError(std::string m) { return {StatusCode::kDeadli
 inline Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 // "out of memory <what>": for a caught std::bad_alloc (callers turn it into a Status at the place that
 // allocates in proportion to outside data; the HTTP layer answers 507).
-inline Status OutOfMemoryError(const std::string& what) { return {StatusCode::kOutOfMemory, "out of memory " + what}; }
+inline Status OutOfMemoryError(const std::string& what) {
+  return {StatusCode::kOutOfMemory, "out of memory " + what};
+}
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // Holds either a value or a non-OK Status.
@@ -68,10 +70,10 @@ class [[nodiscard]] StatusOr {
  public:
   // An OK status carries no value: it becomes an Internal error (a bug in the caller), in every
   // build type, so ok() never lies and value() never reads an empty variant.
-  StatusOr(const Status& s) : v_(s.ok() ? OkMisuse() : s) {}                             // NOLINT
-  StatusOr(Status&& s) : v_(s.ok() ? OkMisuse() : std::move(s)) {}                      // NOLINT
-  StatusOr(const T& v) : v_(v) {}                                                     // NOLINT
-  StatusOr(T&& v) : v_(std::move(v)) {}                                               // NOLINT
+  StatusOr(const Status& s) : v_(s.ok() ? OkMisuse() : s) {}        // NOLINT
+  StatusOr(Status&& s) : v_(s.ok() ? OkMisuse() : std::move(s)) {}  // NOLINT
+  StatusOr(const T& v) : v_(v) {}                                   // NOLINT
+  StatusOr(T&& v) : v_(std::move(v)) {}                             // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status::Ok() : std::get<Status>(v_); }
@@ -91,10 +93,10 @@ class [[nodiscard]] StatusOr {
 #define MINERU_CONCAT_INNER(a, b) a##b
 #define MINERU_CONCAT(a, b) MINERU_CONCAT_INNER(a, b)
 
-#define MINERU_RETURN_IF_ERROR(expr)              \
-  do {                                            \
-    ::mineru::Status _st = (expr);                \
-    if (!_st.ok()) return _st;                    \
+#define MINERU_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::mineru::Status _st = (expr);   \
+    if (!_st.ok()) return _st;       \
   } while (0)
 
 #define MINERU_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -16,8 +16,8 @@
 
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
-#include "cli/common.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "engine/chat.h"
 #include "engine/engine.h"
 #include "engine/generate.h"
@@ -81,7 +81,9 @@ RgbImage SyntheticImage(int w, int h, uint32_t seed) {
       s = s * 1664525u + 1013904223u;
       const int v = line && (x / 4) % 5 != 0 ? 40 : 235;
       const int n = static_cast<int>(s >> 28) - 8;
-      for (int c = 0; c < 3; ++c) im.pixels[(static_cast<size_t>(y) * w + x) * 3 + c] = static_cast<uint8_t>(std::min(255, std::max(0, v + n)));
+      for (int c = 0; c < 3; ++c)
+        im.pixels[(static_cast<size_t>(y) * w + x) * 3 + c] =
+            static_cast<uint8_t>(std::min(255, std::max(0, v + n)));
     }
   }
   return im;
@@ -168,7 +170,8 @@ Status BenchTokens(BenchContext& c) {
   const int prompt = c.f.prompt_tokens > 0 ? c.f.prompt_tokens : (decode ? 128 : 1369);
   const int gen = c.f.new_tokens > 0 ? c.f.new_tokens : (decode ? 64 : 1);
   std::vector<EngineRequest> reqs;
-  for (int i = 0; i < c.f.concurrency; ++i) reqs.push_back(TextRequest(prompt, gen, static_cast<uint32_t>(i)));
+  for (int i = 0; i < c.f.concurrency; ++i)
+    reqs.push_back(TextRequest(prompt, gen, static_cast<uint32_t>(i)));
   MINERU_ASSIGN_OR_RETURN(Batch b, RunAll(c.e, std::move(reqs)));
   double last_first = 0;
   for (const auto& d : b.done) last_first = std::max(last_first, d.ttft_s);
@@ -185,8 +188,9 @@ Status BenchVision(BenchContext& c) {
   RgbImage img = SyntheticImage(1036, 1036, 1);
   MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(c.m, img));
   const double t0 = Now();
-  MINERU_ASSIGN_OR_RETURN(std::vector<float> enc,
-                          c.m.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(
+      std::vector<float> enc,
+      c.m.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, c.e.pool()));
   const double dt = Now() - t0;
   c.out["vision_s"] = dt;
   c.out["patches"] = in.grid.num_patches();
@@ -211,24 +215,30 @@ Status BenchPage(BenchContext& c, const Json& w) {
   const double t0 = Now();
   const Json& L = w["layout"];
   MINERU_ASSIGN_OR_RETURN(
-      Batch lb, RunAll(c.e, {ImageRequest(SyntheticImage(L["w"], L["h"], 2), w["prompts"][L["prompt"].get<std::string>()],
-                                          L["out"])}));
+      Batch lb, RunAll(c.e, {ImageRequest(SyntheticImage(L["w"], L["h"], 2),
+                                          w["prompts"][L["prompt"].get<std::string>()], L["out"])}));
   std::vector<EngineRequest> crops;
   uint32_t seed = 10;
   int64_t block_tokens = 0;
   for (const Json& b : w["blocks"]) {
-    crops.push_back(
-        ImageRequest(SyntheticImage(b["w"], b["h"], seed++), w["prompts"][b["prompt"].get<std::string>()], b["out"]));
+    crops.push_back(ImageRequest(SyntheticImage(b["w"], b["h"], seed++),
+                                 w["prompts"][b["prompt"].get<std::string>()], b["out"]));
     block_tokens += b["out"].get<int64_t>();
   }
   MINERU_ASSIGN_OR_RETURN(Batch bb, RunAll(c.e, std::move(crops)));
   const Completion& lc = lb.done[0];
-  c.out["layout"] = {{"wall_s", lb.wall_s}, {"vision_s", lc.vision_s}, {"ttft_s", lc.ttft_s},
-                     {"prompt_tokens", lc.prompt_tokens}, {"decode_tok_s", DecodeRate(lb)}};
+  c.out["layout"] = {{"wall_s", lb.wall_s},
+                     {"vision_s", lc.vision_s},
+                     {"ttft_s", lc.ttft_s},
+                     {"prompt_tokens", lc.prompt_tokens},
+                     {"decode_tok_s", DecodeRate(lb)}};
   double vision_blocks = 0;
   for (const auto& d : bb.done) vision_blocks = std::max(vision_blocks, d.vision_s);
-  c.out["blocks"] = {{"wall_s", bb.wall_s}, {"requests", bb.done.size()}, {"vision_s", vision_blocks},
-                     {"new_tokens", block_tokens}, {"decode_tok_s", DecodeRate(bb)}};
+  c.out["blocks"] = {{"wall_s", bb.wall_s},
+                     {"requests", bb.done.size()},
+                     {"vision_s", vision_blocks},
+                     {"new_tokens", block_tokens},
+                     {"decode_tok_s", DecodeRate(bb)}};
   c.out["page_s"] = Now() - t0;
   const double vision_s = lc.vision_s + vision_blocks;
   c.out["vision_s"] = vision_s;
@@ -270,9 +280,11 @@ Status BenchChat(BenchContext& c, const Json& w) {
 
 // page / chat: read the workload file, then run one of the two.
 Status BenchWorkloadFile(BenchContext& c) {
-  if (c.tok == nullptr) return InvalidArgumentError("the page and chat workloads need a tokenizer in the model");
-  const std::string wf =
-      c.f.workload_file.empty() ? std::string(MINERU_SOURCE_DIR) + "/bench/page_workload.json" : c.f.workload_file;
+  if (c.tok == nullptr)
+    return InvalidArgumentError("the page and chat workloads need a tokenizer in the model");
+  const std::string wf = c.f.workload_file.empty()
+                             ? std::string(MINERU_SOURCE_DIR) + "/bench/page_workload.json"
+                             : c.f.workload_file;
   MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(wf));
   Json w = Json::parse(text, nullptr, false);
   if (w.is_discarded() || !w.contains("prompts")) return InvalidArgumentError(wf + ": not a workload file");
@@ -292,13 +304,14 @@ StatusOr<std::vector<float>> ProbeHidden(const Qwen2VLModel& mm, ThreadPool* poo
   std::vector<int32_t> ids = TextIds(24, 9);
   ids.insert(ids.begin() + 12, mm.config().image_token_id);
   MINERU_ASSIGN_OR_RETURN(ids, ExpandImageTokens(mm, ids, {in.grid}));
-  MINERU_ASSIGN_OR_RETURN(MropePositions pos, ComputeMropePositions(ids, {in.grid}, mm.config().vision.spatial_merge_size,
-                                                                    mm.config().image_token_id));
+  MINERU_ASSIGN_OR_RETURN(MropePositions pos,
+                          ComputeMropePositions(ids, {in.grid}, mm.config().vision.spatial_merge_size,
+                                                mm.config().image_token_id));
   MINERU_ASSIGN_OR_RETURN(std::vector<float> x, mm.BuildInputEmbeddings(ids, emb));
   KvCache cache;
   std::vector<float> h(x.size());
-  mm.decoder().Forward(x.data(), static_cast<int64_t>(ids.size()), pos.t.data(), pos.h.data(), pos.w.data(), &cache,
-                       h.data(), pool);
+  mm.decoder().Forward(x.data(), static_cast<int64_t>(ids.size()), pos.t.data(), pos.h.data(), pos.w.data(),
+                       &cache, h.data(), pool);
   return h;
 }
 
@@ -359,8 +372,9 @@ int RunBench(const BenchFlags& f) {
   ec.max_batch_tokens = f.batch_tokens;
   auto engine = Engine::Create(m, tok.get(), ec);
   if (!engine.ok()) return Fail(engine.status().ToString());
-  Json out = {{"workload", f.workload}, {"threads", ec.threads}, {"quant", f.quant},
-              {"concurrency", f.concurrency}, {"load_s", load_s}, {"batch_tokens", f.batch_tokens},
+  Json out = {{"workload", f.workload}, {"threads", ec.threads},
+              {"quant", f.quant},       {"concurrency", f.concurrency},
+              {"load_s", load_s},       {"batch_tokens", f.batch_tokens},
               {"model", m.name()}};
   // Memory right after load: mapped weights count in RSS once touched (panel packing reads the
   // decoder's); anonymous memory is what load copied or built.
@@ -383,7 +397,8 @@ void AddBench(CLI::App& app, Action* run) {
   CLI::App* c = app.add_subcommand("bench", "Measure vision/prefill/decode/page speed on fixed workloads");
   c->add_option("--model", f->model, "Model directory (e.g. from gen-model --preset mineru2.5)");
   c->add_option("--workload", f->workload, "decode | prefill | vision | page | chat")->capture_default_str();
-  c->add_option("--workload-file", f->workload_file, "Page workload JSON (default: bench/page_workload.json)");
+  c->add_option("--workload-file", f->workload_file,
+                "Page workload JSON (default: bench/page_workload.json)");
   c->add_option("--quant", f->quant, "Weight format")->capture_default_str();
   AddModelFileFlags(c, &f->load);
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/thread_pool.h"
-#include "cli/common.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "engine/engine.h"
 #include "image/decode.h"
 
@@ -87,10 +87,12 @@ int RunChat(const ChatFlags& f) {
     }
     Completion c = (*h)->Wait();
     std::printf("\n");
-    std::fprintf(stderr, "[turn %zu: %.2f s, first token %.2f s, %lld prompt tokens (%lld cached), %zu generated, %s%s]\n",
-                 turn + 1, c.total_s, c.ttft_s, static_cast<long long>(c.prompt_tokens),
-                 static_cast<long long>(c.cached_prompt_tokens), c.ids.size(), c.finish_reason.c_str(),
-                 c.image_cache_hit ? ", image cached" : "");
+    std::fprintf(
+        stderr,
+        "[turn %zu: %.2f s, first token %.2f s, %lld prompt tokens (%lld cached), %zu generated, %s%s]\n",
+        turn + 1, c.total_s, c.ttft_s, static_cast<long long>(c.prompt_tokens),
+        static_cast<long long>(c.cached_prompt_tokens), c.ids.size(), c.finish_reason.c_str(),
+        c.image_cache_hit ? ", image cached" : "");
     if (c.finish_reason == "error") {
       rc = 1;
       break;

@@ -45,7 +45,8 @@ int RunDownload(const DownloadFlags& f) {
                    summary.model_dir.c_str(), summary.files_skipped);
     } else {
       std::fprintf(stderr, "downloaded %d file(s), %.1f MB from %s into %s\n", summary.files_fetched,
-                   summary.bytes_fetched / (1024.0 * 1024.0), summary.endpoint.c_str(), summary.model_dir.c_str());
+                   summary.bytes_fetched / (1024.0 * 1024.0), summary.endpoint.c_str(),
+                   summary.model_dir.c_str());
     }
   }
   return 0;
@@ -59,9 +60,10 @@ void AddDownload(CLI::App& app, Action* run) {
   c->add_option("--model,-o,--output", f->model,
                 "Model directory (default: $MINERU_MODEL, else ~/.cache/mineru-cpp/<repository name>)");
   c->add_option("--source", f->source, "huggingface or modelscope")->capture_default_str();
-  c->add_option("--repo", f->repo,
-                "pro-2605 (default: opendatalab/MinerU2.5-Pro-2605-1.2B, what MinerU 3.3+ runs), pro-2604, 2509, "
-                "gguf (the Pro-2605 GGUF pair: Q8_0 LM + mmproj), or any owner/name; OpenDataLab/... on ModelScope");
+  c->add_option(
+      "--repo", f->repo,
+      "pro-2605 (default: opendatalab/MinerU2.5-Pro-2605-1.2B, what MinerU 3.3+ runs), pro-2604, 2509, "
+      "gguf (the Pro-2605 GGUF pair: Q8_0 LM + mmproj), or any owner/name; OpenDataLab/... on ModelScope");
   c->add_option("--revision", f->revision, "Branch, tag or commit (default: main; master on ModelScope)");
   c->add_option("--endpoint", f->endpoint,
                 "Hub URL, e.g. a mirror (default: $HF_ENDPOINT / $MODELSCOPE_ENDPOINT, else the public hub)");

@@ -23,15 +23,21 @@ int RunGenModel(const GenModelFlags& f) {
   GenModelOptions o;
   o.preset = f.preset;
   o.seed = f.seed;
-  if (f.dtype == "bf16") o.dtype = DType::kBF16;
-  else if (f.dtype == "f16") o.dtype = DType::kF16;
-  else if (f.dtype == "f32") o.dtype = DType::kF32;
-  else return Fail("--dtype must be bf16, f16 or f32");
+  if (f.dtype == "bf16")
+    o.dtype = DType::kBF16;
+  else if (f.dtype == "f16")
+    o.dtype = DType::kF16;
+  else if (f.dtype == "f32")
+    o.dtype = DType::kF32;
+  else
+    return Fail("--dtype must be bf16, f16 or f32");
   o.tokenizer_path = f.tokenizer;
   if (o.tokenizer_path.empty()) {
     const std::string fixture = std::string(MINERU_SOURCE_DIR) + "/tests/fixtures/tinyvocab/tokenizer.json";
-    if (FileExists(fixture)) o.tokenizer_path = fixture;
-    else std::fprintf(stderr, "warning: no tokenizer found; the model will only accept --raw-ids\n");
+    if (FileExists(fixture))
+      o.tokenizer_path = fixture;
+    else
+      std::fprintf(stderr, "warning: no tokenizer found; the model will only accept --raw-ids\n");
   }
   Status s = GenerateRandomModel(f.out, o);
   if (!s.ok()) return Fail(s.ToString());
@@ -49,7 +55,8 @@ void AddGenModel(CLI::App& app, Action* run) {
   c->add_option("-o,--output", f->out, "Output directory")->required();
   c->add_option("--dtype", f->dtype, "bf16, f16 or f32")->capture_default_str();
   c->add_option("--seed", f->seed, "Random seed")->capture_default_str();
-  c->add_option("--tokenizer", f->tokenizer, "tokenizer.json to copy (default: the repo's fixture tokenizer)");
+  c->add_option("--tokenizer", f->tokenizer,
+                "tokenizer.json to copy (default: the repo's fixture tokenizer)");
   c->callback([f, run] { *run = [f] { return RunGenModel(*f); }; });
 }
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/thread_pool.h"
-#include "cli/common.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "engine/chat.h"
 #include "engine/generate.h"
 #include "image/decode.h"
@@ -72,7 +72,8 @@ int RunGenerate(const GenerateFlags& f) {
   } else {
     std::vector<const RgbImage*> ptrs;
     for (const auto& im : decoded) ptrs.push_back(&im);
-    auto p = PreparePrompt(**model, *tok, SingleTurn(f.prompt, static_cast<int>(decoded.size()), f.system), ptrs);
+    auto p =
+        PreparePrompt(**model, *tok, SingleTurn(f.prompt, static_cast<int>(decoded.size()), f.system), ptrs);
     if (!p.ok()) return Fail(p.status().ToString());
     ids = std::move(p->ids);
     images = std::move(p->images);
@@ -102,7 +103,8 @@ int RunGenerate(const GenerateFlags& f) {
     std::string s = stream ? stream->Flush() : std::string();
     std::printf("%s\n", s.c_str());
   }
-  std::fprintf(stderr, "[%lld prompt tokens, %zu generated, finish=%s; vision %.2fs, prefill %.2fs, decode %.2fs]\n",
+  std::fprintf(stderr,
+               "[%lld prompt tokens, %zu generated, finish=%s; vision %.2fs, prefill %.2fs, decode %.2fs]\n",
                static_cast<long long>(r->prompt_tokens), r->ids.size(), r->finish_reason.c_str(), r->vision_s,
                r->prefill_s, r->decode_s);
   return 0;

@@ -15,12 +15,12 @@
 
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
-#include "cli/common.h"
 #include "cli/commands.h"
-#include "pipeline/document.h"
+#include "cli/common.h"
 #include "download/download.h"
-#include "pipeline/model_backend.h"
 #include "pdf/pdf.h"
+#include "pipeline/document.h"
+#include "pipeline/model_backend.h"
 
 namespace mineru::cli {
 namespace {
@@ -84,7 +84,11 @@ StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& 
 class Progress {
  public:
   Progress(const ParseFlags& f, const pipeline::Backend* backend, size_t files)
-      : quiet_(f.quiet), json_(f.json), tty_(::isatty(2) != 0), backend_(backend), files_(files),
+      : quiet_(f.quiet),
+        json_(f.json),
+        tty_(::isatty(2) != 0),
+        backend_(backend),
+        files_(files),
         start_(std::chrono::steady_clock::now()) {}
 
   void operator()(const pipeline::ProgressEvent& e) {
@@ -98,8 +102,8 @@ class Progress {
     }
     if (json_) {
       nlohmann::json j = {{"event", e.kind == K::kDocumentStart ? "document_start"
-                                     : e.kind == K::kPageDone    ? "page_done"
-                                                                 : "document_done"},
+                                    : e.kind == K::kPageDone    ? "page_done"
+                                                                : "document_done"},
                           {"input", e.input},
                           {"pages_done", e.pages_done},
                           {"pages_total", e.pages_total},
@@ -124,9 +128,10 @@ class Progress {
     const double per_page = pages_done_ > 0 ? elapsed / pages_done_ : 0;
     const double eta = per_page * (e.pages_total - e.pages_done);
     char line[512];
-    std::snprintf(line, sizeof(line), "[file %zu/%zu] page %d/%d | blocks %d | %.1f tok/s | %.1fs | ETA %.0fs",
-                  file_index_, files_, e.pages_done, e.pages_total, blocks_,
-                  elapsed > 0 ? tokens / elapsed : 0.0, elapsed, eta);
+    std::snprintf(line, sizeof(line),
+                  "[file %zu/%zu] page %d/%d | blocks %d | %.1f tok/s | %.1fs | ETA %.0fs", file_index_,
+                  files_, e.pages_done, e.pages_total, blocks_, elapsed > 0 ? tokens / elapsed : 0.0, elapsed,
+                  eta);
     if (tty_) {
       std::fprintf(stderr, "\r\033[K%s", line);
       if (e.pages_done == e.pages_total) std::fprintf(stderr, "\n");
@@ -151,13 +156,20 @@ int RunParse(const ParseFlags& f) {
   if (f.pages_in_flight < 1 || f.pages_in_flight > 64) return Fail("--pages-in-flight must be 1..64");
   opt.pages_in_flight = f.pages_in_flight;
   opt.limits.pdf.render_timeout_s = f.page_render_timeout_s;
-  if (f.text_source == "model") opt.text_source = pipeline::TextSource::kModel;
-  else if (f.text_source == "pdf") opt.text_source = pipeline::TextSource::kPdf;
-  else if (f.text_source == "auto") opt.text_source = pipeline::TextSource::kAuto;
-  else return Fail("--text-source must be auto, pdf or model");
-  if (f.vl_utils == "1.2") opt.vl_utils = pipeline::VlUtilsVersion::k1_2;
-  else if (f.vl_utils == "0.1") opt.vl_utils = pipeline::VlUtilsVersion::k0_1;
-  else return Fail("--vl-utils must be 1.2 or 0.1");
+  if (f.text_source == "model")
+    opt.text_source = pipeline::TextSource::kModel;
+  else if (f.text_source == "pdf")
+    opt.text_source = pipeline::TextSource::kPdf;
+  else if (f.text_source == "auto")
+    opt.text_source = pipeline::TextSource::kAuto;
+  else
+    return Fail("--text-source must be auto, pdf or model");
+  if (f.vl_utils == "1.2")
+    opt.vl_utils = pipeline::VlUtilsVersion::k1_2;
+  else if (f.vl_utils == "0.1")
+    opt.vl_utils = pipeline::VlUtilsVersion::k0_1;
+  else
+    return Fail("--vl-utils must be 1.2 or 0.1");
   auto inputs = ExpandInputs(f.inputs);
   if (!inputs.ok()) return Fail(inputs.status().message());
 
@@ -174,7 +186,8 @@ int RunParse(const ParseFlags& f) {
     if (!ModelLooksComplete(dir)) {
       bool go = f.yes;
       if (!go && ::isatty(0) && ::isatty(2)) {
-        std::fprintf(stderr, "The model is not in %s. Download MinerU2.5 (about 2.3 GB) now? [y/N] ", dir.c_str());
+        std::fprintf(stderr, "The model is not in %s. Download MinerU2.5 (about 2.3 GB) now? [y/N] ",
+                     dir.c_str());
         char answer[16] = {0};
         go = std::fgets(answer, sizeof(answer), stdin) && (answer[0] == 'y' || answer[0] == 'Y');
       }
@@ -216,15 +229,16 @@ int RunParse(const ParseFlags& f) {
     if (!r.status.ok()) {
       ++failed_files;
       if (f.json) {
-        std::printf("%s\n", nlohmann::json({{"event", "document_failed"}, {"input", in}, {"error", r.status.ToString()}})
+        std::printf("%s\n", nlohmann::json(
+                                {{"event", "document_failed"}, {"input", in}, {"error", r.status.ToString()}})
                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                                 .c_str());
       } else {
         std::fprintf(stderr, "error: %s: %s\n", in.c_str(), r.status.ToString().c_str());
       }
     } else if (!f.quiet && !f.json) {
-      std::fprintf(stderr, "%s -> %s (%zu pages, %d failed)\n", in.c_str(), r.output_dir.c_str(), r.pages.size(),
-                   r.failed_pages());
+      std::fprintf(stderr, "%s -> %s (%zu pages, %d failed)\n", in.c_str(), r.output_dir.c_str(),
+                   r.pages.size(), r.failed_pages());
     }
   }
   if (f.json) {
@@ -254,13 +268,14 @@ void AddParse(CLI::App& app, Action* run) {
   c->add_option("inputs", f->inputs, "PDF/image files or directories")->required();
   c->add_option("-o,--output", f->output, "Output directory (one folder per input)")->capture_default_str();
   c->add_option("--model", f->model, "Model directory (default: $MINERU_MODEL or ~/.cache/mineru-cpp/...)");
-  c->add_option("--replay", f->replay, "Take the model's raw outputs from this JSON file instead of the model");
+  c->add_option("--replay", f->replay,
+                "Take the model's raw outputs from this JSON file instead of the model");
   c->add_option("--pages", f->pages, "Page ranges, 1-based, e.g. 3-7,10");
   c->add_option("--text-source", f->text_source, "auto | pdf | model: where text/title blocks get their text")
       ->capture_default_str();
   c->add_option("--vl-utils", f->vl_utils,
-                 "Extraction to reproduce: 1.2 (mineru-vl-utils 1.2.1 / MinerU 3.x, Pro checkpoints) or 0.1 "
-                 "(0.1.17 / MinerU 2.5.4, the 2509 checkpoint's outputs)")
+                "Extraction to reproduce: 1.2 (mineru-vl-utils 1.2.1 / MinerU 3.x, Pro checkpoints) or 0.1 "
+                "(0.1.17 / MinerU 2.5.4, the 2509 checkpoint's outputs)")
       ->capture_default_str();
   c->add_flag("--quiet", f->quiet, "No progress output");
   c->add_flag("--json", f->json, "Progress and results as JSON lines on stdout");
@@ -270,9 +285,11 @@ void AddParse(CLI::App& app, Action* run) {
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   AddModelFileFlags(c, &f->load);
   c->add_option("--max-block-tokens", f->max_block_tokens, "Token limit per request")->capture_default_str();
-  c->add_option("--pages-in-flight", f->pages_in_flight, "Pages processed concurrently")->capture_default_str();
-  c->add_option("--page-render-timeout-s", f->page_render_timeout_s,
-                "Seconds a PDF page may take to render (0: no limit); past it the page fails and the rest go on")
+  c->add_option("--pages-in-flight", f->pages_in_flight, "Pages processed concurrently")
+      ->capture_default_str();
+  c->add_option(
+       "--page-render-timeout-s", f->page_render_timeout_s,
+       "Seconds a PDF page may take to render (0: no limit); past it the page fails and the rest go on")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();

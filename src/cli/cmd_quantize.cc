@@ -3,10 +3,9 @@
 
 #include <cstdio>
 
-
 #include "base/thread_pool.h"
-#include "cli/common.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "engine/model_tokenizer.h"
 #include "model/gguf_export.h"
 #include "model/quantize.h"
@@ -71,11 +70,14 @@ int RunQuantize(const QuantizeFlags& f) {
 
 void AddQuantize(CLI::App& app, Action* run) {
   auto f = std::make_shared<QuantizeFlags>();
-  CLI::App* c = app.add_subcommand("quantize", "Write a pre-quantized model (q8, q4, q4_g128) for instant load");
+  CLI::App* c =
+      app.add_subcommand("quantize", "Write a pre-quantized model (q8, q4, q4_g128) for instant load");
   c->add_option("--model", f->model, "Source model (checkpoint folder or GGUF)");
-  c->add_option("--quant", f->quant, "q8 | q4 (4-bit, group 32) | q4_g128 (4-bit, group 128); bf16 with --format gguf")
+  c->add_option("--quant", f->quant,
+                "q8 | q4 (4-bit, group 32) | q4_g128 (4-bit, group 128); bf16 with --format gguf")
       ->capture_default_str();
-  c->add_option("--format", f->format, "safetensors (ours) | gguf (llama.cpp's pair: LM + mmproj)")->capture_default_str();
+  c->add_option("--format", f->format, "safetensors (ours) | gguf (llama.cpp's pair: LM + mmproj)")
+      ->capture_default_str();
   AddModelFileFlags(c, &f->load);
   c->add_option("-o,--output", f->out, "Output directory")->required();
   c->add_option("--threads", f->threads, "Worker threads");

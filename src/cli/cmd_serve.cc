@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "cli/common.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "server/server.h"
 
 #ifndef MINERU_SOURCE_DIR
@@ -59,7 +59,8 @@ int RunServe(ServeFlags f) {
   if (f.o.web_dir.empty()) f.o.web_dir = std::string(MINERU_SOURCE_DIR) + "/web/dist";
   if (f.o.port < 0 || f.o.port > 65535) return Fail("--port must be 0..65535");
   if (f.o.vl_utils != "0.1" && f.o.vl_utils != "1.2") return Fail("--vl-utils must be 1.2 or 0.1");
-  if (!ResolveApiKey(f)) return Fail("--api-key-file: give it alone, as a readable file whose first line is the key");
+  if (!ResolveApiKey(f))
+    return Fail("--api-key-file: give it alone, as a readable file whose first line is the key");
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t set;
   sigemptyset(&set);
@@ -73,7 +74,8 @@ int RunServe(ServeFlags f) {
   server::Server srv(f.o);
   auto port = srv.Start();
   if (!port.ok()) return Fail(port.status().ToString());
-  std::fprintf(stderr, "listening on http://%s:%d (model %s)\n", f.o.host.c_str(), *port, f.o.model_dir.c_str());
+  std::fprintf(stderr, "listening on http://%s:%d (model %s)\n", f.o.host.c_str(), *port,
+               f.o.model_dir.c_str());
   std::fflush(stderr);
   std::thread sig([&] {
     int s = 0;
@@ -108,8 +110,9 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--host", f->o.host, "Address to bind")->capture_default_str();
   c->add_option("--port", f->o.port, "Port (0 = any free port)")->capture_default_str();
   c->add_option("--model-name", f->o.model_name, "Model id in /v1/models (default: the directory name)");
-  c->add_option("--api-key", f->o.api_key,
-                "Require Authorization: Bearer <key> (prefer --api-key-file or $MINERU_API_KEY: argv is visible)");
+  c->add_option(
+      "--api-key", f->o.api_key,
+      "Require Authorization: Bearer <key> (prefer --api-key-file or $MINERU_API_KEY: argv is visible)");
   c->add_option("--api-key-file", f->api_key_file, "Read the API key from the first line of this file");
   c->add_flag("--allow-remote-images", f->o.allow_remote_images,
               "Accept http(s) image URLs (public addresses only; see --allow-private-image-hosts)");
@@ -117,26 +120,30 @@ void AddServe(CLI::App& app, Action* run) {
               "With --allow-remote-images: also fetch from loopback, private and link-local addresses "
               "(request forgery risk: only where every client is trusted)");
   c->add_option("--data-dir", f->o.data_dir, "Uploads and job outputs")->capture_default_str();
-  c->add_option("--jobs-db", f->o.jobs_db,
-                "Job store: a SQLite file (default: DATA_DIR/jobs.sqlite3) or postgresql://USER:PASS@HOST:PORT/DB "
-                "(a queue shared by many servers; uploads and results kept in the database)");
+  c->add_option(
+      "--jobs-db", f->o.jobs_db,
+      "Job store: a SQLite file (default: DATA_DIR/jobs.sqlite3) or postgresql://USER:PASS@HOST:PORT/DB "
+      "(a queue shared by many servers; uploads and results kept in the database)");
   c->add_option("--job-lease-seconds", f->o.job_lease_s,
                 "A running job's lease: renewed while it parses; when its server dies, another takes the job "
                 "over after this long")
       ->capture_default_str()
       ->check(CLI::Range(0.5, 86400.0));
-  c->add_option("--retention-hours", f->o.retention_hours, "Keep finished jobs this long")->capture_default_str();
+  c->add_option("--retention-hours", f->o.retention_hours, "Keep finished jobs this long")
+      ->capture_default_str();
   c->add_option("--job-workers", f->o.job_workers, "Documents parsed concurrently")->capture_default_str();
   c->add_option("--max-queued-jobs", f->o.max_queued_jobs, "More queued jobs get 429")->capture_default_str();
   c->add_option("--max-body-mb", f->o.max_body_mb, "Request body limit")->capture_default_str();
   c->add_option("--max-image-pixels", f->o.max_image_pixels, "Per image")->capture_default_str();
-  c->add_option("--file-parse-timeout-s", f->o.file_parse_timeout_s,
-                "Seconds a /file_parse request may parse; past it no page starts and the answer is 504 (use /tasks "
-                "for long documents)")
+  c->add_option(
+       "--file-parse-timeout-s", f->o.file_parse_timeout_s,
+       "Seconds a /file_parse request may parse; past it no page starts and the answer is 504 (use /tasks "
+       "for long documents)")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 86400.0));
-  c->add_option("--page-render-timeout-s", f->o.page_render_timeout_s,
-                "Seconds a PDF page may take to render (0: no limit); past it the page fails, the job goes on")
+  c->add_option(
+       "--page-render-timeout-s", f->o.page_render_timeout_s,
+       "Seconds a PDF page may take to render (0: no limit); past it the page fails, the job goes on")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--vl-utils", f->o.vl_utils,
@@ -151,20 +158,26 @@ void AddServe(CLI::App& app, Action* run) {
                 "Decoded images of all requests being parsed (429 beyond)")
       ->capture_default_str();
   c->add_option("--max-pages", f->o.max_pages, "Per document")->capture_default_str();
-  c->add_option("--max-tokens", f->o.default_max_tokens, "Generation limit when a request sets none")->capture_default_str();
-  c->add_option("--max-queued-requests", f->o.engine.max_queued, "Chat requests in flight; more wait (--admission-wait-s), then get 429")->capture_default_str();
-  c->add_option("--admission-wait-s", f->o.admission_wait_s,
-                "A chat request that finds --max-queued-requests in flight waits this long for room, then gets "
-                "429 with Retry-After")
+  c->add_option("--max-tokens", f->o.default_max_tokens, "Generation limit when a request sets none")
+      ->capture_default_str();
+  c->add_option("--max-queued-requests", f->o.engine.max_queued,
+                "Chat requests in flight; more wait (--admission-wait-s), then get 429")
+      ->capture_default_str();
+  c->add_option(
+       "--admission-wait-s", f->o.admission_wait_s,
+       "A chat request that finds --max-queued-requests in flight waits this long for room, then gets "
+       "429 with Retry-After")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
-  c->add_option("--retry-grace-s", f->o.retry_grace_s,
-                "Identical deterministic non-streamed requests (a client's retries) arriving while the first runs "
-                "or this long after it finished share its answer; 0 turns this off")
+  c->add_option(
+       "--retry-grace-s", f->o.retry_grace_s,
+       "Identical deterministic non-streamed requests (a client's retries) arriving while the first runs "
+       "or this long after it finished share its answer; 0 turns this off")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--max-prompt-tokens", f->o.engine.max_prompt_tokens, "Per request")->capture_default_str();
-  c->add_option("--request-timeout", f->o.request_timeout_s, "Seconds per chat request")->capture_default_str();
+  c->add_option("--request-timeout", f->o.request_timeout_s, "Seconds per chat request")
+      ->capture_default_str();
   c->add_option("--http-threads", f->o.http_threads,
                 "Requests processed at once (connections waiting for a request hold no thread)")
       ->capture_default_str();

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "cli/common.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 
 namespace mineru::cli {
 namespace {
@@ -38,7 +38,8 @@ int RunTokenize(const TokenizeFlags& f) {
 void AddTokenize(CLI::App& app, Action* run) {
   auto f = std::make_shared<TokenizeFlags>();
   CLI::App* c = app.add_subcommand("tokenize", "Encode text to token ids or decode ids to text");
-  c->add_option("--model", f->model, "Model directory holding tokenizer.json, or a GGUF language model (folder or file)");
+  c->add_option("--model", f->model,
+                "Model directory holding tokenizer.json, or a GGUF language model (folder or file)");
   c->add_option("--text", f->text, "Text to encode (special tokens written in it are matched)");
   c->add_option("--decode", f->decode, "Space-separated ids to decode");
   c->add_flag("--skip-special-tokens", f->skip_special, "Drop special tokens when decoding");

@@ -46,7 +46,9 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text) {
   return ids;
 }
 
-size_t ResolveThreads(int flag) { return flag > 0 ? static_cast<size_t>(flag) : ThreadPool::DefaultThreads(); }
+size_t ResolveThreads(int flag) {
+  return flag > 0 ? static_cast<size_t>(flag) : ThreadPool::DefaultThreads();
+}
 
 }  // namespace mineru::cli
 
@@ -68,10 +70,13 @@ void AddSamplingFlags(CLI::App* c, SamplingParams* s) {
 namespace mineru::cli {
 
 void AddModelFileFlags(CLI::App* c, ModelLoadOptions* o) {
-  c->add_option("--mmproj", o->mmproj, "Vision .gguf (mmproj) when --model names a language-model .gguf file");
-  c->add_option("--min-pixels", o->min_pixels, "Smallest image area in pixels (default: the checkpoint's, or 3136)")
+  c->add_option("--mmproj", o->mmproj,
+                "Vision .gguf (mmproj) when --model names a language-model .gguf file");
+  c->add_option("--min-pixels", o->min_pixels,
+                "Smallest image area in pixels (default: the checkpoint's, or 3136)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  c->add_option("--max-pixels", o->max_pixels, "Largest image area in pixels (default: the checkpoint's, or 1605632)")
+  c->add_option("--max-pixels", o->max_pixels,
+                "Largest image area in pixels (default: the checkpoint's, or 1605632)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
 }
 

@@ -11,9 +11,9 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -40,8 +40,9 @@ namespace {
 constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr const char* kSingleName = "model.safetensors";
 // Small files the engine reads, in download order. The first three are required.
-constexpr const char* kSmallFiles[] = {"config.json",           "preprocessor_config.json", "tokenizer.json",
-                                       "generation_config.json", "tokenizer_config.json",    "chat_template.json"};
+constexpr const char* kSmallFiles[] = {"config.json",           "preprocessor_config.json",
+                                       "tokenizer.json",        "generation_config.json",
+                                       "tokenizer_config.json", "chat_template.json"};
 constexpr int kRequiredSmall = 3;
 
 std::string Lower(std::string s) {
@@ -63,9 +64,12 @@ bool IsHex64(const std::string& s) {
 
 std::string HumanBytes(uint64_t n) {
   char buf[32];
-  if (n >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GB", n / double(uint64_t(1) << 30));
-  else if (n >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MB", n / double(uint64_t(1) << 20));
-  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(n));
+  if (n >= (uint64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GB", n / double(uint64_t(1) << 30));
+  else if (n >= (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MB", n / double(uint64_t(1) << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(n));
   return buf;
 }
 
@@ -208,7 +212,8 @@ class DirLock {
     if (fd_ < 0) return IoError("cannot open " + dir + ": " + std::strerror(errno));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       if (errno == EWOULDBLOCK) {
-        return Status(StatusCode::kUnavailable, "another download is writing into " + dir + "; wait for it to finish");
+        return Status(StatusCode::kUnavailable,
+                      "another download is writing into " + dir + "; wait for it to finish");
       }
       return IoError("cannot lock " + dir + ": " + std::strerror(errno));
     }
@@ -232,8 +237,10 @@ class Job {
     h.low_speed_bytes_s = o_.low_speed_bytes_s;
     h.low_speed_time_s = o_.low_speed_time_s;
     if (o_.source == HubSource::kHuggingFace) {
-      if (const char* t = std::getenv("HF_TOKEN"); t && *t) h.bearer_token = t;
-      else if (const char* t2 = std::getenv("HUGGING_FACE_HUB_TOKEN"); t2 && *t2) h.bearer_token = t2;
+      if (const char* t = std::getenv("HF_TOKEN"); t && *t)
+        h.bearer_token = t;
+      else if (const char* t2 = std::getenv("HUGGING_FACE_HUB_TOKEN"); t2 && *t2)
+        h.bearer_token = t2;
     }
     http_ = std::make_unique<HttpClient>(h);
     if (o_.max_attempts < 1) o_.max_attempts = 1;
@@ -281,11 +288,13 @@ class Job {
       }
     }
     for (int i = 0; i < kRequiredSmall; ++i) {
-      if (!find(kSmallFiles[i])) return NotFoundError(where + " has no " + kSmallFiles[i] + "; is this a MinerU2.5 checkpoint?");
+      if (!find(kSmallFiles[i]))
+        return NotFoundError(where + " has no " + kSmallFiles[i] + "; is this a MinerU2.5 checkpoint?");
     }
     const RemoteFile* single = find(kSingleName);
     const RemoteFile* index = find(kIndexName);
-    if (!single && !index) return NotFoundError(where + " has neither model.safetensors nor model.safetensors.index.json");
+    if (!single && !index)
+      return NotFoundError(where + " has neither model.safetensors nor model.safetensors.index.json");
 
     MINERU_RETURN_IF_ERROR(Prepare());
     for (const char* name : kSmallFiles) {
@@ -303,7 +312,8 @@ class Job {
     // With a sharded checkpoint, fetch the small files and the index first, then add the shards.
     for (; next < plan_.size(); ++next) MINERU_RETURN_IF_ERROR(Fetch(next));
     if (!single) {
-      MINERU_ASSIGN_OR_RETURN(std::vector<std::string> shards, ShardsOfIndex(o_.model_dir + "/" + kIndexName));
+      MINERU_ASSIGN_OR_RETURN(std::vector<std::string> shards,
+                              ShardsOfIndex(o_.model_dir + "/" + kIndexName));
       for (const std::string& s : shards) {
         const RemoteFile* f = find(s);
         if (!f) return NotFoundError("the index names " + s + " but " + where + " does not have it");
@@ -333,12 +343,14 @@ class Job {
 
   // Names the checkpoint for the loader (kDownloadRecord), written only once every file is in place.
   Status WriteRecord() {
-    const nlohmann::json j = {{"repo", o_.repo}, {"source", HubSourceName(o_.source)}, {"revision", o_.revision}};
+    const nlohmann::json j = {
+        {"repo", o_.repo}, {"source", HubSourceName(o_.source)}, {"revision", o_.revision}};
     const std::string path = o_.model_dir + "/" + kDownloadRecord;
     std::ofstream out(path + ".tmp", std::ios::trunc);
     out << j.dump(2) << "\n";
     out.close();
-    if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0) return IoError("cannot write " + path);
+    if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+      return IoError("cannot write " + path);
     return Status::Ok();
   }
 
@@ -362,8 +374,8 @@ class Job {
     if (need == 0 || ::statvfs(o_.model_dir.c_str(), &vfs) != 0) return Status::Ok();
     const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
     if (avail < need) {
-      return ResourceExhaustedError("not enough disk space in " + o_.model_dir + ": the model needs " + HumanBytes(need) +
-                                    " more, " + HumanBytes(avail) + " free");
+      return ResourceExhaustedError("not enough disk space in " + o_.model_dir + ": the model needs " +
+                                    HumanBytes(need) + " more, " + HumanBytes(avail) + " free");
     }
     return Status::Ok();
   }
@@ -388,11 +400,17 @@ class Job {
     const std::string& dir = o_.model_dir;
     std::string what;
     if (o_.source == HubSource::kHuggingFace) {
-      what = "check the network (and proxy settings), set HF_ENDPOINT to a mirror (e.g. https://hf-mirror.com), use "
-             "--source modelscope, or copy a snapshot into " + dir + " and pass --model " + dir;
+      what =
+          "check the network (and proxy settings), set HF_ENDPOINT to a mirror (e.g. https://hf-mirror.com), "
+          "use "
+          "--source modelscope, or copy a snapshot into " +
+          dir + " and pass --model " + dir;
     } else {
-      what = "check the network (and proxy settings), set MODELSCOPE_ENDPOINT, use --source huggingface, or copy a "
-             "snapshot into " + dir + " and pass --model " + dir;
+      what =
+          "check the network (and proxy settings), set MODELSCOPE_ENDPOINT, use --source huggingface, or "
+          "copy a "
+          "snapshot into " +
+          dir + " and pass --model " + dir;
     }
     return Status(StatusCode::kUnavailable, "cannot reach " + host + ": " + err + "; " + what);
   }
@@ -400,13 +418,15 @@ class Job {
   static Status HttpError(const std::string& url, const ResponseHead& h, const std::string& what) {
     std::string m = what + ": HTTP " + std::to_string(h.status) + " from " + url;
     if (!h.error_message.empty()) m += " (" + h.error_message + ")";
-    if (h.status == 401 || h.status == 403) m += "; the repo may be private or gated (set HF_TOKEN) or the name is wrong";
+    if (h.status == 401 || h.status == 403)
+      m += "; the repo may be private or gated (set HF_TOKEN) or the name is wrong";
     if (h.status == 404) return NotFoundError(m);
     return Status(StatusCode::kUnavailable, m);
   }
 
   void Backoff(int attempt) const {
-    if (o_.retry_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(attempt) * o_.retry_delay_ms));
+    if (o_.retry_delay_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(attempt) * o_.retry_delay_ms));
   }
 
   static bool Transient(long status) { return status == 429 || status >= 500; }
@@ -438,11 +458,12 @@ class Job {
   }
 
   StatusOr<std::vector<RemoteFile>> ListHuggingFace() {
-    const std::string base = endpoint_ + "/api/models/" + UrlEncode(o_.repo, true) + "/revision/" +
-                             UrlEncode(o_.revision, false);
+    const std::string base =
+        endpoint_ + "/api/models/" + UrlEncode(o_.repo, true) + "/revision/" + UrlEncode(o_.revision, false);
     long status = 0;
     StatusOr<std::string> body = GetJson(base + "?blobs=true", "listing the files of " + o_.repo, &status);
-    if (!body.ok() && status >= 400 && status != 401 && status != 403 && status != 404 && !Transient(status)) {
+    if (!body.ok() && status >= 400 && status != 401 && status != 403 && status != 404 &&
+        !Transient(status)) {
       // Some mirrors do not implement ?blobs=true; the plain listing still names the files.
       body = GetJson(base, "listing the files of " + o_.repo, &status);
     }
@@ -460,7 +481,8 @@ class Job {
       if (s.contains("size") && s["size"].is_number_unsigned()) f.size = s["size"].get<uint64_t>();
       if (s.contains("lfs") && s["lfs"].is_object()) {
         const auto& lfs = s["lfs"];
-        if (lfs.contains("sha256") && lfs["sha256"].is_string() && IsHex64(lfs["sha256"].get<std::string>())) {
+        if (lfs.contains("sha256") && lfs["sha256"].is_string() &&
+            IsHex64(lfs["sha256"].get<std::string>())) {
           f.sha256 = Lower(lfs["sha256"].get<std::string>());
         }
         if (lfs.contains("size") && lfs["size"].is_number_unsigned()) f.size = lfs["size"].get<uint64_t>();
@@ -471,18 +493,20 @@ class Job {
   }
 
   StatusOr<std::vector<RemoteFile>> ListModelScope() {
-    const std::string url = endpoint_ + "/api/v1/models/" + UrlEncode(o_.repo, true) + "/repo/files?Revision=" +
-                            UrlEncode(o_.revision, false) + "&Recursive=true";
+    const std::string url = endpoint_ + "/api/v1/models/" + UrlEncode(o_.repo, true) +
+                            "/repo/files?Revision=" + UrlEncode(o_.revision, false) + "&Recursive=true";
     long status = 0;
     MINERU_ASSIGN_OR_RETURN(std::string body, GetJson(url, "listing the files of " + o_.repo, &status));
     nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
     if (!j.is_object()) return DataLossError("unexpected answer from " + url + " (not a JSON object)");
     if (j.contains("Code") && j["Code"].is_number() && j["Code"].get<int64_t>() != 200) {
-      std::string msg = j.contains("Message") && j["Message"].is_string() ? j["Message"].get<std::string>() : "";
+      std::string msg =
+          j.contains("Message") && j["Message"].is_string() ? j["Message"].get<std::string>() : "";
       return NotFoundError("listing the files of " + o_.repo + "@" + o_.revision + " failed: " +
                            (msg.empty() ? "code " + std::to_string(j["Code"].get<int64_t>()) : msg));
     }
-    if (!j.contains("Data") || !j["Data"].is_object() || !j["Data"].contains("Files") || !j["Data"]["Files"].is_array()) {
+    if (!j.contains("Data") || !j["Data"].is_object() || !j["Data"].contains("Files") ||
+        !j["Data"]["Files"].is_array()) {
       return DataLossError("unexpected answer from " + url + " (no Data.Files list); is " + endpoint_ +
                            " a ModelScope endpoint?");
     }
@@ -491,9 +515,12 @@ class Job {
       if (!e.is_object()) continue;
       if (e.contains("Type") && e["Type"].is_string() && e["Type"].get<std::string>() == "tree") continue;
       RemoteFile f;
-      if (e.contains("Path") && e["Path"].is_string()) f.path = e["Path"].get<std::string>();
-      else if (e.contains("Name") && e["Name"].is_string()) f.path = e["Name"].get<std::string>();
-      else continue;
+      if (e.contains("Path") && e["Path"].is_string())
+        f.path = e["Path"].get<std::string>();
+      else if (e.contains("Name") && e["Name"].is_string())
+        f.path = e["Name"].get<std::string>();
+      else
+        continue;
       if (e.contains("Size") && e["Size"].is_number_unsigned()) f.size = e["Size"].get<uint64_t>();
       if (e.contains("Sha256") && e["Sha256"].is_string() && IsHex64(e["Sha256"].get<std::string>())) {
         f.sha256 = Lower(e["Sha256"].get<std::string>());
@@ -508,8 +535,8 @@ class Job {
       return endpoint_ + "/" + UrlEncode(o_.repo, true) + "/resolve/" + UrlEncode(o_.revision, false) + "/" +
              UrlEncode(path, true);
     }
-    return endpoint_ + "/api/v1/models/" + UrlEncode(o_.repo, true) + "/repo?Revision=" + UrlEncode(o_.revision, false) +
-           "&FilePath=" + UrlEncode(path, false);
+    return endpoint_ + "/api/v1/models/" + UrlEncode(o_.repo, true) +
+           "/repo?Revision=" + UrlEncode(o_.revision, false) + "&FilePath=" + UrlEncode(path, false);
   }
 
   Status Fetch(size_t i) {
@@ -560,8 +587,10 @@ class Job {
       auto on_head = [&](const ResponseHead& h) -> bool {
         if (h.status == 416 && start > 0) {
           // Nothing left after `start`: the .part is complete when the total says so.
-          if (h.range_total && *h.range_total == start) range_done = true;
-          else bad_range = true;
+          if (h.range_total && *h.range_total == start)
+            range_done = true;
+          else
+            bad_range = true;
           return false;
         }
         if (h.status >= 300 || h.status < 200) {
@@ -630,14 +659,15 @@ class Job {
           break;
         case HttpFailure::kAborted:
         case HttpFailure::kOther:
-          return Status(StatusCode::kUnavailable, "downloading " + f.path + " failed: " + r.error + " (" + url + ")");
+          return Status(StatusCode::kUnavailable,
+                        "downloading " + f.path + " failed: " + r.error + " (" + url + ")");
       }
     }
     if (!complete) {
       return Status(StatusCode::kDeadlineExceeded,
-                    "downloading " + f.path + " failed " + std::to_string(attempt) + " times (last: " + last_error +
-                        "); the " + std::to_string(part.size()) + " bytes received are kept in " + part_path +
-                        " and the next run resumes from there");
+                    "downloading " + f.path + " failed " + std::to_string(attempt) +
+                        " times (last: " + last_error + "); the " + std::to_string(part.size()) +
+                        " bytes received are kept in " + part_path + " and the next run resumes from there");
     }
 
     // Verify, then move into place.
@@ -645,15 +675,17 @@ class Job {
     if (f.size && part.size() != *f.size) {
       const uint64_t got = part.size();
       part.Remove();
-      return DataLossError("size mismatch for " + f.path + ": expected " + std::to_string(*f.size) + " bytes, received " +
-                           std::to_string(got) + "; deleted " + part_path +
-                           " (run again to retry; if it persists the server sends a different file than it lists)");
+      return DataLossError(
+          "size mismatch for " + f.path + ": expected " + std::to_string(*f.size) + " bytes, received " +
+          std::to_string(got) + "; deleted " + part_path +
+          " (run again to retry; if it persists the server sends a different file than it lists)");
     }
     const std::string digest = part.Digest();
     if (!f.sha256.empty() && digest != f.sha256) {
       part.Remove();
-      return DataLossError("sha256 mismatch for " + f.path + ": expected " + f.sha256 + ", got " + digest + "; deleted " +
-                           part_path + " (run again to retry; if it persists the file on the server is corrupt)");
+      return DataLossError("sha256 mismatch for " + f.path + ": expected " + f.sha256 + ", got " + digest +
+                           "; deleted " + part_path +
+                           " (run again to retry; if it persists the file on the server is corrupt)");
     }
     MINERU_RETURN_IF_ERROR(part.Sync());
     part.Close();
@@ -695,21 +727,30 @@ StatusOr<std::string> ResolveRepo(std::string_view choice, HubSource source) {
   const std::string c = Lower(std::string(choice));
   if (choice.find('/') != std::string_view::npos) return std::string(choice);
   std::string name;
-  if (c.empty() || c == "pro" || c == "pro-2605" || c == "2605") name = "MinerU2.5-Pro-2605-1.2B";
-  else if (c == "pro-2604" || c == "2604") name = "MinerU2.5-Pro-2604-1.2B";
-  else if (c == "2509") name = "MinerU2.5-2509-1.2B";
-  else if (c == "gguf" || c == "pro-2605-gguf") return std::string(kGgufRepo);
-  else return InvalidArgumentError("unknown --repo '" + std::string(choice) + "' (use pro-2605, pro-2604, 2509, gguf or owner/name)");
+  if (c.empty() || c == "pro" || c == "pro-2605" || c == "2605")
+    name = "MinerU2.5-Pro-2605-1.2B";
+  else if (c == "pro-2604" || c == "2604")
+    name = "MinerU2.5-Pro-2604-1.2B";
+  else if (c == "2509")
+    name = "MinerU2.5-2509-1.2B";
+  else if (c == "gguf" || c == "pro-2605-gguf")
+    return std::string(kGgufRepo);
+  else
+    return InvalidArgumentError("unknown --repo '" + std::string(choice) +
+                                "' (use pro-2605, pro-2604, 2509, gguf or owner/name)");
   return (source == HubSource::kHuggingFace ? "opendatalab/" : "OpenDataLab/") + name;
 }
 
-std::string DefaultRevision(HubSource source) { return source == HubSource::kHuggingFace ? "main" : "master"; }
+std::string DefaultRevision(HubSource source) {
+  return source == HubSource::kHuggingFace ? "main" : "master";
+}
 
 std::string DefaultModelDir(const std::string& repo) {
   const std::string r = repo.empty() ? DefaultRepo(HubSource::kHuggingFace) : repo;
   const size_t slash = r.rfind('/');
   const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : ".") + "/.cache/mineru-cpp/" + (slash == std::string::npos ? r : r.substr(slash + 1));
+  return std::string(home && *home ? home : ".") + "/.cache/mineru-cpp/" +
+         (slash == std::string::npos ? r : r.substr(slash + 1));
 }
 
 StatusOr<std::pair<std::string, std::string>> PickGgufPair(const std::vector<std::string>& names) {
@@ -736,7 +777,8 @@ StatusOr<std::pair<std::string, std::string>> PickGgufPair(const std::vector<std
   if (!lm) {
     std::string all;
     for (const auto& n : lms) all += (all.empty() ? "" : ", ") + n;
-    return NotFoundError(lms.empty() ? "has no language-model .gguf" : "has no Q8_0 language model among " + all);
+    return NotFoundError(lms.empty() ? "has no language-model .gguf"
+                                     : "has no Q8_0 language model among " + all);
   }
   std::optional<std::string> proj = with(projs, "q8_0");
   if (!proj) proj = with(projs, "f16");
@@ -747,12 +789,17 @@ std::string ResolveEndpoint(const DownloadOptions& o) {
   std::string e = o.endpoint;
   if (e.empty()) {
     if (o.source == HubSource::kHuggingFace) {
-      if (const char* v = std::getenv("HF_ENDPOINT"); v && *v) e = v;
-      else e = "https://huggingface.co";
+      if (const char* v = std::getenv("HF_ENDPOINT"); v && *v)
+        e = v;
+      else
+        e = "https://huggingface.co";
     } else {
-      if (const char* v = std::getenv("MODELSCOPE_ENDPOINT"); v && *v) e = v;
-      else if (const char* d = std::getenv("MODELSCOPE_DOMAIN"); d && *d) e = d;
-      else e = "https://www.modelscope.cn";
+      if (const char* v = std::getenv("MODELSCOPE_ENDPOINT"); v && *v)
+        e = v;
+      else if (const char* d = std::getenv("MODELSCOPE_DOMAIN"); d && *d)
+        e = d;
+      else
+        e = "https://www.modelscope.cn";
     }
   }
   if (e.find("://") == std::string::npos) e = "https://" + e;

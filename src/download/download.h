@@ -11,10 +11,12 @@
 // fast with one line that says what to do.
 //
 // URL layouts (endpoint = --endpoint, else $HF_ENDPOINT / $MODELSCOPE_ENDPOINT, else the public hub):
-//   huggingface  list  {endpoint}/api/models/{repo}/revision/{rev}?blobs=true  -> siblings[].rfilename/size/lfs.sha256
+//   huggingface  list  {endpoint}/api/models/{repo}/revision/{rev}?blobs=true  ->
+//   siblings[].rfilename/size/lfs.sha256
 //                file  {endpoint}/{repo}/resolve/{rev}/{path}  (LFS files redirect to a CDN; the first
 //                      response carries X-Linked-Size and X-Linked-Etag = "sha256")
-//   modelscope   list  {endpoint}/api/v1/models/{repo}/repo/files?Revision={rev}&Recursive=true -> Data.Files[].Path/Size/Sha256
+//   modelscope   list  {endpoint}/api/v1/models/{repo}/repo/files?Revision={rev}&Recursive=true ->
+//   Data.Files[].Path/Size/Sha256
 //                file  {endpoint}/api/v1/models/{repo}/repo?Revision={rev}&FilePath={path}
 #pragma once
 
@@ -61,12 +63,12 @@ struct DownloadOptions {
   bool force = false;     // fetch every file again even when a verified copy is present
 
   // Network behaviour. Defaults suit a real hub; tests shrink the retry delay.
-  long connect_timeout_s = 10;     // DNS + TCP + TLS
-  long low_speed_bytes_s = 1024;   // abort a transfer slower than this ...
-  long low_speed_time_s = 30;      // ... for this long (it is then resumed, up to max_attempts)
-  long api_timeout_s = 60;         // whole-request limit for the (small) file listing
-  int max_attempts = 5;            // per file: first try + resumed retries after a dropped transfer
-  int retry_delay_ms = 1000;       // wait before retry k is k * retry_delay_ms
+  long connect_timeout_s = 10;    // DNS + TCP + TLS
+  long low_speed_bytes_s = 1024;  // abort a transfer slower than this ...
+  long low_speed_time_s = 30;     // ... for this long (it is then resumed, up to max_attempts)
+  long api_timeout_s = 60;        // whole-request limit for the (small) file listing
+  int max_attempts = 5;           // per file: first try + resumed retries after a dropped transfer
+  int retry_delay_ms = 1000;      // wait before retry k is k * retry_delay_ms
 };
 
 // Where the job stands; passed to the progress callback (on the calling thread).
@@ -81,13 +83,13 @@ struct DownloadProgress {
     kFinished,   // the job ended, successfully or not (see the returned Status)
   };
   Event event = Event::kListing;
-  std::string file;          // path inside the repo
-  int file_index = 0;        // 1-based among the files to fetch
+  std::string file;    // path inside the repo
+  int file_index = 0;  // 1-based among the files to fetch
   int file_count = 0;
-  uint64_t file_bytes = 0;   // bytes of `file` on disk (including a resumed .part)
-  uint64_t file_total = 0;   // 0 when unknown
-  uint64_t bytes_done = 0;   // over all files of the job
-  uint64_t bytes_total = 0;  // 0 when unknown
+  uint64_t file_bytes = 0;      // bytes of `file` on disk (including a resumed .part)
+  uint64_t file_total = 0;      // 0 when unknown
+  uint64_t bytes_done = 0;      // over all files of the job
+  uint64_t bytes_total = 0;     // 0 when unknown
   uint64_t bytes_received = 0;  // over the network in this call (for a transfer rate)
 };
 using ProgressFn = std::function<void(const DownloadProgress&)>;

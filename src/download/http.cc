@@ -89,7 +89,7 @@ size_t HeaderCallback(char* data, size_t size, size_t nitems, void* user) {
   }
   if (line.empty()) {  // end of this response's headers
     const long st = t->cur.status;
-    if (st >= 100 && st < 200) return n;                                // interim
+    if (st >= 100 && st < 200) return n;                                      // interim
     if (st >= 300 && st < 400 && st != 304 && t->cur_has_location) return n;  // curl follows it
     return t->FinishHead() ? n : 0;
   }
@@ -177,12 +177,12 @@ bool IsPublicAddress(const sockaddr* a) {
     return IsPublicV4(uint32_t(b[12]) << 24 | uint32_t(b[13]) << 16 | uint32_t(b[14]) << 8 | b[15]);
   }
   static const uint8_t kZero[15] = {0};
-  if (std::memcmp(b, kZero, 15) == 0) return false;            // :: and ::1
-  if ((b[0] & 0xfe) == 0xfc) return false;                      // fc00::/7 unique local
-  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return false;      // fe80::/10 link-local
-  if (b[0] == 0xff) return false;                               // multicast
+  if (std::memcmp(b, kZero, 15) == 0) return false;                                // :: and ::1
+  if ((b[0] & 0xfe) == 0xfc) return false;                                         // fc00::/7 unique local
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return false;                         // fe80::/10 link-local
+  if (b[0] == 0xff) return false;                                                  // multicast
   if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b) return false;  // NAT64 64:ff9b::/96
-  if (b[0] == 0x20 && b[1] == 0x02) return false;               // 6to4 (embeds any IPv4)
+  if (b[0] == 0x20 && b[1] == 0x02) return false;                                  // 6to4 (embeds any IPv4)
   return true;
 }
 
@@ -194,8 +194,8 @@ curl_socket_t OpenPublicSocket(void*, curlsocktype purpose, curl_sockaddr* a) {
   return ::socket(a->family, a->socktype, a->protocol);
 }
 
-HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64_t range_start, long timeout_s,
-                   Transfer* t) {
+HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64_t range_start,
+                   long timeout_s, Transfer* t) {
   HttpResult r;
   char errbuf[CURL_ERROR_SIZE];
   errbuf[0] = '\0';

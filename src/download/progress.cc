@@ -18,10 +18,14 @@ using Clock = std::chrono::steady_clock;
 
 std::string Bytes(double n) {
   char buf[32];
-  if (n >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GB", n / (1024.0 * 1024 * 1024));
-  else if (n >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MB", n / (1024.0 * 1024));
-  else if (n >= 1024.0) std::snprintf(buf, sizeof buf, "%.0f KB", n / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.0f B", n);
+  if (n >= 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f GB", n / (1024.0 * 1024 * 1024));
+  else if (n >= 1024.0 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f MB", n / (1024.0 * 1024));
+  else if (n >= 1024.0)
+    std::snprintf(buf, sizeof buf, "%.0f KB", n / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f B", n);
   return buf;
 }
 
@@ -29,8 +33,10 @@ std::string Duration(double s) {
   if (s < 0 || s > 99 * 3600) return "--:--";
   const long t = static_cast<long>(s + 0.5);
   char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
   return buf;
 }
 
@@ -51,7 +57,8 @@ class Bar {
     }
     // Rate over the last few seconds of bytes received from the network.
     samples_.emplace_back(now, p.bytes_received);
-    while (samples_.size() > 2 && now - samples_.front().first > std::chrono::seconds(5)) samples_.pop_front();
+    while (samples_.size() > 2 && now - samples_.front().first > std::chrono::seconds(5))
+      samples_.pop_front();
     const bool force = p.event != E::kBytes;
     if (!force && drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
     last_draw_ = now;
@@ -61,7 +68,8 @@ class Bar {
       const double dt = std::chrono::duration<double>(samples_.back().first - samples_.front().first).count();
       if (dt > 0.2) rate = double(samples_.back().second - samples_.front().second) / dt;
     }
-    std::string line = "[" + std::to_string(p.file_index) + "/" + std::to_string(p.file_count) + "] " + p.file;
+    std::string line =
+        "[" + std::to_string(p.file_index) + "/" + std::to_string(p.file_count) + "] " + p.file;
     if (p.event == E::kVerifying) line += " (verifying)";
     if (p.event == E::kSkipped) line += " (present)";
     std::string stats;
@@ -76,7 +84,8 @@ class Bar {
     }
     if (rate > 0) {
       stats += "  " + Bytes(rate) + "/s";
-      if (p.bytes_total > p.bytes_done) stats += "  ETA " + Duration(double(p.bytes_total - p.bytes_done) / rate);
+      if (p.bytes_total > p.bytes_done)
+        stats += "  ETA " + Duration(double(p.bytes_total - p.bytes_done) / rate);
     }
     // Fit one terminal line: a 10..30-cell bar by terminal width, then the name shortened if needed.
     const int cols = Columns() - 1;
@@ -87,7 +96,8 @@ class Bar {
       bar = "[" + std::string(fill, '#') + std::string(bar_w - fill, '.') + "] ";
     }
     const int room = cols - static_cast<int>(bar.size() + stats.size()) - 2;
-    if (room < static_cast<int>(line.size())) line = room > 8 ? line.substr(0, room - 3) + "..." : line.substr(0, 8);
+    if (room < static_cast<int>(line.size()))
+      line = room > 8 ? line.substr(0, room - 3) + "..." : line.substr(0, 8);
     bar += stats;
     Draw(line + "  " + bar);
   }

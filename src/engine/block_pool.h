@@ -23,7 +23,9 @@ struct BlockHash {
   bool operator==(const BlockHash& o) const { return lo == o.lo && hi == o.hi; }
 };
 struct BlockHashHasher {
-  size_t operator()(const BlockHash& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull)); }
+  size_t operator()(const BlockHash& h) const {
+    return static_cast<size_t>(h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull));
+  }
 };
 
 class BlockPool : public KvStore {

@@ -8,7 +8,8 @@ std::string RenderChatTemplate(const std::vector<ChatMessage>& messages, bool ad
   std::string s;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    if (i == 0 && m.role != "system") s += std::string("<|im_start|>system\n") + kDefaultSystemPrompt + "<|im_end|>\n";
+    if (i == 0 && m.role != "system")
+      s += std::string("<|im_start|>system\n") + kDefaultSystemPrompt + "<|im_end|>\n";
     s += "<|im_start|>" + m.role + "\n";
     for (const ChatPart& p : m.parts) {
       if (p.kind == ChatPart::kImage) {

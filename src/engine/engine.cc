@@ -83,8 +83,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Qwen2VLModel& model, cons
   const TextConfig& t = model.config().text;
   const int kv_dim = t.num_kv_heads * t.head_dim;
   const size_t per_block = static_cast<size_t>(t.num_layers) * 2 * config.block_size * kv_dim * sizeof(float);
-  const int num_blocks = config.kv_blocks > 0 ? config.kv_blocks
-                                              : static_cast<int>(std::max<size_t>(1, (config.kv_cache_mb << 20) / per_block));
+  const int num_blocks = config.kv_blocks > 0
+                             ? config.kv_blocks
+                             : static_cast<int>(std::max<size_t>(1, (config.kv_cache_mb << 20) / per_block));
   e->blocks_ = std::make_unique<BlockPool>(num_blocks, config.block_size, t.num_layers, kv_dim);
   SchedulerConfig sc;
   sc.max_batch_tokens = config.max_batch_tokens;
@@ -144,7 +145,8 @@ StatusOr<std::shared_ptr<RequestHandle>> Engine::Prepare(EngineRequest req) {
   const double t0 = Now();
   const ModelConfig& mc = model_.config();
   if (req.max_new_tokens <= 0 || req.max_new_tokens > cfg_.max_new_tokens) {
-    return InvalidArgumentError("max_new_tokens must be between 1 and " + std::to_string(cfg_.max_new_tokens));
+    return InvalidArgumentError("max_new_tokens must be between 1 and " +
+                                std::to_string(cfg_.max_new_tokens));
   }
   auto s = std::make_unique<Seq>();
   // Prompt ids and preprocessed images.
@@ -173,14 +175,17 @@ StatusOr<std::shared_ptr<RequestHandle>> Engine::Prepare(EngineRequest req) {
   const int64_t capacity = static_cast<int64_t>(blocks_->num_blocks()) * cfg_.block_size;
   if (n + req.max_new_tokens > capacity) {
     return ResourceExhaustedError("prompt + max_new_tokens (" + std::to_string(n + req.max_new_tokens) +
-                                  ") exceeds the KV cache capacity of " + std::to_string(capacity) + " tokens");
+                                  ") exceeds the KV cache capacity of " + std::to_string(capacity) +
+                                  " tokens");
   }
   for (int32_t id : s->prompt) {
-    if (id < 0 || id >= mc.text.vocab_size) return InvalidArgumentError("token id " + std::to_string(id) + " out of range");
+    if (id < 0 || id >= mc.text.vocab_size)
+      return InvalidArgumentError("token id " + std::to_string(id) + " out of range");
   }
   std::vector<ImageGrid> grids;
   for (const auto& in : s->inputs) grids.push_back(in.grid);
-  MINERU_ASSIGN_OR_RETURN(s->pos, ComputeMropePositions(s->prompt, grids, mc.vision.spatial_merge_size, mc.image_token_id));
+  MINERU_ASSIGN_OR_RETURN(
+      s->pos, ComputeMropePositions(s->prompt, grids, mc.vision.spatial_merge_size, mc.image_token_id));
   for (const auto& im : req.images) s->image_hashes.push_back(HashImage(im, model_.image_config()));
 
   // Content keys and image rows.
@@ -317,8 +322,9 @@ void Engine::AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh) {
   for (size_t start = 0; start < todo.size();) {
     size_t end = start;
     int64_t patches = 0;
-    while (end < todo.size() && (end == start || patches + todo[end].seq->inputs[todo[end].image].grid.num_patches() <=
-                                                     kMaxPatchesPerPass)) {
+    while (end < todo.size() &&
+           (end == start ||
+            patches + todo[end].seq->inputs[todo[end].image].grid.num_patches() <= kMaxPatchesPerPass)) {
       patches += todo[end].seq->inputs[todo[end].image].grid.num_patches();
       ++end;
     }
@@ -335,8 +341,10 @@ void Engine::AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh) {
       auto out = model_.vision().Encode(packed.data(), patches, grids, pool_.get());
       // Weights that changed under the pass make garbage embeddings: never cache them.
       Status h = Health();
-      if (!out.ok()) error = "vision encoding failed: " + out.status().message();
-      else if (!h.ok()) error = h.message();
+      if (!out.ok())
+        error = "vision encoding failed: " + out.status().message();
+      else if (!h.ok())
+        error = h.message();
       int64_t row = 0;
       for (size_t k = start; k < end && error.empty(); ++k) {
         Seq* s = todo[k].seq;
@@ -363,8 +371,10 @@ void Engine::AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh) {
     bool ok = true;
     try {
       for (const auto& c : per_seq[si]) {
-        if (!c) ok = false;
-        else s->embeds.insert(s->embeds.end(), c->embeddings.begin(), c->embeddings.end());
+        if (!c)
+          ok = false;
+        else
+          s->embeds.insert(s->embeds.end(), c->embeddings.begin(), c->embeddings.end());
       }
     } catch (const std::bad_alloc&) {
       ok = false;
@@ -443,9 +453,11 @@ void Engine::Forward(const StepPlan& plan, std::vector<int64_t>* sample_ids) {
   std::vector<float>& logits = logits_scratch_;
   // Reused across steps: [sequences, vocab] is ~10 MB at 16 sequences, and a fresh zeroed buffer
   // each step costs page faults and a memset.
-  if (logits.size() < sample_ids->size() * static_cast<size_t>(V)) logits.resize(sample_ids->size() * static_cast<size_t>(V));
+  if (logits.size() < sample_ids->size() * static_cast<size_t>(V))
+    logits.resize(sample_ids->size() * static_cast<size_t>(V));
   if (!sample_ids->empty()) {
-    model_.decoder().Logits(last.data(), static_cast<int64_t>(sample_ids->size()), logits.data(), pool_.get());
+    model_.decoder().Logits(last.data(), static_cast<int64_t>(sample_ids->size()), logits.data(),
+                            pool_.get());
   }
 }
 
@@ -468,7 +480,8 @@ bool Engine::RunStep() {
   try {
     Forward(plan, &sample_ids);
   } catch (const std::bad_alloc&) {
-    const std::string error = OutOfMemoryError("running a batch of " + std::to_string(T) + " tokens").message();
+    const std::string error =
+        OutOfMemoryError("running a batch of " + std::to_string(T) + " tokens").message();
     for (const ScheduledSeq& p : plan.seqs) {
       auto it = seqs_.find(p.id);
       if (it == seqs_.end()) continue;
@@ -492,7 +505,8 @@ bool Engine::RunStep() {
   std::vector<Seq*> sampling(sample_ids.size());
   for (size_t k = 0; k < sample_ids.size(); ++k) sampling[k] = seqs_.at(sample_ids[k]).get();
   auto sample_rows = [&](size_t b, size_t e, size_t) {
-    for (size_t k = b; k < e; ++k) sampled[k] = sampling[k]->sampler->Sample(logits.data() + k * V, static_cast<int32_t>(V));
+    for (size_t k = b; k < e; ++k)
+      sampled[k] = sampling[k]->sampler->Sample(logits.data() + k * V, static_cast<int32_t>(V));
   };
   if (pool_ && sample_ids.size() > 1) {
     pool_->ParallelFor(sample_ids.size(), sample_rows);

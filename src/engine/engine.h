@@ -33,17 +33,17 @@
 namespace mineru {
 
 struct EngineConfig {
-  int threads = 0;               // 0 = all cores
-  int block_size = 16;           // tokens per KV block
-  size_t kv_cache_mb = 2048;     // upper bound of KV memory (allocated as used)
-  int kv_blocks = 0;             // if > 0, the number of KV blocks (overrides kv_cache_mb)
-  int max_batch_tokens = 512;    // tokens per step (chunked prefill budget)
-  int max_seqs = 64;             // sequences decoding together
-  size_t image_cache_mb = 256;   // vision embeddings cache
+  int threads = 0;              // 0 = all cores
+  int block_size = 16;          // tokens per KV block
+  size_t kv_cache_mb = 2048;    // upper bound of KV memory (allocated as used)
+  int kv_blocks = 0;            // if > 0, the number of KV blocks (overrides kv_cache_mb)
+  int max_batch_tokens = 512;   // tokens per step (chunked prefill budget)
+  int max_seqs = 64;            // sequences decoding together
+  size_t image_cache_mb = 256;  // vision embeddings cache
   bool prefix_caching = true;
   int64_t max_prompt_tokens = 16384;
-  int max_new_tokens = 16384;    // per request
-  size_t max_queued = 4096;      // requests waiting or running; more are refused
+  int max_new_tokens = 16384;  // per request
+  size_t max_queued = 4096;    // requests waiting or running; more are refused
 };
 
 struct EngineRequest {
@@ -65,9 +65,9 @@ struct EngineRequest {
 };
 
 struct Completion {
-  std::vector<int32_t> ids;      // generated ids (a final stop token included)
-  std::string text;              // decoded generated text (stop token excluded)
-  std::string finish_reason;     // stop | length | cancelled | error
+  std::vector<int32_t> ids;   // generated ids (a final stop token included)
+  std::string text;           // decoded generated text (stop token excluded)
+  std::string finish_reason;  // stop | length | cancelled | error
   std::string error;
   int64_t prompt_tokens = 0;
   int64_t cached_prompt_tokens = 0;  // served from the prefix cache
@@ -163,11 +163,11 @@ class Engine {
   bool stop_ = false;
   std::atomic<int64_t> next_id_{1};
   std::unordered_map<int64_t, std::unique_ptr<Seq>> seqs_;  // loop thread only
-  EngineStats stats_;  // guarded by mu_
+  EngineStats stats_;                                       // guarded by mu_
   std::atomic<bool> degraded_{false};
-  std::string degraded_reason_;  // guarded by mu_; set once, with degraded_
+  std::string degraded_reason_;         // guarded by mu_; set once, with degraded_
   int64_t kv_alloc_failures_seen_ = 0;  // loop thread only
-  std::vector<float> logits_scratch_;  // loop thread only
+  std::vector<float> logits_scratch_;   // loop thread only
   std::thread loop_;
 };
 

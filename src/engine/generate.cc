@@ -36,7 +36,8 @@ StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<i
   const int64_t H = cfg.text.hidden_size, V = cfg.text.vocab_size;
   if (prompt_ids.empty()) return InvalidArgumentError("empty prompt");
   if (static_cast<int64_t>(prompt_ids.size()) > options.max_prompt_tokens) {
-    return ResourceExhaustedError("prompt of " + std::to_string(prompt_ids.size()) + " tokens exceeds the limit of " +
+    return ResourceExhaustedError("prompt of " + std::to_string(prompt_ids.size()) +
+                                  " tokens exceeds the limit of " +
                                   std::to_string(options.max_prompt_tokens));
   }
   if (options.max_new_tokens < 0) return InvalidArgumentError("max_new_tokens must be >= 0");
@@ -63,8 +64,9 @@ StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<i
   }
   res.vision_s = Now() - t0;
 
-  MINERU_ASSIGN_OR_RETURN(MropePositions pos, ComputeMropePositions(prompt_ids, grids, cfg.vision.spatial_merge_size,
-                                                                    cfg.image_token_id));
+  MINERU_ASSIGN_OR_RETURN(
+      MropePositions pos,
+      ComputeMropePositions(prompt_ids, grids, cfg.vision.spatial_merge_size, cfg.image_token_id));
   MINERU_ASSIGN_OR_RETURN(std::vector<float> embeds, model.BuildInputEmbeddings(prompt_ids, image_embeds));
 
   t0 = Now();

@@ -32,8 +32,8 @@ struct GenerateOptions {
 };
 
 struct GenerateResult {
-  std::vector<int32_t> ids;       // generated tokens (a final stop token included)
-  std::string finish_reason;      // "stop", "length" or "cancelled"
+  std::vector<int32_t> ids;   // generated tokens (a final stop token included)
+  std::string finish_reason;  // "stop", "length" or "cancelled"
   int64_t prompt_tokens = 0;
   double vision_s = 0, prefill_s = 0, decode_s = 0;
 };

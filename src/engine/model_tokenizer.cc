@@ -17,7 +17,8 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& model
   if (LooksLikeGguf(model)) return Tokenizer::LoadFromGguf(model);
   MINERU_ASSIGN_OR_RETURN(ModelFiles files, ResolveModelFiles(model, mmproj));
   MINERU_ASSIGN_OR_RETURN(auto tok, LoadModelTokenizer(files));
-  if (!tok) return NotFoundError("no tokenizer.json in " + files.dir + " (use --raw-ids for a model without one)");
+  if (!tok)
+    return NotFoundError("no tokenizer.json in " + files.dir + " (use --raw-ids for a model without one)");
   return tok;
 }
 

@@ -79,7 +79,9 @@ size_t SequenceSampler::Keep(const float* logits, int32_t vocab) {
   const size_t v = static_cast<size_t>(vocab);
   idx_.resize(v);
   std::iota(idx_.begin(), idx_.end(), 0);
-  auto before = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  auto before = [logits](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
   const size_t k = (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < v) ? static_cast<size_t>(p_.top_k) : v;
   if (k < v) {
     std::nth_element(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(k) - 1, idx_.end(), before);

@@ -14,7 +14,7 @@ namespace mineru {
 struct SamplingParams {
   float temperature = 0.0f;  // 0 = greedy
   float top_p = 1.0f;
-  int top_k = 0;             // 0 or < 0 = off; 1 = greedy
+  int top_k = 0;  // 0 or < 0 = off; 1 = greedy
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   float repetition_penalty = 1.0f;
@@ -57,7 +57,7 @@ class SequenceSampler {
   // exp((logit - max) / temperature), weight_sum_ with their sum; returns how many were kept.
   // O(vocab) plus the sorting of the nucleus (none without top_p).
   size_t Keep(const float* logits, int32_t vocab);
-  std::vector<int32_t> idx_;    // scratch kept across calls (one sequence: no sharing)
+  std::vector<int32_t> idx_;  // scratch kept across calls (one sequence: no sharing)
   std::vector<double> weight_;
   double weight_sum_ = 0;
 };

@@ -90,7 +90,7 @@ class Scheduler {
     std::vector<int32_t> blocks;
     std::vector<BlockHash> hashes;  // of the leading full computed blocks
     int64_t num_computed = 0;
-    int64_t cached_tokens = 0;      // prompt tokens served from the prefix cache at admission
+    int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache at admission
     bool running = false;
     int priority = 0;
     int64_t arrival = 0;  // Add() order

@@ -33,8 +33,9 @@ Status AllocateImage(int width, int height, RgbImage* out) {
   try {
     out->pixels.resize(static_cast<size_t>(width) * height * 3);
   } catch (const std::bad_alloc&) {
-    return OutOfMemoryError("decoding a " + std::to_string(width) + "x" + std::to_string(height) + " image (" +
-                            std::to_string(static_cast<size_t>(width) * height * 3 >> 20) + " MB of pixels)");
+    return OutOfMemoryError("decoding a " + std::to_string(width) + "x" + std::to_string(height) +
+                            " image (" + std::to_string(static_cast<size_t>(width) * height * 3 >> 20) +
+                            " MB of pixels)");
   }
   out->width = width;
   out->height = height;

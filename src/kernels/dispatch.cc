@@ -17,27 +17,27 @@ namespace kernels {
 namespace {
 
 // -1: not yet read from the environment.
-std::atomic<int> g_backend{-1};
+std::atomic<int> g_path{-1};
 
-Backend BackendFromEnv() {
+KernelPath PathFromEnv() {
   const char* e = std::getenv("MINERU_KERNELS");
-  if (e && (std::strcmp(e, "ref") == 0 || std::strcmp(e, "reference") == 0)) return Backend::kReference;
-  return Backend::kHighway;
+  if (e && (std::strcmp(e, "ref") == 0 || std::strcmp(e, "reference") == 0)) return KernelPath::kReference;
+  return KernelPath::kHighway;
 }
 
-inline bool UseRef() { return GetBackend() == Backend::kReference; }
+inline bool UseRef() { return GetKernelPath() == KernelPath::kReference; }
 
 }  // namespace
 
-void SetBackend(Backend b) { g_backend.store(static_cast<int>(b), std::memory_order_relaxed); }
+void SetKernelPath(KernelPath p) { g_path.store(static_cast<int>(p), std::memory_order_relaxed); }
 
-Backend GetBackend() {
-  int b = g_backend.load(std::memory_order_relaxed);
+KernelPath GetKernelPath() {
+  int b = g_path.load(std::memory_order_relaxed);
   if (b < 0) {
-    b = static_cast<int>(BackendFromEnv());
-    g_backend.store(b, std::memory_order_relaxed);
+    b = static_cast<int>(PathFromEnv());
+    g_path.store(b, std::memory_order_relaxed);
   }
-  return static_cast<Backend>(b);
+  return static_cast<KernelPath>(b);
 }
 
 int64_t QuantDequantMinRows() {
@@ -74,13 +74,14 @@ void WeightRowToF32(const WeightView& w, int64_t row, float* out) {
   cpu::WeightRowToF32(w, row, out);
 }
 
-void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y, ThreadPool* pool) {
+void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,
+             ThreadPool* pool) {
   if (UseRef()) return ref::RmsNorm(x, m, n, weight, eps, y, pool);
   cpu::RmsNorm(x, m, n, weight, eps, y, pool);
 }
 
-void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps, float* y,
-               ThreadPool* pool) {
+void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
+               float* y, ThreadPool* pool) {
   if (UseRef()) return ref::LayerNorm(x, m, n, weight, bias, eps, y, pool);
   cpu::LayerNorm(x, m, n, weight, bias, eps, y, pool);
 }

@@ -5,7 +5,7 @@
 // (f32/bf16/f16) through WeightView and widened on the fly, or in a block-quantized layout
 // (kernels/quant.h). These entry points dispatch once per call to the Highway kernels in
 // kernels/cpu/ (best SIMD target of this CPU); the scalar twins in kernels/reference.h stay
-// as the reference the tests compare against, selectable with SetBackend() or the
+// as the reference the tests compare against, selectable with SetKernelPath() or the
 // environment variable MINERU_KERNELS=ref.
 //
 // Thread safety: all ops are reentrant; two calls may run concurrently as long as they use
@@ -51,9 +51,9 @@ namespace kernels {
 // kernels/cpu/ on the best target this CPU supports; kReference = the scalar twins.
 // Process-wide (meant for tests and A/B figures); the initial value is kReference if the
 // environment variable MINERU_KERNELS is "ref" or "reference", else kHighway.
-enum class Backend { kHighway, kReference };
-void SetBackend(Backend b);
-Backend GetBackend();
+enum class KernelPath { kHighway, kReference };
+void SetKernelPath(KernelPath p);
+KernelPath GetKernelPath();
 // Name of the SIMD target the Highway kernels run on now ("AVX2", "AVX3", "SSE4", "EMU128"…),
 // or "reference" under kReference.
 const char* ActiveTargetName();

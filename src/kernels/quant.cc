@@ -68,7 +68,7 @@ uint16_t F32ToF16(float f) {
   std::memcpy(&u, &f, 4);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
   if (abs >= 0x38800000u) {                                              // normal half
     const uint32_t mant = abs & 0x7fffffu;
@@ -78,7 +78,7 @@ uint16_t F32ToF16(float f) {
     return static_cast<uint16_t>(sign | h);
   }
   // Subnormal half (or zero): value = m * 2^-24.
-  const int e = static_cast<int>(abs >> 23);  // biased f32 exponent, < 113
+  const int e = static_cast<int>(abs >> 23);        // biased f32 exponent, < 113
   if (e < 102) return static_cast<uint16_t>(sign);  // < 2^-25: rounds to 0
   const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
   const int shift = 126 - e;  // 14..24
@@ -223,7 +223,8 @@ void DequantizeRow(const WeightView& w, int64_t row, float* out) {
   const QuantType t = w.quant;
   const int64_t bs = QuantBlockSize(t);
   const size_t bb = QuantBlockBytes(t);
-  const uint8_t* p = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(row) * QuantizedRowBytes(t, w.cols);
+  const uint8_t* p =
+      static_cast<const uint8_t*>(w.data) + static_cast<size_t>(row) * QuantizedRowBytes(t, w.cols);
   for (int64_t c0 = 0, b = 0; c0 < w.cols; c0 += bs, ++b) {
     const uint8_t* blk = p + b * bb;
     const float d = F16ToF32(internal::LoadU16(blk));

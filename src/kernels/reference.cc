@@ -55,7 +55,6 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;
 }
 
-
 // Integer dot of one quantized weight row with one quantized activation row (the scalar
 // twin of the SIMD integer kernels): sum over blocks of (dw * dx) * isum, minus, for the Q4
 // formats, sum of dw * corr (the "-8" offset of the nibbles).
@@ -109,9 +108,9 @@ void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float*
       const uint8_t* wrow = static_cast<const uint8_t*>(w.data) + j * row_bytes;
       const float b = bias ? bias[j] : 0.0f;
       for (int64_t i = 0; i < m; ++i) {
-        y[i * n + static_cast<int64_t>(j)] =
-            QuantRowDot(w.quant, wrow, q.data() + i * l.kpad, d.data() + i * l.nb, corr.data() + i * l.nb, l.nb) +
-            b;
+        y[i * n + static_cast<int64_t>(j)] = QuantRowDot(w.quant, wrow, q.data() + i * l.kpad,
+                                                         d.data() + i * l.nb, corr.data() + i * l.nb, l.nb) +
+                                             b;
       }
     }
   };

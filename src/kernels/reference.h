@@ -1,6 +1,6 @@
 // kernels/reference.h — the scalar twins of every op in kernels.h, same signatures and
 // contracts. Written for readability; the SIMD kernels are tested against these, and
-// SetBackend(Backend::kReference) routes the public entry points here.
+// SetKernelPath(KernelPath::kReference) routes the public entry points here.
 #pragma once
 
 #include "kernels/kernels.h"

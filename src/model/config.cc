@@ -20,7 +20,8 @@ Status GetInt(const Json& j, const char* key, int* out, bool required, const std
   const Json& v = j[key];
   if (!v.is_number_integer()) return InvalidArgumentError(where + ": '" + key + "' must be an integer");
   int64_t x = v.get<int64_t>();
-  if (x < 0 || x > (int64_t(1) << 31) - 1) return InvalidArgumentError(where + ": '" + key + "' out of range");
+  if (x < 0 || x > (int64_t(1) << 31) - 1)
+    return InvalidArgumentError(where + ": '" + key + "' out of range");
   *out = static_cast<int>(x);
   return Status::Ok();
 }
@@ -55,7 +56,8 @@ Status ParseVision(const Json& v, VisionConfig* c) {
   MINERU_RETURN_IF_ERROR(GetInt(v, "spatial_merge_size", &c->spatial_merge_size, false, w));
   MINERU_RETURN_IF_ERROR(GetInt(v, "temporal_patch_size", &c->temporal_patch_size, false, w));
   MINERU_RETURN_IF_ERROR(GetInt(v, "hidden_size", &c->out_hidden_size, false, w));
-  if (v.contains("hidden_act") && v["hidden_act"].is_string()) c->hidden_act = v["hidden_act"].get<std::string>();
+  if (v.contains("hidden_act") && v["hidden_act"].is_string())
+    c->hidden_act = v["hidden_act"].get<std::string>();
   return Status::Ok();
 }
 
@@ -67,7 +69,8 @@ Status ModelConfig::Validate() const {
   if (v.depth <= 0 || v.embed_dim <= 0 || v.num_heads <= 0 || v.embed_dim % v.num_heads != 0) {
     return InvalidArgumentError("config.json: bad vision depth/embed_dim/num_heads");
   }
-  if (v.head_dim() % 4 != 0) return InvalidArgumentError("config.json: vision head_dim must be a multiple of 4");
+  if (v.head_dim() % 4 != 0)
+    return InvalidArgumentError("config.json: vision head_dim must be a multiple of 4");
   if (v.patch_size <= 0 || v.spatial_merge_size <= 0 || v.temporal_patch_size <= 0 || v.in_channels != 3) {
     return InvalidArgumentError("config.json: bad vision patch/merge sizes or channels");
   }
@@ -87,25 +90,29 @@ Status ModelConfig::Validate() const {
     sum += s;
   }
   if (t.mrope_section.size() != 3 || sum != t.head_dim / 2) {
-    return InvalidArgumentError("config.json: rope_scaling.mrope_section must have 3 entries summing to head_dim/2");
+    return InvalidArgumentError(
+        "config.json: rope_scaling.mrope_section must have 3 entries summing to head_dim/2");
   }
   if (!(t.rope_theta > 0)) return InvalidArgumentError("config.json: rope_theta must be positive");
   if (v.out_hidden_size != t.hidden_size) {
     return InvalidArgumentError("config.json: vision hidden_size must equal the text hidden_size");
   }
   for (int32_t id : {image_token_id, vision_start_token_id, vision_end_token_id}) {
-    if (id < 0 || id >= t.vocab_size) return InvalidArgumentError("config.json: a special token id is outside the vocabulary");
+    if (id < 0 || id >= t.vocab_size)
+      return InvalidArgumentError("config.json: a special token id is outside the vocabulary");
   }
   return Status::Ok();
 }
 
 StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgumentError("config.json is not a JSON object");
+  if (root.is_discarded() || !root.is_object())
+    return InvalidArgumentError("config.json is not a JSON object");
   ModelConfig c;
   if (root.contains("model_type") && root["model_type"].is_string()) {
     const std::string mt = root["model_type"].get<std::string>();
-    if (mt != "qwen2_vl") return UnimplementedError("config.json: model_type '" + mt + "' (expected qwen2_vl)");
+    if (mt != "qwen2_vl")
+      return UnimplementedError("config.json: model_type '" + mt + "' (expected qwen2_vl)");
   }
   if (!root.contains("vision_config") || !root["vision_config"].is_object()) {
     return InvalidArgumentError("config.json is missing the object 'vision_config'");
@@ -148,12 +155,14 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
     MINERU_RETURN_IF_ERROR(GetFloat(*rope, "rope_theta", &t.rope_theta, w));
     if (rope->contains("mrope_section") && (*rope)["mrope_section"].is_array()) {
       for (const auto& s : (*rope)["mrope_section"]) {
-        if (!s.is_number_integer()) return InvalidArgumentError("config.json: mrope_section must hold integers");
+        if (!s.is_number_integer())
+          return InvalidArgumentError("config.json: mrope_section must hold integers");
         t.mrope_section.push_back(s.get<int>());
       }
     }
   }
-  if (t.mrope_section.empty()) return InvalidArgumentError("config.json is missing rope_scaling.mrope_section");
+  if (t.mrope_section.empty())
+    return InvalidArgumentError("config.json is missing rope_scaling.mrope_section");
 
   bool tie = false;
   for (const Json* holder : std::initializer_list<const Json*>{&root, text}) {
@@ -198,7 +207,8 @@ StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
 
 StatusOr<ImageProcessorConfig> ParseImageProcessorConfig(const std::string& json_text) {
   Json j = Json::parse(json_text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgumentError("preprocessor_config.json is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgumentError("preprocessor_config.json is not a JSON object");
   ImageProcessorConfig c;
   const std::string w = "preprocessor_config.json";
   auto get_i64 = [&](const Json& o, const char* key, int64_t* out) -> Status {

@@ -17,7 +17,7 @@ struct VisionConfig {
   int depth = 0;
   int embed_dim = 0;
   int num_heads = 0;
-  int mlp_dim = 0;          // embed_dim * mlp_ratio
+  int mlp_dim = 0;  // embed_dim * mlp_ratio
   int in_channels = 3;
   int patch_size = 14;
   int spatial_merge_size = 2;

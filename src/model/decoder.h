@@ -37,8 +37,8 @@ class KvStore {
 
 // One sequence's share of a packed batch: its n new tokens are consecutive rows of the batch.
 struct BatchSegment {
-  int64_t n = 0;     // new tokens in this step
-  int64_t past = 0;  // tokens already in this sequence's cache
+  int64_t n = 0;                   // new tokens in this step
+  int64_t past = 0;                // tokens already in this sequence's cache
   const int64_t* pos_t = nullptr;  // n entries each
   const int64_t* pos_h = nullptr;
   const int64_t* pos_w = nullptr;

@@ -31,7 +31,8 @@ std::vector<Spec> TensorSpecs(const ModelConfig& c) {
   const auto& t = c.text;
   const int64_t E = v.embed_dim, M = v.mlp_dim, ME = E * v.merge_unit();
   s.push_back({"visual.patch_embed.proj.weight",
-               {E, v.in_channels, v.temporal_patch_size, v.patch_size, v.patch_size}, Spec::kMatrix});
+               {E, v.in_channels, v.temporal_patch_size, v.patch_size, v.patch_size},
+               Spec::kMatrix});
   for (int i = 0; i < v.depth; ++i) {
     const std::string p = "visual.blocks." + std::to_string(i) + ".";
     s.push_back({p + "norm1.weight", {E}, Spec::kNormWeight});
@@ -53,7 +54,8 @@ std::vector<Spec> TensorSpecs(const ModelConfig& c) {
   s.push_back({"visual.merger.mlp.0.bias", {ME}, Spec::kBias});
   s.push_back({"visual.merger.mlp.2.weight", {v.out_hidden_size, ME}, Spec::kMatrix});
   s.push_back({"visual.merger.mlp.2.bias", {v.out_hidden_size}, Spec::kBias});
-  const int64_t H = t.hidden_size, QD = int64_t(t.num_heads) * t.head_dim, KD = int64_t(t.num_kv_heads) * t.head_dim;
+  const int64_t H = t.hidden_size, QD = int64_t(t.num_heads) * t.head_dim,
+                KD = int64_t(t.num_kv_heads) * t.head_dim;
   s.push_back({"model.embed_tokens.weight", {t.vocab_size, H}, Spec::kEmbedding});
   for (int i = 0; i < t.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -128,19 +130,36 @@ StatusOr<std::string> PresetConfigJson(const std::string& preset) {
   Json vision, text;
   if (preset == "mineru2.5") {
     vision = {{"depth", 32}, {"embed_dim", 1280}, {"hidden_size", 896}, {"num_heads", 16}, {"mlp_ratio", 4}};
-    text = {{"vocab_size", 151936}, {"hidden_size", 896}, {"intermediate_size", 4864}, {"num_hidden_layers", 24},
-            {"num_attention_heads", 14}, {"num_key_value_heads", 2}, {"max_position_embeddings", 32768},
-            {"tie_word_embeddings", true}, {"mrope", {8, 12, 12}}};
+    text = {{"vocab_size", 151936},
+            {"hidden_size", 896},
+            {"intermediate_size", 4864},
+            {"num_hidden_layers", 24},
+            {"num_attention_heads", 14},
+            {"num_key_value_heads", 2},
+            {"max_position_embeddings", 32768},
+            {"tie_word_embeddings", true},
+            {"mrope", {8, 12, 12}}};
   } else if (preset == "tiny") {
     vision = {{"depth", 2}, {"embed_dim", 64}, {"hidden_size", 64}, {"num_heads", 4}, {"mlp_ratio", 4}};
-    text = {{"vocab_size", 151936}, {"hidden_size", 64}, {"intermediate_size", 128}, {"num_hidden_layers", 2},
-            {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"max_position_embeddings", 4096},
-            {"tie_word_embeddings", true}, {"mrope", {2, 3, 3}}};
+    text = {{"vocab_size", 151936},
+            {"hidden_size", 64},
+            {"intermediate_size", 128},
+            {"num_hidden_layers", 2},
+            {"num_attention_heads", 4},
+            {"num_key_value_heads", 2},
+            {"max_position_embeddings", 4096},
+            {"tie_word_embeddings", true},
+            {"mrope", {2, 3, 3}}};
   } else {
     return InvalidArgumentError("unknown preset '" + preset + "' (known: mineru2.5, tiny)");
   }
-  vision.update({{"hidden_act", "quick_gelu"}, {"in_chans", 3}, {"in_channels", 3}, {"patch_size", 14},
-                 {"spatial_patch_size", 14}, {"spatial_merge_size", 2}, {"temporal_patch_size", 2},
+  vision.update({{"hidden_act", "quick_gelu"},
+                 {"in_chans", 3},
+                 {"in_channels", 3},
+                 {"patch_size", 14},
+                 {"spatial_patch_size", 14},
+                 {"spatial_merge_size", 2},
+                 {"temporal_patch_size", 2},
                  {"model_type", "qwen2_vl"}});
   Json c = {{"architectures", {"Qwen2VLForConditionalGeneration"}},
             {"model_type", "qwen2_vl"},
@@ -156,8 +175,9 @@ StatusOr<std::string> PresetConfigJson(const std::string& preset) {
             {"torch_dtype", "bfloat16"},
             {"use_sliding_window", false},
             {"vision_config", vision}};
-  for (const char* k : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                        "num_key_value_heads", "max_position_embeddings", "tie_word_embeddings"}) {
+  for (const char* k :
+       {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "max_position_embeddings", "tie_word_embeddings"}) {
     c[k] = text[k];
   }
   c["rope_scaling"] = {{"type", "mrope"}, {"rope_type", "default"}, {"mrope_section", text["mrope"]}};
@@ -205,7 +225,8 @@ Status GenerateRandomModel(const std::string& out_dir, const GenModelOptions& o)
   for (const Spec& s : specs) {
     uint64_t n = 1;
     for (int64_t d : s.shape) n *= static_cast<uint64_t>(d);
-    header[s.name] = {{"dtype", DTypeName(o.dtype)}, {"shape", s.shape}, {"data_offsets", {off, off + n * es}}};
+    header[s.name] = {
+        {"dtype", DTypeName(o.dtype)}, {"shape", s.shape}, {"data_offsets", {off, off + n * es}}};
     off += n * es;
   }
   std::string h = header.dump();
@@ -222,7 +243,8 @@ Status GenerateRandomModel(const std::string& out_dir, const GenModelOptions& o)
   for (const Spec& s : specs) {
     uint64_t n = 1;
     for (int64_t d : s.shape) n *= static_cast<uint64_t>(d);
-    const int64_t fan_in = s.shape.size() > 1 ? static_cast<int64_t>(n / static_cast<uint64_t>(s.shape[0])) : 1;
+    const int64_t fan_in =
+        s.shape.size() > 1 ? static_cast<int64_t>(n / static_cast<uint64_t>(s.shape[0])) : 1;
     const float std_dev = s.kind == Spec::kEmbedding ? 0.5f : 1.0f / std::sqrt(static_cast<float>(fan_in));
     uint64_t done = 0;
     while (done < n) {
@@ -231,9 +253,14 @@ Status GenerateRandomModel(const std::string& out_dir, const GenModelOptions& o)
       for (uint64_t i = 0; i < chunk; ++i) {
         float x;
         switch (s.kind) {
-          case Spec::kNormWeight: x = 1.0f + 0.1f * rng.Normal(); break;
-          case Spec::kBias: x = 0.05f * rng.Normal(); break;
-          default: x = std_dev * rng.Normal();
+          case Spec::kNormWeight:
+            x = 1.0f + 0.1f * rng.Normal();
+            break;
+          case Spec::kBias:
+            x = 0.05f * rng.Normal();
+            break;
+          default:
+            x = std_dev * rng.Normal();
         }
         AppendValue(x, o.dtype, &buf);
       }

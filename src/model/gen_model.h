@@ -17,7 +17,7 @@ struct GenModelOptions {
   std::string preset = "mineru2.5";  // "mineru2.5" (the real shape) or "tiny"
   DType dtype = DType::kBF16;        // kBF16, kF16 or kF32
   uint64_t seed = 0;
-  std::string tokenizer_path;        // copied as tokenizer.json when non-empty
+  std::string tokenizer_path;  // copied as tokenizer.json when non-empty
 };
 
 // The config.json text of a preset, or an error for an unknown preset.

@@ -19,21 +19,31 @@ StatusOr<Slice> SliceOf(const WeightView& v, int64_t row0, int64_t rows) {
   GgmlType t;
   size_t row_bytes;
   if (v.quantized()) {
-    if (v.quant == QuantType::kQ8_0) t = GgmlType::kQ8_0;
-    else if (v.quant == QuantType::kQ4_0) t = GgmlType::kQ4_0;
-    else return InvalidArgumentError(std::string(kernels::QuantTypeName(v.quant)) + " has no GGUF type (use q8 or q4)");
+    if (v.quant == QuantType::kQ8_0)
+      t = GgmlType::kQ8_0;
+    else if (v.quant == QuantType::kQ4_0)
+      t = GgmlType::kQ4_0;
+    else
+      return InvalidArgumentError(std::string(kernels::QuantTypeName(v.quant)) +
+                                  " has no GGUF type (use q8 or q4)");
     row_bytes = kernels::QuantizedRowBytes(v.quant, v.cols);
   } else {
-    if (v.dtype == DType::kF32) t = GgmlType::kF32;
-    else if (v.dtype == DType::kF16) t = GgmlType::kF16;
-    else if (v.dtype == DType::kBF16) t = GgmlType::kBF16;
-    else return InvalidArgumentError(std::string("weights of type ") + DTypeName(v.dtype) + " cannot be written");
+    if (v.dtype == DType::kF32)
+      t = GgmlType::kF32;
+    else if (v.dtype == DType::kF16)
+      t = GgmlType::kF16;
+    else if (v.dtype == DType::kBF16)
+      t = GgmlType::kBF16;
+    else
+      return InvalidArgumentError(std::string("weights of type ") + DTypeName(v.dtype) +
+                                  " cannot be written");
     row_bytes = DTypeSize(v.dtype) * v.cols;
   }
   return Slice{t, static_cast<const uint8_t*>(v.data) + row0 * row_bytes, row_bytes * rows};
 }
 
-Status AddMatrix(GgufWriter* w, const std::string& name, const WeightView& v, int64_t row0 = 0, int64_t rows = -1) {
+Status AddMatrix(GgufWriter* w, const std::string& name, const WeightView& v, int64_t row0 = 0,
+                 int64_t rows = -1) {
   if (rows < 0) rows = v.rows;
   MINERU_ASSIGN_OR_RETURN(Slice s, SliceOf(v, row0, rows));
   w->AddTensor(name, s.type, {v.cols, rows}, s.data, s.nbytes);
@@ -62,7 +72,8 @@ void AddTokenizer(GgufWriter* w, const GgufVocab& v) {
   if (v.eos_id >= 0) w->AddU32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
 }
 
-Status WriteLm(const Qwen2VLModel& m, const GgufVocab& vocab, const std::string& name, const std::string& path) {
+Status WriteLm(const Qwen2VLModel& m, const GgufVocab& vocab, const std::string& name,
+               const std::string& path) {
   const TextConfig& t = m.config().text;
   const TextWeights& tw = m.weights().text;
   GgufWriter w;

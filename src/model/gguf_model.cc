@@ -45,7 +45,8 @@ StatusOr<std::vector<std::string>> GgufFilesIn(const std::string& dir) {
 }
 
 // Splits the .gguf files of dir into language models and mmproj files by their architecture.
-Status ClassifyGgufFiles(const std::string& dir, std::vector<std::string>* lms, std::vector<std::string>* projs) {
+Status ClassifyGgufFiles(const std::string& dir, std::vector<std::string>* lms,
+                         std::vector<std::string>* projs) {
   MINERU_ASSIGN_OR_RETURN(std::vector<std::string> files, GgufFilesIn(dir));
   for (const std::string& f : files) {
     MINERU_ASSIGN_OR_RETURN(std::string arch, GgufArchitecture(f));
@@ -90,7 +91,8 @@ StatusOr<ModelFiles> ResolveModelFiles(const std::string& model, const std::stri
   if (!mmproj.empty()) {
     if (!FileExists(mmproj)) return NotFoundError("--mmproj file not found: " + mmproj);
     MINERU_ASSIGN_OR_RETURN(std::string arch, GgufArchitecture(mmproj));
-    if (arch != "clip") return InvalidArgumentError(mmproj + " is not an mmproj file (architecture '" + arch + "')");
+    if (arch != "clip")
+      return InvalidArgumentError(mmproj + " is not an mmproj file (architecture '" + arch + "')");
   }
   if (IsDir(model)) {
     if (FileExists(model + "/config.json") && mmproj.empty()) return ModelFiles{model, "", ""};
@@ -102,15 +104,16 @@ StatusOr<ModelFiles> ResolveModelFiles(const std::string& model, const std::stri
   }
   MINERU_ASSIGN_OR_RETURN(std::string arch, GgufArchitecture(model));
   if (arch == "clip") {
-    return InvalidArgumentError(model + " is the vision (mmproj) file: pass the language model as --model and this as --mmproj");
+    return InvalidArgumentError(
+        model + " is the vision (mmproj) file: pass the language model as --model and this as --mmproj");
   }
   const std::string dir = DirOf(model);
   if (!mmproj.empty()) return ModelFiles{dir, model, mmproj};
   std::vector<std::string> lms, projs;
   MINERU_RETURN_IF_ERROR(ClassifyGgufFiles(dir, &lms, &projs));
   if (projs.size() != 1) {
-    return NotFoundError(std::string(projs.empty() ? "no" : "more than one") + " mmproj .gguf beside " + model +
-                         ": pass --mmproj FILE");
+    return NotFoundError(std::string(projs.empty() ? "no" : "more than one") + " mmproj .gguf beside " +
+                         model + ": pass --mmproj FILE");
   }
   return ModelFiles{dir, model, projs[0]};
 }
@@ -146,17 +149,20 @@ Status FillTextConfig(const GgufFile& lm, TextConfig* t) {
   MINERU_ASSIGN_OR_RETURN(t->num_kv_heads, GetSize(lm, p + "attention.head_count_kv", 1, 1024));
   MINERU_ASSIGN_OR_RETURN(int64_t ctx, lm.GetInt(p + "context_length", 32768));
   t->max_position_embeddings = static_cast<int>(std::clamp<int64_t>(ctx, 1, 1 << 24));
-  if (t->hidden_size % t->num_heads != 0) return InvalidArgumentError(lm.path() + ": heads do not divide the width");
+  if (t->hidden_size % t->num_heads != 0)
+    return InvalidArgumentError(lm.path() + ": heads do not divide the width");
   t->head_dim = t->hidden_size / t->num_heads;
   MINERU_ASSIGN_OR_RETURN(double eps, lm.GetFloat(p + "attention.layer_norm_rms_epsilon", 1e-6));
   t->rms_norm_eps = static_cast<float>(eps);
   MINERU_ASSIGN_OR_RETURN(t->rope_theta, lm.GetFloat(p + "rope.freq_base", 1000000.0));
   const GgufValue* sec = lm.Find(p + "rope.dimension_sections");
   if (!sec || sec->ints.empty() || sec->ints.size() > 4) {
-    return InvalidArgumentError(lm.path() + ": '" + p + "rope.dimension_sections' must hold up to 4 integers");
+    return InvalidArgumentError(lm.path() + ": '" + p +
+                                "rope.dimension_sections' must hold up to 4 integers");
   }
   for (size_t i = 0; i < sec->ints.size(); ++i) {
-    if (sec->ints[i] < 0 || sec->ints[i] > 4096) return InvalidArgumentError(lm.path() + ": bad rope section");
+    if (sec->ints[i] < 0 || sec->ints[i] > 4096)
+      return InvalidArgumentError(lm.path() + ": bad rope section");
     // The 4th section is the converter's padding (always 0 for Qwen2-VL).
     if (i < 3 || sec->ints[i] != 0) t->mrope_section.push_back(static_cast<int>(sec->ints[i]));
   }
@@ -172,8 +178,8 @@ Status FillVisionConfig(const GgufFile& mm, int text_hidden, VisionConfig* v) {
   MINERU_ASSIGN_OR_RETURN(std::string arch, mm.GetString("general.architecture"));
   MINERU_ASSIGN_OR_RETURN(std::string proj, mm.GetString("clip.projector_type", ""));
   if (arch != "clip" || (proj != "qwen2vl_merger" && !proj.empty())) {
-    return InvalidArgumentError(mm.path() + ": not a Qwen2-VL mmproj (architecture '" + arch + "', projector '" +
-                                proj + "')");
+    return InvalidArgumentError(mm.path() + ": not a Qwen2-VL mmproj (architecture '" + arch +
+                                "', projector '" + proj + "')");
   }
   const std::string p = "clip.vision.";
   MINERU_ASSIGN_OR_RETURN(v->depth, GetSize(mm, p + "block_count", 1, 1024));
@@ -192,8 +198,9 @@ Status FillVisionConfig(const GgufFile& mm, int text_hidden, VisionConfig* v) {
   v->out_hidden_size = text_hidden;
   MINERU_ASSIGN_OR_RETURN(int64_t pd, mm.GetInt(p + "projection_dim", text_hidden));
   if (pd != text_hidden) {
-    return InvalidArgumentError(mm.path() + ": projects to " + std::to_string(pd) + " but the language model is " +
-                                std::to_string(text_hidden) + " wide (mismatched pair?)");
+    return InvalidArgumentError(mm.path() + ": projects to " + std::to_string(pd) +
+                                " but the language model is " + std::to_string(text_hidden) +
+                                " wide (mismatched pair?)");
   }
   return Status::Ok();
 }
@@ -205,7 +212,8 @@ StatusOr<ModelConfig> GgufModelConfig(const GgufFile& lm, const GgufFile& mmproj
   MINERU_RETURN_IF_ERROR(FillTextConfig(lm, &c.text));
   MINERU_RETURN_IF_ERROR(FillVisionConfig(mmproj, c.text.hidden_size, &c.vision));
   const GgufValue* tokens = lm.Find("tokenizer.ggml.tokens");
-  if (!tokens || tokens->strings.empty()) return InvalidArgumentError(lm.path() + ": no tokenizer.ggml.tokens");
+  if (!tokens || tokens->strings.empty())
+    return InvalidArgumentError(lm.path() + ": no tokenizer.ggml.tokens");
   MINERU_ASSIGN_OR_RETURN(c.image_token_id, TokenId(*tokens, "<|image_pad|>"));
   MINERU_ASSIGN_OR_RETURN(c.video_token_id, TokenId(*tokens, "<|video_pad|>"));
   MINERU_ASSIGN_OR_RETURN(c.vision_start_token_id, TokenId(*tokens, "<|vision_start|>"));
@@ -215,7 +223,8 @@ StatusOr<ModelConfig> GgufModelConfig(const GgufFile& lm, const GgufFile& mmproj
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"}) {
     if (!lm.Find(key)) continue;
     MINERU_ASSIGN_OR_RETURN(int64_t id, lm.GetInt(key));
-    if (id < 0 || id >= c.text.vocab_size) return InvalidArgumentError(lm.path() + ": '" + key + "' is out of range");
+    if (id < 0 || id >= c.text.vocab_size)
+      return InvalidArgumentError(lm.path() + ": '" + key + "' is out of range");
     if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
       c.eos_token_ids.push_back(static_cast<int32_t>(id));
     }
@@ -232,7 +241,8 @@ StatusOr<ImageProcessorConfig> GgufImageConfig(const GgufFile& mmproj, const std
   for (const char* key : {"clip.vision.image_mean", "clip.vision.image_std"}) {
     const GgufValue* v = mmproj.Find(key);
     if (!v) continue;
-    if (v->floats.size() != 3) return InvalidArgumentError(mmproj.path() + ": '" + key + "' must hold 3 numbers");
+    if (v->floats.size() != 3)
+      return InvalidArgumentError(mmproj.path() + ": '" + key + "' must hold 3 numbers");
     float* dst = std::strstr(key, "mean") ? c.image_mean : c.image_std;
     for (int i = 0; i < 3; ++i) dst[i] = static_cast<float>(v->floats[i]);
   }

@@ -31,12 +31,18 @@ class GgufSource {
   StatusOr<WeightView> Matrix(const std::string& name, int64_t rows, int64_t cols) const {
     MINERU_ASSIGN_OR_RETURN(const GgufTensor* t, Get(name, {rows, cols}));
     switch (static_cast<GgmlType>(t->type)) {
-      case GgmlType::kF32: return WeightView{DType::kF32, t->data, rows, cols};
-      case GgmlType::kF16: return WeightView{DType::kF16, t->data, rows, cols};
-      case GgmlType::kBF16: return WeightView{DType::kBF16, t->data, rows, cols};
-      case GgmlType::kQ8_0: return kernels::QuantizedView(QuantType::kQ8_0, t->data, rows, cols);
-      case GgmlType::kQ4_0: return kernels::QuantizedView(QuantType::kQ4_0, t->data, rows, cols);
-      default: return Unsupported(*t);
+      case GgmlType::kF32:
+        return WeightView{DType::kF32, t->data, rows, cols};
+      case GgmlType::kF16:
+        return WeightView{DType::kF16, t->data, rows, cols};
+      case GgmlType::kBF16:
+        return WeightView{DType::kBF16, t->data, rows, cols};
+      case GgmlType::kQ8_0:
+        return kernels::QuantizedView(QuantType::kQ8_0, t->data, rows, cols);
+      case GgmlType::kQ4_0:
+        return kernels::QuantizedView(QuantType::kQ4_0, t->data, rows, cols);
+      default:
+        return Unsupported(*t);
     }
   }
 
@@ -77,7 +83,9 @@ class GgufSource {
 // [E, C, P, P] (v.patch_embd.weight is frame 0, .weight.1 frame 1), as f32.
 StatusOr<std::vector<float>> PatchKernel(const GgufSource& src, const VisionConfig& vc) {
   const int64_t E = vc.embed_dim, C = vc.in_channels, T = vc.temporal_patch_size, P = vc.patch_size;
-  if (T != 2) return InvalidArgumentError("GGUF patch kernels are stored as 2 frames; temporal_patch_size is " + std::to_string(T));
+  if (T != 2)
+    return InvalidArgumentError("GGUF patch kernels are stored as 2 frames; temporal_patch_size is " +
+                                std::to_string(T));
   std::vector<float> out(static_cast<size_t>(E * C * T * P * P));
   for (int64_t t = 0; t < T; ++t) {
     const std::string name = t == 0 ? "v.patch_embd.weight" : "v.patch_embd.weight.1";
@@ -108,7 +116,8 @@ StatusOr<WeightView> FuseQkv(const WeightView& q, const WeightView& k, const Wei
   fused.rows = q.rows + k.rows + v.rows;
   const size_t bytes = ViewBytes(q);
   const auto* qp = static_cast<const uint8_t*>(q.data);
-  if (static_cast<const uint8_t*>(k.data) == qp + bytes && static_cast<const uint8_t*>(v.data) == qp + 2 * bytes) {
+  if (static_cast<const uint8_t*>(k.data) == qp + bytes &&
+      static_cast<const uint8_t*>(v.data) == qp + 2 * bytes) {
     return fused;
   }
   std::unique_ptr<uint8_t[]> copy(new uint8_t[3 * bytes]);
@@ -120,7 +129,8 @@ StatusOr<WeightView> FuseQkv(const WeightView& q, const WeightView& k, const Wei
   return fused;
 }
 
-StatusOr<VisionBlockWeights> VisionBlock(const GgufSource& src, const VisionConfig& vc, int i, ModelWeights* w) {
+StatusOr<VisionBlockWeights> VisionBlock(const GgufSource& src, const VisionConfig& vc, int i,
+                                         ModelWeights* w) {
   const std::string p = "v.blk." + std::to_string(i) + ".";
   const int64_t E = vc.embed_dim, M = vc.mlp_dim;
   VisionBlockWeights b;

@@ -51,7 +51,8 @@ StatusOr<MropePositions> ComputeMropePositions(const std::vector<int32_t>& ids,
     next = mx + 1;
     i += static_cast<size_t>(count);
   }
-  if (image != grids.size()) return InvalidArgumentError("fewer image placeholders in the prompt than images");
+  if (image != grids.size())
+    return InvalidArgumentError("fewer image placeholders in the prompt than images");
   p.next_position = next;
   return p;
 }

@@ -15,7 +15,8 @@
 namespace mineru {
 
 StatusOr<QuantType> ParseQuantName(const std::string& name) {
-  if (name.empty() || name == "bf16" || name == "none" || name == "f32" || name == "f16") return QuantType::kNone;
+  if (name.empty() || name == "bf16" || name == "none" || name == "f32" || name == "f16")
+    return QuantType::kNone;
   if (name == "q8" || name == "q8_0") return QuantType::kQ8_0;
   if (name == "q4" || name == "q4_0") return QuantType::kQ4_0;
   if (name == "q4_g128") return QuantType::kQ4_G128;
@@ -87,7 +88,8 @@ Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool) {
   return Status::Ok();
 }
 
-Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_dir, QuantType t, ThreadPool* pool) {
+Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_dir, QuantType t,
+                           ThreadPool* pool) {
   if (t == QuantType::kNone) return InvalidArgumentError("choose a quantized format (q8, q4, q4_0)");
   MINERU_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(src_dir + "/config.json"));
   MINERU_ASSIGN_OR_RETURN(auto weights, ModelWeights::Load(src_dir, cfg));
@@ -135,10 +137,13 @@ Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_di
   uint64_t off = 0;
   for (const Item& it : items) {
     if (it.q == QuantType::kNone) {
-      header[it.name] = {{"dtype", DTypeName(it.src->dtype)}, {"shape", it.src->shape}, {"data_offsets", {off, off + it.bytes}}};
+      header[it.name] = {{"dtype", DTypeName(it.src->dtype)},
+                         {"shape", it.src->shape},
+                         {"data_offsets", {off, off + it.bytes}}};
     } else {
       const uint64_t row_bytes = kernels::QuantizedRowBytes(it.q, it.view.cols);
-      header[it.name] = {{"dtype", "U8"}, {"shape", {it.view.rows, static_cast<int64_t>(row_bytes)}},
+      header[it.name] = {{"dtype", "U8"},
+                         {"shape", {it.view.rows, static_cast<int64_t>(row_bytes)}},
                          {"data_offsets", {off, off + it.bytes}}};
       meta["quant." + it.name] = kernels::QuantTypeName(it.q);
       meta["cols." + it.name] = std::to_string(it.view.cols);

@@ -1,9 +1,9 @@
 // model/quantize.h — weights in int8/4-bit formats, chosen at load or written ahead of time.
 //
 // "--quant bf16|q8|q4|q4_0" picks the format of every Linear layer of the decoder; the ViT
-// blocks, the merger and the LM head use q8 whenever a quantized format is chosen. The patch embedding and the token-embedding table stay as
-// stored. A pre-quantized model (WriteQuantizedModel) stores each quantized matrix as a U8
-// tensor [rows, row_bytes] with metadata "quant.<name>" = format, and loads by mmap with no
+// blocks, the merger and the LM head use q8 whenever a quantized format is chosen. The patch embedding and
+// the token-embedding table stay as stored. A pre-quantized model (WriteQuantizedModel) stores each quantized
+// matrix as a U8 tensor [rows, row_bytes] with metadata "quant.<name>" = format, and loads by mmap with no
 // conversion.
 #pragma once
 
@@ -37,6 +37,7 @@ QuantType AttentionQuant(QuantType t);
 Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool);
 
 // Writes a pre-quantized checkpoint of the model in src_dir to out_dir (configs copied).
-Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_dir, QuantType t, ThreadPool* pool);
+Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_dir, QuantType t,
+                           ThreadPool* pool);
 
 }  // namespace mineru

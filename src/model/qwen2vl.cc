@@ -70,8 +70,8 @@ Status Qwen2VLModel::LoadGguf(const ModelLoadOptions& opt) {
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<Qwen2VLModel>> Qwen2VLModel::Load(const std::string& path, const ModelLoadOptions& opt,
-                                                           ThreadPool* pool) {
+StatusOr<std::unique_ptr<Qwen2VLModel>> Qwen2VLModel::Load(const std::string& path,
+                                                           const ModelLoadOptions& opt, ThreadPool* pool) {
   MINERU_ASSIGN_OR_RETURN(QuantType qt, ParseQuantName(opt.quant));
   if (!FileExists(path)) return NotFoundError("model not found: " + path);
   std::unique_ptr<Qwen2VLModel> m(new Qwen2VLModel());
@@ -89,8 +89,8 @@ StatusOr<std::unique_ptr<Qwen2VLModel>> Qwen2VLModel::Load(const std::string& pa
   return m;
 }
 
-StatusOr<std::vector<float>> Qwen2VLModel::BuildInputEmbeddings(const std::vector<int32_t>& ids,
-                                                                const std::vector<float>& image_embeds) const {
+StatusOr<std::vector<float>> Qwen2VLModel::BuildInputEmbeddings(
+    const std::vector<int32_t>& ids, const std::vector<float>& image_embeds) const {
   const int64_t H = config_.text.hidden_size;
   std::vector<float> out(ids.size() * H);
   int64_t next_image_row = 0;
@@ -101,7 +101,8 @@ StatusOr<std::vector<float>> Qwen2VLModel::BuildInputEmbeddings(const std::vecto
       return InvalidArgumentError("token id " + std::to_string(id) + " is outside the vocabulary");
     }
     if (id == config_.image_token_id) {
-      if (next_image_row >= image_rows) return InvalidArgumentError("more image tokens than image embeddings");
+      if (next_image_row >= image_rows)
+        return InvalidArgumentError("more image tokens than image embeddings");
       std::memcpy(&out[i * H], &image_embeds[next_image_row * H], sizeof(float) * H);
       ++next_image_row;
     } else {

@@ -53,9 +53,7 @@ class Qwen2VLModel {
   const std::string& name() const { return name_; }
 
   // Image tokens an image of this patch grid occupies in the prompt.
-  int64_t ImageTokens(const ImageGrid& g) const {
-    return g.num_patches() / config_.vision.merge_unit();
-  }
+  int64_t ImageTokens(const ImageGrid& g) const { return g.num_patches() / config_.vision.merge_unit(); }
 
   // Text embeddings of ids with the image-pad rows replaced, in order, by image_embeds
   // [num_image_tokens, hidden]. Errors on ids outside the vocabulary or a count mismatch.

@@ -68,7 +68,8 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (size_t bi = 0; bi < w_.blocks.size(); ++bi) {
     const VisionBlockWeights& b = w_.blocks[bi];
-    kernels::LayerNorm(x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps, normed.data(), pool);
+    kernels::LayerNorm(x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps, normed.data(),
+                       pool);
     kernels::MatMul(normed.data(), P, b.qkv, b.qkv_b.data(), qkv.data(), pool);
     // qkv row layout: [3][H][D]. Rotate q and k of every head: q and k are adjacent, so they
     // are 2H heads of D values at the start of each row.
@@ -92,7 +93,8 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
     }
     kernels::MatMul(attn.data(), P, b.proj, b.proj_b.data(), tmp.data(), pool);
     for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
-    kernels::LayerNorm(x.data(), P, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, normed.data(), pool);
+    kernels::LayerNorm(x.data(), P, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, normed.data(),
+                       pool);
     kernels::MatMul(normed.data(), P, b.fc1, b.fc1_b.data(), hidden.data(), pool);
     kernels::QuickGelu(hidden.data(), P * M, pool);
     kernels::MatMul(hidden.data(), P, b.fc2, b.fc2_b.data(), tmp.data(), pool);
@@ -101,7 +103,8 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
   }
 
   // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row.
-  kernels::LayerNorm(x.data(), P, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(), 1e-6f, normed.data(), pool);
+  kernels::LayerNorm(x.data(), P, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(), 1e-6f, normed.data(),
+                     pool);
   const int64_t T = P / unit, ME = E * unit;
   std::vector<float> mid(T * ME), out(T * c_.out_hidden_size);
   kernels::MatMul(normed.data(), T, w_.merger_fc1, w_.merger_fc1_b.data(), mid.data(), pool);

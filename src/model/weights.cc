@@ -53,7 +53,9 @@ class TensorSource {
   }
   StatusOr<WeightView> Matrix(char kind, const std::string& suffix, int64_t rows, int64_t cols) const {
     // A pre-quantized matrix: U8 [rows, row_bytes] with metadata quant.<name> (model/quantize.h).
-    const std::string name = kind == 'v' ? vision_prefix_ + suffix : kind == 't' ? text_prefix_ + suffix : suffix;
+    const std::string name = kind == 'v'   ? vision_prefix_ + suffix
+                             : kind == 't' ? text_prefix_ + suffix
+                                           : suffix;
     auto q = meta_.find("quant." + name);
     if (q != meta_.end()) {
       const TensorInfo* t = FindRaw(name);
@@ -62,12 +64,13 @@ class TensorSource {
       for (QuantType c : {QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_G128}) {
         if (q->second == kernels::QuantTypeName(c)) qt = c;
       }
-      if (qt == QuantType::kNone) return InvalidArgumentError("tensor '" + name + "' has unknown format " + q->second);
+      if (qt == QuantType::kNone)
+        return InvalidArgumentError("tensor '" + name + "' has unknown format " + q->second);
       const int64_t row_bytes = static_cast<int64_t>(kernels::QuantizedRowBytes(qt, cols));
       if (t->dtype != DType::kU8 || t->shape != std::vector<int64_t>{rows, row_bytes}) {
         return InvalidArgumentError("quantized tensor '" + name + "' has shape " + t->ShapeString() +
-                                    ", config says " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) +
-                                    " bytes");
+                                    ", config says " + std::to_string(rows) + " rows of " +
+                                    std::to_string(row_bytes) + " bytes");
       }
       return kernels::QuantizedView(qt, t->data, rows, cols);
     }
@@ -96,7 +99,8 @@ StatusOr<std::vector<std::string>> ShardFiles(const std::string& dir) {
     }
     std::map<std::string, int> files;
     for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-      if (!it.value().is_string()) return InvalidArgumentError(index + ": weight_map values must be file names");
+      if (!it.value().is_string())
+        return InvalidArgumentError(index + ": weight_map values must be file names");
       std::string f = it.value().get<std::string>();
       if (f.empty() || f.find('/') != std::string::npos || f.find("..") != std::string::npos) {
         return InvalidArgumentError(index + ": bad shard name '" + f + "'");
@@ -138,9 +142,13 @@ Status ModelWeights::CheckFiles() const {
 
 bool ModelWeights::InMappedFile(const void* p, size_t n) const {
   const auto* b = static_cast<const uint8_t*>(p);
-  auto inside = [&](const MappedFile& f) { return b >= f.data() && n <= f.size() && b - f.data() <= static_cast<ptrdiff_t>(f.size() - n); };
-  for (const auto& f : files_) if (inside(f->file())) return true;
-  for (const auto& f : gguf_files_) if (inside(f->file())) return true;
+  auto inside = [&](const MappedFile& f) {
+    return b >= f.data() && n <= f.size() && b - f.data() <= static_cast<ptrdiff_t>(f.size() - n);
+  };
+  for (const auto& f : files_)
+    if (inside(f->file())) return true;
+  for (const auto& f : gguf_files_)
+    if (inside(f->file())) return true;
   return false;
 }
 
@@ -159,9 +167,9 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::string& di
   const TextConfig& tc = cfg.text;
   const int64_t E = vc.embed_dim, M = vc.mlp_dim, PD = vc.patch_dim(), ME = E * vc.merge_unit();
   {
-    MINERU_ASSIGN_OR_RETURN(const TensorInfo* pe,
-                            src.Get('v', "patch_embed.proj.weight",
-                                    {E, vc.in_channels, vc.temporal_patch_size, vc.patch_size, vc.patch_size}));
+    MINERU_ASSIGN_OR_RETURN(const TensorInfo* pe, src.Get('v', "patch_embed.proj.weight",
+                                                          {E, vc.in_channels, vc.temporal_patch_size,
+                                                           vc.patch_size, vc.patch_size}));
     w->vision.patch_embed = WeightView{pe->dtype, pe->data, E, PD};
   }
   for (int i = 0; i < vc.depth; ++i) {
@@ -185,7 +193,8 @@ StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::string& di
   MINERU_ASSIGN_OR_RETURN(w->vision.merger_ln_b, src.Vector('v', "merger.ln_q.bias", E));
   MINERU_ASSIGN_OR_RETURN(w->vision.merger_fc1, src.Matrix('v', "merger.mlp.0.weight", ME, ME));
   MINERU_ASSIGN_OR_RETURN(w->vision.merger_fc1_b, src.Vector('v', "merger.mlp.0.bias", ME));
-  MINERU_ASSIGN_OR_RETURN(w->vision.merger_fc2, src.Matrix('v', "merger.mlp.2.weight", vc.out_hidden_size, ME));
+  MINERU_ASSIGN_OR_RETURN(w->vision.merger_fc2,
+                          src.Matrix('v', "merger.mlp.2.weight", vc.out_hidden_size, ME));
   MINERU_ASSIGN_OR_RETURN(w->vision.merger_fc2_b, src.Vector('v', "merger.mlp.2.bias", vc.out_hidden_size));
 
   const int64_t Hd = tc.hidden_size, V = tc.vocab_size, I = tc.intermediate_size;

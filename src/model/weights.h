@@ -23,13 +23,13 @@ namespace mineru {
 
 struct VisionBlockWeights {
   std::vector<float> norm1_w, norm1_b, norm2_w, norm2_b;
-  WeightView qkv;   // [3E, E]
+  WeightView qkv;  // [3E, E]
   std::vector<float> qkv_b;
   WeightView proj;  // [E, E]
   std::vector<float> proj_b;
-  WeightView fc1;   // [mlp, E]
+  WeightView fc1;  // [mlp, E]
   std::vector<float> fc1_b;
-  WeightView fc2;   // [E, mlp]
+  WeightView fc2;  // [E, mlp]
   std::vector<float> fc2_b;
 };
 

@@ -11,11 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <thread>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "base/mapped_file.h"
 #include "base/utf8.h"
@@ -44,7 +44,7 @@ bool LooksLikePdf(const std::string& head) {
 }
 
 struct PdfDocument::Handle {
-  std::mutex mu;  // poppler documents are not thread-safe
+  std::mutex mu;                             // poppler documents are not thread-safe
   std::shared_ptr<const std::string> bytes;  // poppler reads them in place: they live as long
   std::unique_ptr<poppler::document> doc;    // null when the bytes do not parse
 };
@@ -71,7 +71,8 @@ StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Open(const std::string& path
   return OpenFromMemory(std::move(bytes), limits);
 }
 
-StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::OpenFromMemory(std::string bytes, const PdfLimits& limits) {
+StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::OpenFromMemory(std::string bytes,
+                                                                   const PdfLimits& limits) {
   QuietPoppler();
   if (bytes.empty()) return InvalidArgumentError("empty file");
   if (!LooksLikePdf(bytes)) return InvalidArgumentError("not a PDF file");
@@ -91,8 +92,8 @@ StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Finish(std::shared_ptr<const
   d->handle_ = std::move(h);
   if (d->num_pages_ <= 0) return InvalidArgumentError("the PDF has no pages");
   if (d->num_pages_ > limits.max_pages) {
-    return ResourceExhaustedError("the PDF has " + std::to_string(d->num_pages_) + " pages, over the limit of " +
-                                  std::to_string(limits.max_pages));
+    return ResourceExhaustedError("the PDF has " + std::to_string(d->num_pages_) +
+                                  " pages, over the limit of " + std::to_string(limits.max_pages));
   }
   return d;
 }
@@ -107,10 +108,12 @@ StatusOr<std::pair<double, double>> PdfDocument::PageSize(int index) const {
   if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));
   poppler::rectf r = p->page_rect(poppler::crop_box);
   double w = r.width(), h = r.height();
-  if (p->orientation() == poppler::page::landscape || p->orientation() == poppler::page::seascape) std::swap(w, h);
+  if (p->orientation() == poppler::page::landscape || p->orientation() == poppler::page::seascape)
+    std::swap(w, h);
   if (!(w > 0) || !(h > 0)) return DataLossError("page " + std::to_string(index + 1) + " has an empty size");
   if (w > limits_.max_page_side_pt || h > limits_.max_page_side_pt) {
-    return ResourceExhaustedError("page " + std::to_string(index + 1) + " is larger than the page-size limit");
+    return ResourceExhaustedError("page " + std::to_string(index + 1) +
+                                  " is larger than the page-size limit");
   }
   return std::make_pair(w, h);
 }
@@ -128,7 +131,8 @@ StatusOr<RenderedPage> PdfDocument::RenderPage(int index, double dpi, int max_si
   return Status(StatusCode::kOutOfMemory, page.status().message() + "; at half the resolution too");
 }
 
-StatusOr<RenderedPage> PdfDocument::RenderAtScale(int index, double width_pt, double height_pt, double scale) const {
+StatusOr<RenderedPage> PdfDocument::RenderAtScale(int index, double width_pt, double height_pt,
+                                                  double scale) const {
   RenderedPage out;
   out.width_pt = width_pt;
   out.height_pt = height_pt;
@@ -139,8 +143,8 @@ StatusOr<RenderedPage> PdfDocument::RenderAtScale(int index, double width_pt, do
                            std::to_string(static_cast<int>(std::lround(scale * 72))) + " DPI (about " +
                            std::to_string(static_cast<long long>(est_bytes / (1 << 20))) + " MB)";
   if (limits_.max_render_bytes > 0 && est_bytes > static_cast<double>(limits_.max_render_bytes)) {
-    return OutOfMemoryError(what + ": over the render budget of " + std::to_string(limits_.max_render_bytes >> 20) +
-                            " MB");
+    return OutOfMemoryError(what + ": over the render budget of " +
+                            std::to_string(limits_.max_render_bytes >> 20) + " MB");
   }
   // Poppler's own allocations may abort instead of failing: probe the peak first.
   if (est_bytes >= static_cast<double>(SIZE_MAX / 2)) return OutOfMemoryError(what);
@@ -153,7 +157,8 @@ StatusOr<RenderedPage> PdfDocument::RenderAtScale(int index, double width_pt, do
   return RenderOn(*handle(), index, std::move(out), what);
 }
 
-StatusOr<RenderedPage> PdfDocument::RenderWithDeadline(int index, RenderedPage out, const std::string& what) const {
+StatusOr<RenderedPage> PdfDocument::RenderWithDeadline(int index, RenderedPage out,
+                                                       const std::string& what) const {
   if (g_abandoned.load() >= kMaxAbandonedRenders) {
     return UnavailableError(what + ": " + std::to_string(kMaxAbandonedRenders) +
                             " earlier renders that passed their deadline are still running; try again later");
@@ -194,7 +199,8 @@ StatusOr<RenderedPage> PdfDocument::RenderWithDeadline(int index, RenderedPage o
   return DeadlineExceededError(what + " took longer than " + secs + " s; abandoned");
 }
 
-StatusOr<RenderedPage> PdfDocument::RenderOn(Handle& handle, int index, RenderedPage out, const std::string& what) {
+StatusOr<RenderedPage> PdfDocument::RenderOn(Handle& handle, int index, RenderedPage out,
+                                             const std::string& what) {
   std::lock_guard<std::mutex> lock(handle.mu);
   std::unique_ptr<poppler::page> p(handle.doc->create_page(index));
   if (!p) return DataLossError("cannot read page " + std::to_string(index + 1));

@@ -53,7 +53,8 @@ class PdfDocument {
  public:
   // Errors: missing file, not a PDF, corrupt, encrypted (locked), no pages.
   static StatusOr<std::unique_ptr<PdfDocument>> Open(const std::string& path, const PdfLimits& limits = {});
-  static StatusOr<std::unique_ptr<PdfDocument>> OpenFromMemory(std::string bytes, const PdfLimits& limits = {});
+  static StatusOr<std::unique_ptr<PdfDocument>> OpenFromMemory(std::string bytes,
+                                                               const PdfLimits& limits = {});
   ~PdfDocument();
 
   int num_pages() const { return num_pages_; }

@@ -135,9 +135,9 @@ using namespace detail;
 
 bool IsTextLike(const std::string& t) {
   static const std::set<std::string> kTypes = {
-      "text",     "title",    "image_caption", "image_footnote", "table_caption", "table_footnote", "code_caption",
-      "ref_text", "phonetic", "header",        "footer",         "page_number",   "aside_text",     "page_footnote",
-      "list"};
+      "text",           "title",        "image_caption", "image_footnote", "table_caption",
+      "table_footnote", "code_caption", "ref_text",      "phonetic",       "header",
+      "footer",         "page_number",  "aside_text",    "page_footnote",  "list"};
   return kTypes.count(t) > 0;
 }
 
@@ -277,7 +277,8 @@ void FixListBlocks(std::vector<MBlock>& lists, std::vector<MBlock>& texts, std::
   }
   lists = std::move(kept);
   auto drop_taken = [&](std::vector<MBlock>& v) {
-    v.erase(std::remove_if(v.begin(), v.end(), [&](const MBlock& b) { return taken.count(b.index) > 0; }), v.end());
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const MBlock& b) { return taken.count(b.index) > 0; }),
+            v.end());
   };
   drop_taken(texts);
   drop_taken(refs);
@@ -317,7 +318,8 @@ Json PageInfoJson(const PageInput& page, const AssembleOptions& options) {
       code_sub_type = block_type;
       block_type = "code_body";
       span_type = "text";
-      guess_lang = options.guess_code_language ? options.guess_code_language(*content) : GuessCodeLanguage(*content);
+      guess_lang =
+          options.guess_code_language ? options.guess_code_language(*content) : GuessCodeLanguage(*content);
     } else if (block_type == "equation") {
       block_type = "interline_equation";
       span_type = "interline_equation";
@@ -394,7 +396,8 @@ Json PageInfoJson(const PageInput& page, const AssembleOptions& options) {
       ref_text_blocks.push_back(b);
     } else if (t == "phonetic") {
       phonetic_blocks.push_back(b);
-    } else if (t == "header" || t == "footer" || t == "page_number" || t == "aside_text" || t == "page_footnote") {
+    } else if (t == "header" || t == "footer" || t == "page_number" || t == "aside_text" ||
+               t == "page_footnote") {
       discarded_blocks.push_back(b);
     } else if (t == "list") {
       list_blocks.push_back(b);
@@ -440,7 +443,8 @@ Json PageInfoJson(const PageInput& page, const AssembleOptions& options) {
                   &equation_blocks, &list_blocks}) {
     for (auto& b : *v) ordered.push_back(&b);
   }
-  std::stable_sort(ordered.begin(), ordered.end(), [](const MBlock* a, const MBlock* b) { return a->index < b->index; });
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const MBlock* a, const MBlock* b) { return a->index < b->index; });
 
   Json page_info = Json::object();
   Json para = Json::array();

@@ -29,7 +29,7 @@ using InlineImageWriteFn = std::function<void(const std::string& name, const std
 
 struct AssembleV34Options {
   std::string version_name = "3.4.4";
-  ImagePathFn image_path;  // crops of image / table / chart / interline_equation spans; null: ""
+  ImagePathFn image_path;              // crops of image / table / chart / interline_equation spans; null: ""
   CodeLanguageFn guess_code_language;  // null: GuessCodeLanguage
   InlineImageWriteFn write_inline_image;
   // merge_table (MINERU_TABLE_MERGE_ENABLE, on by default): the next page's first table continues the

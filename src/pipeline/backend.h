@@ -17,7 +17,7 @@ struct RecognitionTask {
   const RgbImage* image = nullptr;  // the prepared crop (rotated, padded, upscaled)
   std::string type;                 // layout block type
   std::string prompt;               // e.g. "\nText Recognition:"
-  SamplingParams sampling;
+  MinerUSampling sampling;
 };
 
 struct BackendStats {
@@ -34,14 +34,15 @@ class Backend {
   virtual StatusOr<std::string> Layout(int global_page, const RgbImage& layout_image) = 0;
   // One raw output per task, in order; a failed task fails only itself. All tasks of a page are
   // submitted together so an engine can batch them.
-  virtual std::vector<StatusOr<std::string>> Recognize(int global_page, const std::vector<RecognitionTask>& tasks) = 0;
+  virtual std::vector<StatusOr<std::string>> Recognize(int global_page,
+                                                       const std::vector<RecognitionTask>& tasks) = 0;
   // Text-only requests (1.2.1's cross-page table questions), all submitted together; one raw
   // answer per request, in order. global_page: the page of the request's second table. The default
   // answers none (the tables keep no cell_merge).
   struct TextRequest {
     int global_page = 0;
     std::string prompt;
-    SamplingParams sampling;
+    MinerUSampling sampling;
   };
   virtual std::vector<StatusOr<std::string>> AskText(const std::vector<TextRequest>& requests) {
     return std::vector<StatusOr<std::string>>(requests.size(), UnimplementedError("no text requests"));

@@ -16,7 +16,9 @@ bool BoxIsIn(const IBox& a, const IBox& b) {
 double BoxDistance(const IBox& b1, const IBox& b2) {
   const double x1 = b1[0], y1 = b1[1], x1b = b1[2], y1b = b1[3];
   const double x2 = b2[0], y2 = b2[1], x2b = b2[2], y2b = b2[3];
-  auto dist = [](double ax, double ay, double bx, double by) { return std::sqrt((ax - bx) * (ax - bx) + (ay - by) * (ay - by)); };
+  auto dist = [](double ax, double ay, double bx, double by) {
+    return std::sqrt((ax - bx) * (ax - bx) + (ay - by) * (ay - by));
+  };
   const bool left = x2b < x1;
   const bool right = x1b < x2;
   const bool bottom = y2b < y1;
@@ -62,7 +64,8 @@ void SortByOrigin(std::vector<IBox>& boxes, std::vector<size_t>& ids) {
   std::vector<size_t> order(boxes.size());
   std::iota(order.begin(), order.end(), 0);
   auto key = [&](size_t i) {
-    return static_cast<long long>(boxes[i][0]) * boxes[i][0] + static_cast<long long>(boxes[i][1]) * boxes[i][1];
+    return static_cast<long long>(boxes[i][0]) * boxes[i][0] +
+           static_cast<long long>(boxes[i][1]) * boxes[i][1];
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   std::vector<IBox> sb;
@@ -92,7 +95,9 @@ std::vector<TieUpResult> TieUp(std::vector<IBox>& subjects, std::vector<size_t>&
   std::vector<Cand> all;
   for (size_t i = 0; i < n; ++i) all.push_back({i, 0, subjects[i][0], subjects[i][1]});
   for (size_t i = 0; i < m; ++i) all.push_back({i + kObjOffset, 1, objects[i][0], objects[i][1]});
-  auto box_of = [&](const Cand& c) -> const IBox& { return c.kind == 0 ? subjects[c.idx] : objects[c.idx - kObjOffset]; };
+  auto box_of = [&](const Cand& c) -> const IBox& {
+    return c.kind == 0 ? subjects[c.idx] : objects[c.idx - kObjOffset];
+  };
 
   std::vector<TieUpResult> ret;
   std::set<size_t> seen_idx, seen_sub;

@@ -118,7 +118,9 @@ bool CellRepeats(std::string_view cell) {
   // fragments are stripped anyway, so splitting on the bare separators gives the same fragments.
   size_t i = 0;
   while (i < cell.size()) {
-    const size_t len = cell.substr(i, 2) == "::" ? 2 : (cell[i] == ';' || cell[i] == ',' || cell[i] == '|') ? 1 : 0;
+    const size_t len = cell.substr(i, 2) == "::"                              ? 2
+                       : (cell[i] == ';' || cell[i] == ',' || cell[i] == '|') ? 1
+                                                                              : 0;
     if (len == 0) {
       ++i;
       continue;
@@ -160,7 +162,9 @@ bool WholeContentRepeats(std::string_view content) {
 
 // REPEAT_TOKEN_RE = [A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)*|[^\s]
 std::vector<std::string> Tokens(std::string_view s) {
-  auto alnum = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto alnum = [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  };
   std::vector<std::string> out;
   size_t i = 0;
   while (i < s.size()) {
@@ -169,7 +173,8 @@ std::vector<std::string> Tokens(std::string_view s) {
     } else if (alnum(s[i])) {
       size_t j = i;
       while (j < s.size() && alnum(s[j])) ++j;
-      while (j + 1 < s.size() && (s[j] == '-' || s[j] == '_' || s[j] == '.' || s[j] == '/') && alnum(s[j + 1])) {
+      while (j + 1 < s.size() && (s[j] == '-' || s[j] == '_' || s[j] == '.' || s[j] == '/') &&
+             alnum(s[j + 1])) {
         ++j;
         while (j < s.size() && alnum(s[j])) ++j;
       }
@@ -243,9 +248,10 @@ bool TokensRepeat(std::string_view content) {
 
 // validate_content_repetition(content) is non-empty.
 bool HasRepetition(std::string_view content) {
-  return content.find("\\|") != std::string_view::npos || content.find("\n\n\n\n\n") != std::string_view::npos ||
-         WholeContentRepeats(content) || RepeatedCharRun(content) || TableCellsRepeat(content) ||
-         LinesRepeat(content) || TokensRepeat(content);
+  return content.find("\\|") != std::string_view::npos ||
+         content.find("\n\n\n\n\n") != std::string_view::npos || WholeContentRepeats(content) ||
+         RepeatedCharRun(content) || TableCellsRepeat(content) || LinesRepeat(content) ||
+         TokensRepeat(content);
 }
 
 // ---- repair: the largest legal table ----
@@ -316,7 +322,8 @@ std::optional<std::string> Candidate(const std::vector<Row>& rows, size_t sep) {
   if (header.size() < 2 || IsSeparatorRow(header)) return std::nullopt;
   std::string out = FormatRow(header) + "\n" + FormatSeparator(header.size());
   size_t data = 0;
-  for (size_t i = sep + 1; i < rows.size() && !IsSeparatorRow(rows[i]) && rows[i].size() == header.size(); ++i) {
+  for (size_t i = sep + 1; i < rows.size() && !IsSeparatorRow(rows[i]) && rows[i].size() == header.size();
+       ++i) {
     out += "\n" + FormatRow(rows[i]);
     ++data;
   }
@@ -353,7 +360,8 @@ bool ValidTable(std::string_view table) {
   const std::vector<std::string_view> lines = py::SplitLines(py::Strip(table));
   if (lines.size() < 3) return false;
   const auto header = SplitRow(lines[0]), sep = SplitRow(lines[1]);
-  if (!header || !sep || !IsSeparatorRow(*sep) || !PipeBounded(lines[0]) || !PipeBounded(lines[1])) return false;
+  if (!header || !sep || !IsSeparatorRow(*sep) || !PipeBounded(lines[0]) || !PipeBounded(lines[1]))
+    return false;
   if (header->size() != sep->size()) return false;
   for (size_t i = 2; i < lines.size(); ++i) {
     const auto row = SplitRow(lines[i]);

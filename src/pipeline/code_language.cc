@@ -27,7 +27,8 @@ bool LineStartsWith(std::string_view s, std::string_view prefix) {
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -47,9 +48,11 @@ std::string GuessCodeLanguage(std::string_view code) {
     return "c";
   }
   if (Has(code, "using System") || Has(code, "Console.Write")) return "cs";
-  if (Has(code, "public class ") || Has(code, "public static void main") || Has(code, "System.out.")) return "java";
+  if (Has(code, "public class ") || Has(code, "public static void main") || Has(code, "System.out."))
+    return "java";
   if (LineStartsWith(code, "package main") || (LineStartsWith(code, "func ") && Has(code, "{"))) return "go";
-  if (Has(code, "fn main") || Has(code, "let mut ") || Has(code, "println!") || LineStartsWith(code, "use std::")) {
+  if (Has(code, "fn main") || Has(code, "let mut ") || Has(code, "println!") ||
+      LineStartsWith(code, "use std::")) {
     return "rust";
   }
   if (LineStartsWith(code, "def ") || LineStartsWith(code, "import ") || LineStartsWith(code, "from ") ||
@@ -60,11 +63,13 @@ std::string GuessCodeLanguage(std::string_view code) {
       LineStartsWith(code, "const ") || LineStartsWith(code, "let ") || LineStartsWith(code, "var ")) {
     return "javascript";
   }
-  if (LineStartsWith(lower, "select ") || LineStartsWith(lower, "insert into") || LineStartsWith(lower, "create table") ||
-      LineStartsWith(lower, "update ") || LineStartsWith(lower, "delete from")) {
+  if (LineStartsWith(lower, "select ") || LineStartsWith(lower, "insert into") ||
+      LineStartsWith(lower, "create table") || LineStartsWith(lower, "update ") ||
+      LineStartsWith(lower, "delete from")) {
     return "sql";
   }
-  if (LineStartsWith(lower, "<!doctype html") || LineStartsWith(lower, "<html") || LineStartsWith(lower, "<div")) {
+  if (LineStartsWith(lower, "<!doctype html") || LineStartsWith(lower, "<html") ||
+      LineStartsWith(lower, "<div")) {
     return "html";
   }
   if (LineStartsWith(code, "echo ") || LineStartsWith(code, "export ") || LineStartsWith(code, "sudo ") ||

@@ -1,7 +1,7 @@
 // pipeline/content_list_v34.cc — MinerU 3.4.4 make_blocks_to_content_list (v1) and
 // make_blocks_to_content_list_v2 (backend/vlm/vlm_middle_json_mkcontent.py) for one para block.
-#include "pipeline/py_text.h"
 #include "pipeline/assemble_detail.h"
+#include "pipeline/py_text.h"
 #include "pipeline/text_join_v34.h"
 
 namespace mineru::pipeline {
@@ -22,8 +22,8 @@ using detail::TypeOf;
 Json StrOrEmpty(const Json& v) { return (v.is_string() && !v.get<std::string>().empty()) ? v : Json(""); }
 
 bool IsPlainTextType(const std::string& t) {
-  return t == "text" || t == "ref_text" || t == "phonetic" || t == "header" || t == "footer" || t == "page_number" ||
-         t == "aside_text" || t == "page_footnote";
+  return t == "text" || t == "ref_text" || t == "phonetic" || t == "header" || t == "footer" ||
+         t == "page_number" || t == "aside_text" || t == "page_footnote";
 }
 
 // image / chart / table entries of v1.
@@ -133,9 +133,11 @@ Json VisualV2(Json& block, const std::string& type, const std::string& dir) {
   const auto [path, content] = BodyDataV34(block);
   Json c = Json::object();
   if (type == "table") {
-    const std::string html = FormatEmbeddedHtmlV34(content.is_string() ? content.get<std::string>() : "", dir);
+    const std::string html =
+        FormatEmbeddedHtmlV34(content.is_string() ? content.get<std::string>() : "", dir);
     const int nest = py::Count(html, "<table") > 1 ? 2 : 1;
-    const bool complex = html.find("colspan") != std::string::npos || html.find("rowspan") != std::string::npos || nest > 1;
+    const bool complex =
+        html.find("colspan") != std::string::npos || html.find("rowspan") != std::string::npos || nest > 1;
     c["image_source"] = Json{{"path", dir + "/" + path}};
     c["table_caption"] = Captions(block, "table_caption");
     c["table_footnote"] = Captions(block, "table_footnote");
@@ -195,10 +197,12 @@ Json ListV2(Json& block, const std::string& type) {
 Json ContentV2(Json& block, const std::string& dir, const Json& page_size) {
   const std::string type = TypeOf(block);
   Json e = Json::object();
-  if (type == "header" || type == "footer" || type == "aside_text" || type == "page_number" || type == "page_footnote") {
-    const std::string t = type == "header" ? "page_header"
-                          : type == "footer" ? "page_footer"
-                          : type == "aside_text" ? "page_aside_text" : type;
+  if (type == "header" || type == "footer" || type == "aside_text" || type == "page_number" ||
+      type == "page_footnote") {
+    const std::string t = type == "header"       ? "page_header"
+                          : type == "footer"     ? "page_footer"
+                          : type == "aside_text" ? "page_aside_text"
+                                                 : type;
     e = Entry(t, Json{{t + "_content", MergeParaWithTextV2(block)}});
   } else if (type == "title" && TitleLevelV34(block) != 0) {
     Json c = Json::object();

@@ -82,8 +82,10 @@ PixelBox AssemblyCropBox(const int bbox_pt[4], double scale) {
 }
 
 PixelBox AssemblyCropBoxV34(const int bbox_pt[4], double scale) {
-  const int x0 = static_cast<int>(std::floor(bbox_pt[0] * scale)), y0 = static_cast<int>(std::floor(bbox_pt[1] * scale));
-  const int x1 = static_cast<int>(std::ceil(bbox_pt[2] * scale)), y1 = static_cast<int>(std::ceil(bbox_pt[3] * scale));
+  const int x0 = static_cast<int>(std::floor(bbox_pt[0] * scale)),
+            y0 = static_cast<int>(std::floor(bbox_pt[1] * scale));
+  const int x1 = static_cast<int>(std::ceil(bbox_pt[2] * scale)),
+            y1 = static_cast<int>(std::ceil(bbox_pt[3] * scale));
   if (x1 <= x0 || y1 <= y0) return PixelBox{0, 0, 0, 0};
   return PixelBox{x0, y0, x1, y1};
 }

@@ -46,11 +46,11 @@ std::optional<ResizePlan> PlanResizeByNeed(int w, int h, int min_edge = 28, doub
 
 // The whole stage II geometry of one block.
 struct CropPlan {
-  PixelBox box;            // crop from the full page image (white/black fill never needed: inside page)
-  int rotate_ccw = 0;      // 0, 90, 180 or 270: PIL rotate(angle, expand=True), counter-clockwise
+  PixelBox box;        // crop from the full page image (white/black fill never needed: inside page)
+  int rotate_ccw = 0;  // 0, 90, 180 or 270: PIL rotate(angle, expand=True), counter-clockwise
   int rotated_w = 0, rotated_h = 0;
-  ResizePlan resize;       // applied to the rotated crop
-  bool empty = false;      // crop has no pixels: the reference would fail on it; callers skip the block
+  ResizePlan resize;   // applied to the rotated crop
+  bool empty = false;  // crop has no pixels: the reference would fail on it; callers skip the block
 };
 
 CropPlan PlanBlockCrop(double x1, double y1, double x2, double y2, std::optional<int> angle, int page_w,

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <memory>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "pipeline/html_dom.h"
@@ -215,7 +215,8 @@ std::optional<Table> BuildTable(const std::optional<std::string>& html) {
   if (!scan) return std::nullopt;
   t.total_cols = scan->total_cols;
   t.last_data_row = scan->last_nonempty;
-  t.front.assign(scan->metrics.begin(), scan->metrics.begin() + std::min<size_t>(t.rows.size(), kMaxHeaderRows + 1));
+  t.front.assign(scan->metrics.begin(),
+                 scan->metrics.begin() + std::min<size_t>(t.rows.size(), kMaxHeaderRows + 1));
   for (size_t r = 0; r < std::min(t.rows.size(), kMaxHeaderRows); ++r) {
     Signature sig;
     sig.effective_cols = scan->metrics[r].effective_cols;
@@ -233,7 +234,8 @@ int HeaderRows(const Table& prev, const Table& curr) {
   int rows = 0;
   while (static_cast<size_t>(rows) < n && prev.front_sigs[rows] == curr.front_sigs[rows]) ++rows;
   if (rows > 0) return rows;
-  while (static_cast<size_t>(rows) < n && prev.front_sigs[rows].normalized == curr.front_sigs[rows].normalized &&
+  while (static_cast<size_t>(rows) < n &&
+         prev.front_sigs[rows].normalized == curr.front_sigs[rows].normalized &&
          RenderedSegmentCount(prev, rows) == RenderedSegmentCount(curr, rows)) {
     ++rows;
   }
@@ -265,7 +267,8 @@ bool RowsMatch(const Table& prev, const Table& curr) {  // check_rows_match
          RenderedSegmentCount(prev, last.row_idx) == RenderedSegmentCount(curr, first->row_idx);
 }
 
-bool MergeableByStructure(const Table& prev, const Table& curr, const ContentBlock& pb, const ContentBlock& cb) {
+bool MergeableByStructure(const Table& prev, const Table& curr, const ContentBlock& pb,
+                          const ContentBlock& cb) {
   const double w_curr = cb.bbox[2] - cb.bbox[0], w_prev = pb.bbox[2] - pb.bbox[0];
   if (w_curr > 0 && w_prev > 0 && std::abs(w_curr - w_prev) / std::min(w_curr, w_prev) >= 0.1) return false;
   if (prev.total_cols == curr.total_cols) return true;
@@ -275,7 +278,8 @@ bool MergeableByStructure(const Table& prev, const Table& curr, const ContentBlo
 bool SkippedBetweenTables(const std::string& type) {
   static const char* const kSkip[] = {"table_caption", "table_footnote", "image_caption", "image_footnote",
                                       "header",        "footer",         "page_number",   "page_footnote"};
-  return std::find_if(std::begin(kSkip), std::end(kSkip), [&](const char* s) { return type == s; }) != std::end(kSkip);
+  return std::find_if(std::begin(kSkip), std::end(kSkip), [&](const char* s) { return type == s; }) !=
+         std::end(kSkip);
 }
 
 // The last (from_end) or first table of a page with only skipped types beyond it; -1 if none.
@@ -367,8 +371,8 @@ std::vector<CrossPageTask> CrossPageTableTasks(const std::vector<std::vector<Con
   return tasks;
 }
 
-SamplingParams CrossPageSampling() {
-  SamplingParams s;  // temperature 0, top_p 0.01, top_k 1, no_repeat_ngram_size 100, no token cap
+MinerUSampling CrossPageSampling() {
+  MinerUSampling s;  // temperature 0, top_p 0.01, top_k 1, no_repeat_ngram_size 100, no token cap
   s.presence_penalty = 1.0f;
   s.frequency_penalty = 0.05f;
   return s;
@@ -421,7 +425,8 @@ std::optional<std::vector<int>> CellMergeFromAnswer(const CrossPageTask& task, s
   std::vector<int> out(static_cast<size_t>(task.expanded_cols), 0);
   for (size_t s = 0; s < flags->size(); ++s) {
     if ((*flags)[s] != 1) continue;
-    for (int c = std::max(0, task.ranges[s].first); c < std::min(task.ranges[s].second, task.expanded_cols); ++c) {
+    for (int c = std::max(0, task.ranges[s].first); c < std::min(task.ranges[s].second, task.expanded_cols);
+         ++c) {
       out[static_cast<size_t>(c)] = 1;
     }
   }

@@ -30,8 +30,8 @@ struct CrossPageTask {
   int prev_page = 0, prev_block = 0;  // indices into the pages given to CrossPageTableTasks
   int curr_page = 0, curr_block = 0;
   std::string prompt;
-  size_t segments = 0;                // flags the answer must have
-  int expanded_cols = 0;              // length of cell_merge
+  size_t segments = 0;                      // flags the answer must have
+  int expanded_cols = 0;                    // length of cell_merge
   std::vector<std::pair<int, int>> ranges;  // visual columns [start, end) of each previous segment
 };
 
@@ -39,7 +39,7 @@ struct CrossPageTask {
 std::vector<CrossPageTask> CrossPageTableTasks(const std::vector<std::vector<ContentBlock>>& pages);
 
 // The sampling of the "[cross_page_table_merge]" requests (text only, default system prompt).
-SamplingParams CrossPageSampling();
+MinerUSampling CrossPageSampling();
 
 // Python's int(str) for a span attribute: optional surrounding whitespace and sign, ASCII digits
 // (underscores between digits allowed). nullopt where Python raises, or outside [-1e6, 1e6].

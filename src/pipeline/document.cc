@@ -73,13 +73,14 @@ RgbImage FinishCrop(RgbImage im, const CropPlan& plan) {
   return im;
 }
 
-RgbImage PrepareCrop(const RgbImage& page, const CropPlan& plan) { return FinishCrop(CropAndRotate(page, plan), plan); }
+RgbImage PrepareCrop(const RgbImage& page, const CropPlan& plan) {
+  return FinishCrop(CropAndRotate(page, plan), plan);
+}
 
 std::string CropFileName(const std::string& span_type, const std::string& page_md5, int page_idx,
                          const int bbox[4]) {
   return Sha256Hex(AssemblyCropHashInput(span_type, page_md5, page_idx, bbox)) + ".jpg";
 }
-
 
 // The layout of one page and the stage II requests it leads to, per extraction version.
 struct PagePlan {
@@ -124,12 +125,18 @@ PagePlan PlanPage(const std::string& raw, const ParseOptions& opt, int page_w, i
 std::vector<ContentBlock> BridgeTypesForAssembly(std::vector<ContentBlock> blocks) {
   std::vector<ContentBlock> out;
   for (auto& b : blocks) {
-    if (b.type == "doc_title" || b.type == "paragraph_title") b.type = "title";
-    else if (b.type == "index" || b.type == "formula_number") b.type = "text";
-    else if (b.type == "chart") b.type = "image";
-    else if (b.type == "caption") b.type = "image_caption";
-    else if (b.type == "footnote") b.type = "image_footnote";
-    else if (b.type == "image_block") continue;
+    if (b.type == "doc_title" || b.type == "paragraph_title")
+      b.type = "title";
+    else if (b.type == "index" || b.type == "formula_number")
+      b.type = "text";
+    else if (b.type == "chart")
+      b.type = "image";
+    else if (b.type == "caption")
+      b.type = "image_caption";
+    else if (b.type == "footnote")
+      b.type = "image_footnote";
+    else if (b.type == "image_block")
+      continue;
     out.push_back(std::move(b));
   }
   return out;
@@ -175,7 +182,8 @@ InlineImageWriteFn InlineImageWriter(const std::string& images_dir) {
 // its write order: NAME.md, NAME_content_list.json, NAME_content_list_v2.json, NAME_middle.json
 // (md and the content lists normalise middle.json's text spans in place).
 Status WriteOutputsV34(const std::string& base, const std::vector<std::vector<ContentBlock>>& model_pages,
-                       std::vector<PageInput> pages, const ImagePathFn& image_path, const std::string& images_dir) {
+                       std::vector<PageInput> pages, const ImagePathFn& image_path,
+                       const std::string& images_dir) {
   for (size_t i = 0; i < pages.size() && i < model_pages.size(); ++i) pages[i].blocks = model_pages[i];
   AssembleV34Options o;
   o.image_path = image_path;
@@ -228,7 +236,8 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
   if (opt.text_source != TextSource::kModel && doc.is_pdf()) {
     auto w = doc.PageText(page);
     if (w.ok()) words = std::move(w).value();
-    use_pdf = opt.text_source == TextSource::kPdf || PageTextLayerUsable(words, layout, pg.width_pt, pg.height_pt);
+    use_pdf =
+        opt.text_source == TextSource::kPdf || PageTextLayerUsable(words, layout, pg.width_pt, pg.height_pt);
   }
   std::vector<const ExtractRequest*> model_reqs;
   for (const ExtractRequest& r : plan.requests) {
@@ -255,8 +264,8 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
     RgbImage im = CropAndRotate(pg.image, r->crop);
     std::vector<const LayoutBlock*> images;
     for (size_t k : r->table_images) images.push_back(&layout[k]);
-    table_tokens[r->index] = MaskTableImages(pg.image, layout[r->index], r->index, images, r->crop.box.width(),
-                                             r->crop.box.height(), &im);
+    table_tokens[r->index] = MaskTableImages(pg.image, layout[r->index], r->index, images,
+                                             r->crop.box.width(), r->crop.box.height(), &im);
     crops.push_back(FinishCrop(std::move(im), r->crop));
   }
   std::vector<RecognitionTask> tasks;
@@ -272,7 +281,8 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
       ++pr.recognised;
     } else {
       recognised[idx] = std::string();
-      fail((k < outs.size() ? outs[k].status() : InternalError("no output")).WithPrefix("block " + std::to_string(idx + 1)));
+      fail((k < outs.size() ? outs[k].status() : InternalError("no output"))
+               .WithPrefix("block " + std::to_string(idx + 1)));
     }
   }
   if (opt.vl_utils == VlUtilsVersion::k1_2) {
@@ -330,8 +340,9 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
 }
 
 // One page; running out of memory (page image, crops, layout pictures) fails this page only.
-PageResult ProcessPage(const InputDocument& doc, int page, int page_idx, int global_page, const ParseOptions& opt,
-                       Backend& backend, const std::string& images_dir, const std::string& layout_dir) {
+PageResult ProcessPage(const InputDocument& doc, int page, int page_idx, int global_page,
+                       const ParseOptions& opt, Backend& backend, const std::string& images_dir,
+                       const std::string& layout_dir) {
   try {
     return ProcessPageOrThrow(doc, page, page_idx, global_page, opt, backend, images_dir, layout_dir);
   } catch (const std::bad_alloc&) {
@@ -375,11 +386,13 @@ void AskCrossPageTables(const std::vector<PageResult>& results, int first_global
                         std::vector<std::vector<ContentBlock>>* model_pages, std::vector<PageInput>* inputs) {
   std::vector<CrossPageTask> tasks;
   for (CrossPageTask& t : CrossPageTableTasks(*model_pages)) {
-    if (results[t.curr_page].report.page == results[t.prev_page].report.page + 1) tasks.push_back(std::move(t));
+    if (results[t.curr_page].report.page == results[t.prev_page].report.page + 1)
+      tasks.push_back(std::move(t));
   }
   if (tasks.empty()) return;
   std::vector<Backend::TextRequest> requests;
-  for (const CrossPageTask& t : tasks) requests.push_back({first_global + t.curr_page, t.prompt, CrossPageSampling()});
+  for (const CrossPageTask& t : tasks)
+    requests.push_back({first_global + t.curr_page, t.prompt, CrossPageSampling()});
   const std::vector<StatusOr<std::string>> answers = backend.AskText(requests);
   for (size_t i = 0; i < tasks.size() && i < answers.size(); ++i) {
     if (!answers[i].ok()) continue;
@@ -473,8 +486,10 @@ DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOp
     for (auto& f : running) {
       if (f.valid()) f.wait();
     }
-    rep.status = past_deadline ? DeadlineExceededError("the time for this document ran out before all pages were processed")
-                               : CancelledError("cancelled before all pages were processed");
+    rep.status =
+        past_deadline
+            ? DeadlineExceededError("the time for this document ran out before all pages were processed")
+            : CancelledError("cancelled before all pages were processed");
     return rep;
   }
 
@@ -485,7 +500,8 @@ DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOp
     model_pages.push_back(r.model_blocks);
     page_inputs.push_back(r.input);
   }
-  if (opt.vl_utils == VlUtilsVersion::k1_2) AskCrossPageTables(results, first_global, backend, &model_pages, &page_inputs);
+  if (opt.vl_utils == VlUtilsVersion::k1_2)
+    AskCrossPageTables(results, first_global, backend, &model_pages, &page_inputs);
   AssembleOptions names;
   names.version_name = opt.version_name;
   names.image_path = [&](const CropRequest& c) {
@@ -495,11 +511,13 @@ DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOp
   const std::string base = rep.output_dir + "/" + rep.name;
   Status s = WriteStringToFile(base + "_model.json", DumpJson(ModelJson(model_pages)));
   if (opt.vl_utils == VlUtilsVersion::k1_2) {
-    if (s.ok()) s = WriteOutputsV34(base, model_pages, page_inputs, names.image_path, rep.output_dir + "/images");
+    if (s.ok())
+      s = WriteOutputsV34(base, model_pages, page_inputs, names.image_path, rep.output_dir + "/images");
   } else {
     Json middle = MiddleJson(page_inputs, names);
     if (s.ok()) s = WriteStringToFile(base + "_middle.json", DumpJson(middle));
-    if (s.ok()) s = WriteStringToFile(base + "_content_list.json", DumpJson(ContentListFromMiddle(middle, "images")));
+    if (s.ok())
+      s = WriteStringToFile(base + "_content_list.json", DumpJson(ContentListFromMiddle(middle, "images")));
     if (s.ok()) s = WriteStringToFile(base + ".md", MarkdownFromMiddle(middle));
   }
   if (!s.ok()) rep.status = s;

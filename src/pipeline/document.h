@@ -52,7 +52,7 @@ struct ProgressEvent {
   int pages_total = 0;  // pages selected in this document
   int blocks = 0;       // blocks on the page (kPageDone)
   bool page_ok = true;
-  std::string error;    // why the page failed
+  std::string error;  // why the page failed
 };
 using ProgressFn = std::function<void(const ProgressEvent&)>;
 

@@ -87,7 +87,9 @@ bool StartsDigitOrUpper(const std::string& s) {
   // Unicode digits/uppercase beyond ASCII: full-width digits and Latin-1/Greek/Cyrillic capitals.
   if (cp >= 0xFF10 && cp <= 0xFF19) return true;
   if (cp >= 0xFF21 && cp <= 0xFF3A) return true;
-  if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) || (cp >= 0x391 && cp <= 0x3A9) || (cp >= 0x410 && cp <= 0x42F)) return true;
+  if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) || (cp >= 0x391 && cp <= 0x3A9) ||
+      (cp >= 0x410 && cp <= 0x42F))
+    return true;
   return false;
 }
 
@@ -129,7 +131,8 @@ Json* PreviousMergeText(std::vector<Ordered>& ordered, size_t cur) {
   for (size_t i = cur; i-- > 0;) {
     if (ordered[i].page != ordered[cur].page) return nullptr;
     const std::string t = TypeOf(*ordered[i].block);
-    if (t == "title" || t == "doc_title" || t == "paragraph_title" || t == "interline_equation" || t == "list") {
+    if (t == "title" || t == "doc_title" || t == "paragraph_title" || t == "interline_equation" ||
+        t == "list") {
       return nullptr;
     }
     if (t != "text") {
@@ -152,7 +155,9 @@ void MarkCrossPage(Json& block) {  // iter_block_spans
   }
 }
 
-bool IsRefList(const Json& b) { return TypeOf(b) == "list" && b.value("sub_type", std::string()) == "ref_text"; }
+bool IsRefList(const Json& b) {
+  return TypeOf(b) == "list" && b.value("sub_type", std::string()) == "ref_text";
+}
 
 void MergeParaTextBlocks(Json& pdf_info) {
   std::vector<Ordered> ordered;
@@ -187,12 +192,18 @@ bool Base64Decode(std::string_view in, std::string* out) {
   int bits = 0, n = 0;
   for (char ch : in) {
     int v;
-    if (ch >= 'A' && ch <= 'Z') v = ch - 'A';
-    else if (ch >= 'a' && ch <= 'z') v = ch - 'a' + 26;
-    else if (ch >= '0' && ch <= '9') v = ch - '0' + 52;
-    else if (ch == '+') v = 62;
-    else if (ch == '/') v = 63;
-    else continue;
+    if (ch >= 'A' && ch <= 'Z')
+      v = ch - 'A';
+    else if (ch >= 'a' && ch <= 'z')
+      v = ch - 'a' + 26;
+    else if (ch >= '0' && ch <= '9')
+      v = ch - '0' + 52;
+    else if (ch == '+')
+      v = 62;
+    else if (ch == '/')
+      v = 63;
+    else
+      continue;
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
     ++n;

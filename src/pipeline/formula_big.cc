@@ -21,13 +21,14 @@ namespace {
 using Rule = std::pair<std::string, std::string>;
 
 std::vector<Rule> BuildBigRules() {
-  const std::vector<std::string> all16 = {"big",  "bigr",  "bigm",  "bigl",  "bigg", "biggr", "biggm", "biggl",
-                                          "Big",  "Bigr",  "Bigm",  "Bigl",  "Bigg", "Biggr", "Biggm", "Biggl"};
+  const std::vector<std::string> all16 = {"big", "bigr", "bigm", "bigl", "bigg", "biggr", "biggm", "biggl",
+                                          "Big", "Bigr", "Bigm", "Bigl", "Bigg", "Biggr", "Biggm", "Biggl"};
   const std::vector<std::pair<std::string, std::string>> pairs8 = {
       {"big", "Big"},   {"bigm", "Bigm"},   {"bigr", "Bigr"},   {"bigl", "Bigl"},
       {"bigg", "Bigg"}, {"biggr", "Biggr"}, {"biggm", "Biggm"}, {"biggl", "Biggl"}};
   std::vector<Rule> rules;
-  auto add = [&](const std::string& cmd, const std::string& sep, const std::string& inner, const std::string& out) {
+  auto add = [&](const std::string& cmd, const std::string& sep, const std::string& inner,
+                 const std::string& out) {
     rules.emplace_back("\\" + cmd + sep + "{" + inner + "}", "\\" + cmd + out);
   };
   // \big{)} -> \big)

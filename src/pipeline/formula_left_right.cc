@@ -28,7 +28,7 @@ namespace {
 // Alternatives of LEFT_TOKEN_LIST (each after the literal "\left"), in regex order.
 constexpr std::array<std::string_view, 18> kLeftSuffixes = {
     "\\lbrace", "\\lVert", "\\lvert", "\\rvert", "\\rVert", "\\vert", "\\Vert", "\\lfloor", "\\lbrack",
-    "\\langle", "|",       "\\|",     "[",       "]",       "(",      "\\{",    "\\}",     ".",
+    "\\langle", "|",       "\\|",     "[",       "]",       "(",      "\\{",    "\\}",      ".",
 };
 // Alternatives of RIGHT_TOKEN_LIST (after "\right"); the last reference alternative is `\\right.`
 // with an unescaped dot, i.e. any character but '\n' (handled in MatchRightAt).
@@ -38,16 +38,16 @@ constexpr std::array<std::string_view, 17> kRightSuffixes = {
 };
 
 constexpr std::array<std::string_view, 20> kValidLeft = {
-    "\\left\\lbrace", "\\left\\lVert",  "\\left\\lvert", "\\left\\rvert", "\\left\\rVert",
-    "\\left\\vert",   "\\left\\Vert",   "\\left\\lfloor", "\\left\\lbrack", "\\left\\langle",
-    "\\left|",        "\\left\\|",      "\\left[",       "\\left]",       "\\left(",
-    "\\left)",        "\\left\\{",      "\\left\\}",     "\\left.",       "\\left/",
+    "\\left\\lbrace", "\\left\\lVert", "\\left\\lvert",  "\\left\\rvert",  "\\left\\rVert",
+    "\\left\\vert",   "\\left\\Vert",  "\\left\\lfloor", "\\left\\lbrack", "\\left\\langle",
+    "\\left|",        "\\left\\|",     "\\left[",        "\\left]",        "\\left(",
+    "\\left)",        "\\left\\{",     "\\left\\}",      "\\left.",        "\\left/",
 };
 constexpr std::array<std::string_view, 20> kValidRight = {
-    "\\right\\rbrace", "\\right\\lVert",  "\\right\\lvert", "\\right\\rvert", "\\right\\rVert",
-    "\\right\\vert",   "\\right\\Vert",   "\\right\\rfloor", "\\right\\rbrack", "\\right\\rangle",
-    "\\right|",        "\\right\\|",      "\\right]",       "\\right[",       "\\right)",
-    "\\right(",        "\\right\\}",      "\\right\\{",     "\\right.",       "\\right/",
+    "\\right\\rbrace", "\\right\\lVert", "\\right\\lvert",  "\\right\\rvert",  "\\right\\rVert",
+    "\\right\\vert",   "\\right\\Vert",  "\\right\\rfloor", "\\right\\rbrack", "\\right\\rangle",
+    "\\right|",        "\\right\\|",     "\\right]",        "\\right[",        "\\right)",
+    "\\right(",        "\\right\\}",     "\\right\\{",      "\\right.",        "\\right/",
 };
 // is_pair_left_right: the pairs, each also matching "\left." on the left or "\right." on the right.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kPairs = {{
@@ -229,7 +229,8 @@ bool TagArrays(const std::vector<std::string>& nodes, std::vector<ArrayInfo>& ar
   for (size_t a = 0; a < arrays.size(); ++a) {
     for (size_t b = 0; b < arrays.size(); ++b) {
       if (a == b) continue;
-      if (arrays[a].start < arrays[b].start && arrays[a].end > arrays[b].end) arrays[a].contain.push_back(arrays[b].tag);
+      if (arrays[a].start < arrays[b].start && arrays[a].end > arrays[b].end)
+        arrays[a].contain.push_back(arrays[b].tag);
     }
   }
   return true;
@@ -238,7 +239,8 @@ bool TagArrays(const std::vector<std::string>& nodes, std::vector<ArrayInfo>& ar
 using NodeTag = std::optional<std::pair<int, int>>;  // (array tag, element index); nullopt = None
 
 // tag_element (arrays already sorted by number of contained arrays, descending, stable).
-std::vector<NodeTag> TagElements(const std::vector<std::string>& nodes, const std::vector<ArrayInfo>& arrays) {
+std::vector<NodeTag> TagElements(const std::vector<std::string>& nodes,
+                                 const std::vector<ArrayInfo>& arrays) {
   if (arrays.empty()) return {std::nullopt};
   std::map<int, const ArrayInfo*> tag2arr;
   for (const auto& a : arrays) tag2arr[a.tag] = &a;  // later entries win, like a dict comprehension
@@ -353,8 +355,9 @@ std::optional<std::string> MatchLeftRight(std::string_view latex, bool v12) {
   const std::vector<std::string> nodes = SplitNodes(py::Strip(latex));
   std::vector<ArrayInfo> arrays;
   if (!TagArrays(nodes, arrays, v12)) return std::nullopt;
-  std::stable_sort(arrays.begin(), arrays.end(),
-                   [](const ArrayInfo& a, const ArrayInfo& b) { return a.contain.size() > b.contain.size(); });
+  std::stable_sort(arrays.begin(), arrays.end(), [](const ArrayInfo& a, const ArrayInfo& b) {
+    return a.contain.size() > b.contain.size();
+  });
   const std::vector<NodeTag> tags = TagElements(nodes, arrays);
   const std::vector<std::string> fixed = CleanSpans(nodes, tags);
   std::string out;
@@ -364,7 +367,9 @@ std::optional<std::string> MatchLeftRight(std::string_view latex, bool v12) {
 
 }  // namespace
 
-std::optional<std::string> MatchEquationLeftRight(std::string_view latex) { return MatchLeftRight(latex, false); }
+std::optional<std::string> MatchEquationLeftRight(std::string_view latex) {
+  return MatchLeftRight(latex, false);
+}
 
 std::string MatchEquationLeftRightV12(std::string_view latex) {
   auto fixed = MatchLeftRight(latex, true);

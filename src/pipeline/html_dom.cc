@@ -14,9 +14,10 @@ namespace mineru::pipeline::html {
 namespace {
 
 bool IsVoid(const std::string& n) {  // bs4 HTMLTreeBuilder.DEFAULT_EMPTY_ELEMENT_TAGS
-  static const std::set<std::string> kVoid = {
-      "area",  "base", "br",    "col",      "embed",   "hr",      "img",   "input",   "keygen", "link",  "menuitem", "meta",
-      "param", "source", "track", "wbr",    "basefont", "bgsound", "command", "frame", "image",   "isindex", "nextid", "spacer"};
+  static const std::set<std::string> kVoid = {"area",    "base",   "br",     "col",     "embed",    "hr",
+                                              "img",     "input",  "keygen", "link",    "menuitem", "meta",
+                                              "param",   "source", "track",  "wbr",     "basefont", "bgsound",
+                                              "command", "frame",  "image",  "isindex", "nextid",   "spacer"};
   return kVoid.count(n) > 0;
 }
 
@@ -90,7 +91,8 @@ void SerializeTo(const Node& n, std::string& out) {
   if (!n.name.empty()) {
     out += "<" + n.name;
     auto attrs = n.attrs;
-    std::stable_sort(attrs.begin(), attrs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(attrs.begin(), attrs.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [k, v] : attrs) out += " " + k + "=" + QuotedAttr(v);
     if (IsVoid(n.name) && n.children.empty()) {
       out += "/>";
@@ -153,7 +155,9 @@ bool CharrefFails(const std::string& s, size_t i, size_t end, bool at_doc_end) {
   const bool hex = i + 2 < end && (s[i + 2] == 'x' || s[i + 2] == 'X');
   size_t e = i + 2 + (hex ? 1 : 0);
   const size_t b = e;
-  while (e < end && (hex ? std::isxdigit(static_cast<unsigned char>(s[e])) : std::isdigit(static_cast<unsigned char>(s[e])))) ++e;
+  while (e < end && (hex ? std::isxdigit(static_cast<unsigned char>(s[e]))
+                         : std::isdigit(static_cast<unsigned char>(s[e]))))
+    ++e;
   if (e == b) return true;
   if (e == end) return at_doc_end;
   return std::isxdigit(static_cast<unsigned char>(s[e])) != 0;
@@ -180,9 +184,12 @@ bool EmitText(const std::string& s, size_t i, size_t end, Node* cur, bool* open,
   std::string tail;
   if (doc_end) {  // a reference running into the end of the document is left as written
     const size_t amp = chunk.rfind('&');
-    if (amp != std::string_view::npos && amp + 1 < chunk.size() && std::isalpha(static_cast<unsigned char>(chunk[amp + 1]))) {
+    if (amp != std::string_view::npos && amp + 1 < chunk.size() &&
+        std::isalpha(static_cast<unsigned char>(chunk[amp + 1]))) {
       size_t e = amp + 2;
-      while (e < chunk.size() && (std::isalnum(static_cast<unsigned char>(chunk[e])) || chunk[e] == '-' || chunk[e] == '.')) ++e;
+      while (e < chunk.size() &&
+             (std::isalnum(static_cast<unsigned char>(chunk[e])) || chunk[e] == '-' || chunk[e] == '.'))
+        ++e;
       if (e == chunk.size()) {
         tail = chunk.size() - amp == 2 ? std::string(chunk.substr(amp + 1)) : std::string(chunk.substr(amp));
         chunk = chunk.substr(0, amp);
@@ -216,7 +223,8 @@ void Node::SetAttr(const std::string& key, const std::string& value) {
 }
 
 void Node::RemoveAttr(const std::string& key) {
-  attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == key; }), attrs.end());
+  attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == key; }),
+              attrs.end());
 }
 
 std::unique_ptr<Node> Parse(const std::string& s) {
@@ -227,7 +235,9 @@ std::unique_ptr<Node> Parse(const std::string& s) {
   std::vector<std::string> already_closed;  // bs4's already_closed_empty_element
   while (i < s.size()) {
     const size_t lt = s.find('<', i);
-    if (EmitText(s, i, lt == std::string::npos ? s.size() : lt, cur, &open, &bailed) || lt == std::string::npos) break;
+    if (EmitText(s, i, lt == std::string::npos ? s.size() : lt, cur, &open, &bailed) ||
+        lt == std::string::npos)
+      break;
     if (s.compare(lt, 4, "<!--") == 0 || s.compare(lt, 2, "<!") == 0 || s.compare(lt, 2, "<?") == 0) {
       const bool comment = s.compare(lt, 4, "<!--") == 0;
       size_t e = comment ? s.find("-->", lt + 4) : s.find('>', lt);
@@ -248,7 +258,8 @@ std::unique_ptr<Node> Parse(const std::string& s) {
       while (name_at < s.size() && std::isspace(static_cast<unsigned char>(s[name_at]))) ++name_at;
     }
     const size_t gt = closing ? s.find('>', lt) : StartTagEnd(s, lt);
-    if (closing && gt != std::string::npos && name_at < s.size() && !std::isalpha(static_cast<unsigned char>(s[name_at]))) {
+    if (closing && gt != std::string::npos && name_at < s.size() &&
+        !std::isalpha(static_cast<unsigned char>(s[name_at]))) {
       // html.parser: "</>" is dropped; "</" + no tag name is a bogus comment up to the next '>'.
       if (gt != lt + 2) {
         auto raw = std::make_unique<Node>();
@@ -260,7 +271,8 @@ std::unique_ptr<Node> Parse(const std::string& s) {
       i = gt + 1;
       continue;
     }
-    if (gt == std::string::npos || name_at >= s.size() || !std::isalpha(static_cast<unsigned char>(s[name_at]))) {
+    if (gt == std::string::npos || name_at >= s.size() ||
+        !std::isalpha(static_cast<unsigned char>(s[name_at]))) {
       AddText(cur, "<", &open);  // not a tag: literal text
       i = lt + 1;
       continue;

@@ -25,8 +25,9 @@ constexpr Entity kEntities[] = {
 
 const char* Lookup(std::string_view name) {
   const auto* end = std::end(kEntities);
-  const auto* it = std::lower_bound(std::begin(kEntities), end, name,
-                                    [](const Entity& e, std::string_view n) { return std::string_view(e.name) < n; });
+  const auto* it =
+      std::lower_bound(std::begin(kEntities), end, name,
+                       [](const Entity& e, std::string_view n) { return std::string_view(e.name) < n; });
   return (it != end && std::string_view(it->name) == name) ? it->value : nullptr;
 }
 
@@ -40,7 +41,8 @@ uint32_t Cp1252(uint32_t cp) {
 }
 
 bool IsDigitIn(char c, bool hex) {
-  return hex ? std::isxdigit(static_cast<unsigned char>(c)) != 0 : std::isdigit(static_cast<unsigned char>(c)) != 0;
+  return hex ? std::isxdigit(static_cast<unsigned char>(c)) != 0
+             : std::isdigit(static_cast<unsigned char>(c)) != 0;
 }
 
 // Digits [b, e) as a number, saturated just above 0x10FFFF.
@@ -99,8 +101,10 @@ std::string UnescapeText(std::string_view s) {
       const std::string_view name = s.substr(i + 1, e - i - 1);
       const char* v = Lookup(std::string(name) + ";");
       if (!v) v = Lookup(name);
-      if (v) out += v;
-      else out += "&" + std::string(name);
+      if (v)
+        out += v;
+      else
+        out += "&" + std::string(name);
       i = (e < n && s[e] == ';') ? e + 1 : e;
       continue;
     }
@@ -131,7 +135,8 @@ std::string UnescapeAttr(std::string_view s) {
       continue;
     }
     size_t e = i + 1;  // [^\t\n\f <&#;]{1,32};?
-    while (e < n && e - i - 1 < 32 && std::string_view("\t\n\f <&#;").find(s[e]) == std::string_view::npos) ++e;
+    while (e < n && e - i - 1 < 32 && std::string_view("\t\n\f <&#;").find(s[e]) == std::string_view::npos)
+      ++e;
     if (e == i + 1) {
       out += s[i++];
       continue;

@@ -62,11 +62,10 @@ std::optional<int> ParseAngle(std::string_view tail) {
 
 const std::vector<std::string>& KnownBlockTypes() {
   static const std::vector<std::string> kTypes = {
-      "text",          "title",        "table",         "image",          "code",
-      "header",        "footer",       "page_number",   "page_footnote",  "aside_text",
-      "equation",      "equation_block", "ref_text",    "table_caption",  "image_caption",
-      "table_footnote", "image_footnote", "algorithm",  "code_caption",   "list",
-      "phonetic",      "unknown",
+      "text",         "title",         "table",         "image",          "code",           "header",
+      "footer",       "page_number",   "page_footnote", "aside_text",     "equation",       "equation_block",
+      "ref_text",     "table_caption", "image_caption", "table_footnote", "image_footnote", "algorithm",
+      "code_caption", "list",          "phonetic",      "unknown",
   };
   return kTypes;
 }
@@ -91,7 +90,8 @@ std::vector<LayoutBlock> ParseLayoutOutput(std::string_view raw, std::vector<std
       warn("line does not match layout format: ", line);
     } else {
       long long x1 = m->c[0], y1 = m->c[1], x2 = m->c[2], y2 = m->c[3];
-      const bool in_range = std::all_of(std::begin(m->c), std::end(m->c), [](long long v) { return v <= 1000; });
+      const bool in_range =
+          std::all_of(std::begin(m->c), std::end(m->c), [](long long v) { return v <= 1000; });
       if (x2 < x1) std::swap(x1, x2);
       if (y2 < y1) std::swap(y1, y2);
       const std::string type = py::LowerForTypeName(m->type);
@@ -146,8 +146,8 @@ std::string_view PromptForTask(Task task) {
   return "\nText Recognition:";
 }
 
-SamplingParams SamplingForTask(Task task) {
-  SamplingParams p;
+MinerUSampling SamplingForTask(Task task) {
+  MinerUSampling p;
   switch (task) {
     case Task::kLayout:
       break;

@@ -30,10 +30,11 @@ struct LayoutBlock {
 // not known after lowercasing. bbox = coordinate / 1000.0. The angle is the first rotation token found
 // in the tail, tested in the order up(0), right(90), down(180), left(270) — not by position.
 // `warnings`, when given, receives one line per skipped line or missing angle (as the reference prints).
-std::vector<LayoutBlock> ParseLayoutOutput(std::string_view raw, std::vector<std::string>* warnings = nullptr);
+std::vector<LayoutBlock> ParseLayoutOutput(std::string_view raw,
+                                           std::vector<std::string>* warnings = nullptr);
 
 // vLLM-style sampling settings of one request (mineru-vl-utils MinerUSamplingParams).
-struct SamplingParams {
+struct MinerUSampling {
   float temperature = 0.0f;
   float top_p = 0.01f;
   int top_k = 1;
@@ -59,8 +60,8 @@ inline std::string_view PromptForType(std::string_view type) { return PromptForT
 
 // layout: base values; text and formula: presence 1.0, frequency 0.05; table: presence 1.0,
 // frequency 0.005. All share temperature 0, top_p 0.01, top_k 1, repetition 1.0, no-repeat-100.
-SamplingParams SamplingForTask(Task task);
-inline SamplingParams SamplingForType(std::string_view type) { return SamplingForTask(TaskForType(type)); }
+MinerUSampling SamplingForTask(Task task);
+inline MinerUSampling SamplingForType(std::string_view type) { return SamplingForTask(TaskForType(type)); }
 
 // The indices (into `blocks`) that stage II recognises, in layout order.
 std::vector<size_t> RecognitionIndices(const std::vector<LayoutBlock>& blocks,

@@ -28,7 +28,8 @@ Rgb ColorFor(const std::string& type) {
   if (type == "image_block") return {140, 80, 0};
   if (type == "list_item" || type == "index") return {90, 140, 240};
   if (type == "formula_number") return {190, 120, 230};
-  if (type.find("caption") != std::string::npos || type.find("footnote") != std::string::npos) return {230, 80, 160};
+  if (type.find("caption") != std::string::npos || type.find("footnote") != std::string::npos)
+    return {230, 80, 160};
   return {128, 128, 128};  // header, footer, page_number, aside_text, unknown
 }
 
@@ -76,7 +77,8 @@ RgbImage DrawLayout(const RgbImage& page, const std::vector<LayoutBlock>& blocks
   const int long_side = std::max(page.width, page.height);
   if (long_side > max_side && long_side > 0) {
     const double s = static_cast<double>(max_side) / long_side;
-    im = ResizeBicubic(page, std::max(1, static_cast<int>(page.width * s)), std::max(1, static_cast<int>(page.height * s)));
+    im = ResizeBicubic(page, std::max(1, static_cast<int>(page.width * s)),
+                       std::max(1, static_cast<int>(page.height * s)));
   }
   const int t = std::max(2, std::max(im.width, im.height) / 500);
   const int cell = std::max(2, std::max(im.width, im.height) / 250);

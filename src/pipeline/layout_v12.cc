@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <set>
 
 #include "pipeline/layout_scan.h"
@@ -51,8 +51,8 @@ std::optional<Match> MatchAt(std::string_view s, size_t at) {
   if (pos == type_start || s.substr(pos, kRefEnd.size()) != kRefEnd) return std::nullopt;
   m.type = std::string(s.substr(type_start, pos - type_start));
   pos += kRefEnd.size();
-  static constexpr std::array<std::pair<std::string_view, int>, 4> kAngles = {{
-      {"<|rotate_up|>", 0}, {"<|rotate_right|>", 90}, {"<|rotate_down|>", 180}, {"<|rotate_left|>", 270}}};
+  static constexpr std::array<std::pair<std::string_view, int>, 4> kAngles = {
+      {{"<|rotate_up|>", 0}, {"<|rotate_right|>", 90}, {"<|rotate_down|>", 180}, {"<|rotate_left|>", 270}}};
   for (const auto& [token, angle] : kAngles) {
     if (s.substr(pos, token.size()) == token) {
       m.angle = angle;
@@ -68,7 +68,8 @@ std::optional<Match> MatchAt(std::string_view s, size_t at) {
 }
 
 // The reference's _find_covered_block_indices.
-std::set<size_t> CoveredIndices(const std::vector<LayoutBlock>& blocks, const std::set<std::string>& candidates,
+std::set<size_t> CoveredIndices(const std::vector<LayoutBlock>& blocks,
+                                const std::set<std::string>& candidates,
                                 const std::set<std::string>& containers) {
   std::vector<size_t> cont;
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -100,7 +101,8 @@ std::vector<LayoutBlock> Without(std::vector<LayoutBlock> blocks, const std::set
 double Area(const LayoutBlock& b) { return std::max(0.0, b.x2 - b.x1) * std::max(0.0, b.y2 - b.y1); }
 
 // build_table_image_map: image index -> the table that absorbs it (SIZE_MAX: none).
-std::vector<size_t> AbsorbingTables(const std::vector<LayoutBlock>& blocks, const std::vector<size_t>& tables) {
+std::vector<size_t> AbsorbingTables(const std::vector<LayoutBlock>& blocks,
+                                    const std::vector<size_t>& tables) {
   std::vector<size_t> owner(blocks.size(), SIZE_MAX);
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (blocks[i].type != "image") continue;
@@ -130,11 +132,12 @@ bool EligibleForImageAnalysis(const LayoutBlock& b) {
 
 bool IsKnownBlockTypeV12(std::string_view type) {
   static const std::set<std::string, std::less<>> kTypes = {
-      "text",          "title",          "doc_title",      "paragraph_title", "table",       "equation",
-      "formula_number", "code",          "algorithm",      "aside_text",      "ref_text",    "index",
-      "phonetic",      "list_item",      "caption",        "table_caption",   "image_caption", "code_caption",
-      "footnote",      "table_footnote", "image_footnote", "header",          "footer",      "page_number",
-      "page_footnote", "image",          "chart",          "list",            "image_block", "equation_block",
+      "text",           "title",          "doc_title",    "paragraph_title", "table",
+      "equation",       "formula_number", "code",         "algorithm",       "aside_text",
+      "ref_text",       "index",          "phonetic",     "list_item",       "caption",
+      "table_caption",  "image_caption",  "code_caption", "footnote",        "table_footnote",
+      "image_footnote", "header",         "footer",       "page_number",     "page_footnote",
+      "image",          "chart",          "list",         "image_block",     "equation_block",
       "unknown"};
   return kTypes.count(type) > 0;
 }
@@ -166,7 +169,8 @@ std::vector<LayoutBlock> ParseLayoutOutputV12(std::string_view raw, std::vector<
     matched = true;
     at = m->end;
     long long x1 = m->c[0], y1 = m->c[1], x2 = m->c[2], y2 = m->c[3];
-    const bool in_range = std::all_of(std::begin(m->c), std::end(m->c), [](long long v) { return v <= 1000; });
+    const bool in_range =
+        std::all_of(std::begin(m->c), std::end(m->c), [](long long v) { return v <= 1000; });
     if (x2 < x1) std::swap(x1, x2);
     if (y2 < y1) std::swap(y1, y2);
     if (!in_range || x1 == x2 || y1 == y2) {
@@ -192,7 +196,8 @@ std::vector<LayoutBlock> ParseLayoutOutputV12(std::string_view raw, std::vector<
     blocks.push_back(std::move(b));
   }
   if (!matched && !py::IsBlank(raw)) warn("Layout output does not match expected format: ", raw);
-  const std::set<size_t> inside_tables = CoveredIndices(blocks, {"text", "equation", "equation_block"}, {"table"});
+  const std::set<size_t> inside_tables =
+      CoveredIndices(blocks, {"text", "equation", "equation_block"}, {"table"});
   return Without(std::move(blocks), inside_tables);
 }
 
@@ -203,8 +208,8 @@ std::string_view PromptForTypeV12(std::string_view type) {
   return "\nText Recognition:";
 }
 
-SamplingParams SamplingForTypeV12(std::string_view type) {
-  SamplingParams p;
+MinerUSampling SamplingForTypeV12(std::string_view type) {
+  MinerUSampling p;
   p.presence_penalty = 1.0f;
   p.frequency_penalty = type == "table" ? 0.005f : 0.05f;
   return p;
@@ -212,7 +217,8 @@ SamplingParams SamplingForTypeV12(std::string_view type) {
 
 ExtractPlan PlanExtractV12(std::vector<LayoutBlock>& blocks, int page_w, int page_h, bool image_analysis,
                            std::vector<std::string>* warnings) {
-  const std::set<size_t> captions = CoveredIndices(blocks, {"image_caption"}, {"image", "chart", "image_block"});
+  const std::set<size_t> captions =
+      CoveredIndices(blocks, {"image_caption"}, {"image", "chart", "image_block"});
   blocks = Without(std::move(blocks), captions);
   const std::set<size_t> non_standalone = CoveredIndices(blocks, {"image", "chart"}, {"image_block"});
   std::set<std::string> skip = {"list", "equation_block", "image_block"};
@@ -228,7 +234,8 @@ ExtractPlan PlanExtractV12(std::vector<LayoutBlock>& blocks, int page_w, int pag
   for (size_t i = 0; i < blocks.size(); ++i) {
     const LayoutBlock& b = blocks[i];
     if (skip.count(b.type) || plan.absorbed[i]) continue;
-    if ((b.type == "image" || b.type == "chart") && (non_standalone.count(i) || !EligibleForImageAnalysis(b))) {
+    if ((b.type == "image" || b.type == "chart") &&
+        (non_standalone.count(i) || !EligibleForImageAnalysis(b))) {
       continue;
     }
     ExtractRequest r;

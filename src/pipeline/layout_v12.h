@@ -29,7 +29,8 @@ bool IsKnownBlockTypeV12(std::string_view type);
 // nothing else; Python would also accept other Unicode digits).
 // Then text/equation/equation_block blocks covered >= 0.9 by a table are removed.
 // `warnings` receives the reference's warnings in order.
-std::vector<LayoutBlock> ParseLayoutOutputV12(std::string_view raw, std::vector<std::string>* warnings = nullptr);
+std::vector<LayoutBlock> ParseLayoutOutputV12(std::string_view raw,
+                                              std::vector<std::string>* warnings = nullptr);
 
 // Fraction of `inner` inside `outer` (intersection / inner area; 0 for an empty inner box), computed
 // with the reference's operations in the same order so ties at 0.9 come out the same.
@@ -37,10 +38,10 @@ double CoverRatioV12(const LayoutBlock& inner, const LayoutBlock& outer);
 
 // One stage II request of a page.
 struct ExtractRequest {
-  size_t index = 0;        // into the (caption-filtered) layout
-  std::string prompt;      // "\nTable Recognition:", "\nFormula Recognition:", "\nImage Analysis:", text
-  SamplingParams sampling;
-  CropPlan crop;           // rotation applies to tables too (1.2.1 rotates the masked table crop)
+  size_t index = 0;    // into the (caption-filtered) layout
+  std::string prompt;  // "\nTable Recognition:", "\nFormula Recognition:", "\nImage Analysis:", text
+  MinerUSampling sampling;
+  CropPlan crop;  // rotation applies to tables too (1.2.1 rotates the masked table crop)
   // Tables: the absorbed images inside (indices into the layout), sorted by (y1, x1). Their areas are
   // masked in the crop with a token each (table_images.h).
   std::vector<size_t> table_images;
@@ -58,11 +59,11 @@ struct ExtractPlan {
 // ((w > 0.1 and h > 0.1) or w*h > 0.01); images absorbed by a table (>= 0.9 inside, best table by
 // ratio then smaller area) are not requested and dropped from the output. A crop with no pixels is
 // not requested (content stays null). page_w/page_h: the page image in pixels.
-ExtractPlan PlanExtractV12(std::vector<LayoutBlock>& blocks, int page_w, int page_h, bool image_analysis = true,
-                           std::vector<std::string>* warnings = nullptr);
+ExtractPlan PlanExtractV12(std::vector<LayoutBlock>& blocks, int page_w, int page_h,
+                           bool image_analysis = true, std::vector<std::string>* warnings = nullptr);
 
 // Prompt and sampling by block type (1.2.1 DEFAULT_PROMPTS / DEFAULT_SAMPLING_PARAMS).
 std::string_view PromptForTypeV12(std::string_view type);
-SamplingParams SamplingForTypeV12(std::string_view type);
+MinerUSampling SamplingForTypeV12(std::string_view type);
 
 }  // namespace mineru::pipeline

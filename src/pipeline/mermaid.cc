@@ -56,8 +56,10 @@ std::vector<std::string> SplitTopLevel(std::string_view s, Sep sep_len) {
     if (escaped) {
       escaped = false;
     } else if (in_quote) {
-      if (c == '\\') escaped = true;
-      else if (c == '"') in_quote = false;
+      if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_quote = false;
     } else if (c == '"') {
       in_quote = true;
     } else if (c == '[' || c == '(' || c == '{') {
@@ -133,7 +135,8 @@ std::string ConvertEndpoint(std::string_view token, IdState& st) {
   } else {
     fixed = SanitizeNodeId(raw);
     const std::string base = fixed;
-    for (int idx = 2; st.declared.count(fixed) || st.IsValue(fixed); ++idx) fixed = base + std::to_string(idx);
+    for (int idx = 2; st.declared.count(fixed) || st.IsValue(fixed); ++idx)
+      fixed = base + std::to_string(idx);
     st.map.emplace_back(raw, fixed);
   }
   if (!st.declared.count(fixed)) {
@@ -175,7 +178,8 @@ std::string FixTarget(std::string_view segment, IdState& st) {
 std::string FixEdgeStatement(std::string_view statement, IdState& st) {
   const std::string_view s = py::Strip(statement);
   if (s.find("-->") == std::string_view::npos || py::StartsWith(s, "%%")) return std::string(s);
-  const auto chain = SplitTopLevel(s, [](std::string_view t, size_t i) { return t.substr(i, 3) == "-->" ? 3u : 0u; });
+  const auto chain =
+      SplitTopLevel(s, [](std::string_view t, size_t i) { return t.substr(i, 3) == "-->" ? 3u : 0u; });
   if (chain.size() < 2) return std::string(s);
   std::string fixed = ConvertEndpoint(py::Strip(chain[0]), st);
   for (size_t k = 1; k < chain.size(); ++k) {
@@ -209,7 +213,8 @@ std::string MermaidNodeIdLegalize(std::string_view content) {
     size_t j = 0;
     while (j < s.size() && IdChar(s[j])) ++j;
     const size_t k = SkipWs(s, j);
-    if (k < s.size() && (s[k] == '[' || s[k] == '(' || s[k] == '{')) st.declared.insert(std::string(s.substr(0, j)));
+    if (k < s.size() && (s[k] == '[' || s[k] == '(' || s[k] == '{'))
+      st.declared.insert(std::string(s.substr(0, j)));
   }
   std::vector<std::string> out;
   for (std::string_view line : lines) {
@@ -364,8 +369,8 @@ std::string MermaidInvalidSubgraphLines(std::string_view content) {
     std::string sid = base;
     for (int idx = 2; seen.count(sid); ++idx) sid = base + "_" + std::to_string(idx);
     seen.insert(sid);
-    out.push_back(std::string(line.substr(0, ind)) + "subgraph " + sid + "[\"" + py::ReplaceAll(body, "\"", "\\\"") +
-                  "\"]");
+    out.push_back(std::string(line.substr(0, ind)) + "subgraph " + sid + "[\"" +
+                  py::ReplaceAll(body, "\"", "\\\"") + "\"]");
   }
   return JoinLines(out, content);
 }
@@ -398,7 +403,8 @@ size_t NodeIdChar(std::string_view s, size_t i) {
   if (c >= 0xE4 && c <= 0xE9 && i + 2 < s.size()) {
     const unsigned cp = ((c & 0x0Fu) << 12) | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 6) |
                         (static_cast<unsigned char>(s[i + 2]) & 0x3Fu);
-    const bool cont = (static_cast<unsigned char>(s[i + 1]) & 0xC0) == 0x80 && (static_cast<unsigned char>(s[i + 2]) & 0xC0) == 0x80;
+    const bool cont = (static_cast<unsigned char>(s[i + 1]) & 0xC0) == 0x80 &&
+                      (static_cast<unsigned char>(s[i + 2]) & 0xC0) == 0x80;
     if (cont && cp >= 0x4E00 && cp <= 0x9FA5) return 3;
   }
   return 0;
@@ -506,7 +512,8 @@ std::string MermaidFixArrowsAndNodes(std::string_view code_in) {
   });
   // (?<![-=])\s+->\s+
   code = SubScan(code, " --> ", [&](std::string_view s, size_t i) -> size_t {
-    if (py::SpaceLen(s, i) == 0 || (i > 0 && (s[i - 1] == '-' || s[i - 1] == '='))) return std::string_view::npos;
+    if (py::SpaceLen(s, i) == 0 || (i > 0 && (s[i - 1] == '-' || s[i - 1] == '=')))
+      return std::string_view::npos;
     const size_t p = ws_from(s, i);
     if (s.substr(p, 2) != "->") return std::string_view::npos;
     const size_t q = ws_from(s, p + 2);
@@ -550,7 +557,8 @@ std::string NormalizeEscapedNewlines(std::string_view s) {
   }
   std::string out;
   for (size_t i = 0; i < a.size();) {
-    if (a[i] == '<' && i + 2 < a.size() && (a[i + 1] == 'b' || a[i + 1] == 'B') && (a[i + 2] == 'r' || a[i + 2] == 'R')) {
+    if (a[i] == '<' && i + 2 < a.size() && (a[i + 1] == 'b' || a[i + 1] == 'B') &&
+        (a[i + 2] == 'r' || a[i + 2] == 'R')) {
       size_t p = SkipWs(a, i + 3);
       if (p < a.size() && a[p] == '/') ++p;
       if (p < a.size() && a[p] == '>') {
@@ -610,7 +618,8 @@ struct Edge {
   std::string src, dst;
 };
 
-// _EDGE_LINE_RE.match: ^\s*(src)\s*-->\s*(?:\|[^|\n]*\|\s*)?(dst)(?:\s*(?:\[[^\]]*\]|\([^\)]*\)|\{[^\}]*\}))?\s*$
+// _EDGE_LINE_RE.match:
+// ^\s*(src)\s*-->\s*(?:\|[^|\n]*\|\s*)?(dst)(?:\s*(?:\[[^\]]*\]|\([^\)]*\)|\{[^\}]*\}))?\s*$
 std::optional<Edge> MatchEdgeLine(std::string_view line) {
   const size_t p = SkipWs(line, 0);
   const size_t run = NodeIdRun(line, p);
@@ -620,7 +629,8 @@ std::optional<Edge> MatchEdgeLine(std::string_view line) {
     size_t r = SkipWs(line, q + 3);
     if (r < line.size() && line[r] == '|') {
       const size_t close = line.find('|', r + 1);
-      if (close == std::string_view::npos || line.substr(r, close - r).find('\n') != std::string_view::npos) continue;
+      if (close == std::string_view::npos || line.substr(r, close - r).find('\n') != std::string_view::npos)
+        continue;
       r = SkipWs(line, close + 1);
     }
     const size_t dst_end = NodeIdRun(line, r);
@@ -691,7 +701,8 @@ bool LabelsRepeat(std::string_view s) {
     bool matched = false;
     if (s.substr(t, 2) == "[\"") {
       size_t k = t + 2;
-      while (k < s.size() && s[k] != '"') k += (s[k] == '\\' && k + 1 < s.size()) ? 2 : (s[k] == '\\' ? s.size() : 1);
+      while (k < s.size() && s[k] != '"')
+        k += (s[k] == '\\' && k + 1 < s.size()) ? 2 : (s[k] == '\\' ? s.size() : 1);
       if (k < s.size() && s.substr(k, 2) == "\"]") {
         matched = true;
         if (NodeIdRepeats(s.substr(i, run - i))) return true;
@@ -703,7 +714,8 @@ bool LabelsRepeat(std::string_view s) {
         if (!lines.empty()) {
           if (MaxRunOrCount(lines, 8, 20)) return true;
           const std::set<std::string> uniq(lines.begin(), lines.end());
-          if (CodePoints(label) >= 2000 && static_cast<double>(uniq.size()) / lines.size() <= 0.2) return true;
+          if (CodePoints(label) >= 2000 && static_cast<double>(uniq.size()) / lines.size() <= 0.2)
+            return true;
         }
         i = k + 2;
       }
@@ -719,7 +731,8 @@ bool IsStructureLine(std::string_view line) {
   std::string l(s);
   for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return py::StartsWith(l, "graph ") || py::StartsWith(l, "flowchart ") || py::StartsWith(l, "subgraph ") ||
-         l == "end" || py::StartsWith(l, "direction ") || py::StartsWith(l, "%%") || s.find("-->") != std::string_view::npos;
+         l == "end" || py::StartsWith(l, "direction ") || py::StartsWith(l, "%%") ||
+         s.find("-->") != std::string_view::npos;
 }
 
 // _normalize_free_text_line
@@ -737,8 +750,8 @@ std::string FreeTextLine(std::string_view line) {
   }
   while (!s.empty()) {
     const char c = s.back();
-    if (c == '[' || c == ']' || c == '(' || c == ')' || c == '"' || c == '\'' || c == ',' || c == '.' || c == ';' ||
-        c == ':') {
+    if (c == '[' || c == ']' || c == '(' || c == ')' || c == '"' || c == '\'' || c == ',' || c == '.' ||
+        c == ';' || c == ':') {
       s.remove_suffix(1);
     } else if (const size_t n = py::SpaceLenBefore(s, s.size())) {
       s.remove_suffix(n);
@@ -776,7 +789,8 @@ bool MermaidHasRepetition(std::string_view content) {
         size_t start = 0;
         while (true) {  // _extract_edge_endpoint_id of each "-->" segment
           const size_t a = s.find("-->", start);
-          std::string_view seg = py::Strip(s.substr(start, a == std::string_view::npos ? std::string_view::npos : a - start));
+          std::string_view seg =
+              py::Strip(s.substr(start, a == std::string_view::npos ? std::string_view::npos : a - start));
           if (py::StartsWith(seg, "|")) {
             const size_t c = seg.find('|', 1);
             if (c != std::string_view::npos && seg.substr(0, c).find('\n') == std::string_view::npos) {

@@ -13,9 +13,10 @@
 
 namespace mineru::pipeline {
 
-std::string GuessCodeLanguage(std::string_view code);  // code_language.cc
+std::string GuessCodeLanguage(std::string_view code);     // code_language.cc
 Json FinalizeMiddleV34(Json pdf_info, bool table_merge);  // finalize_v34.cc
-std::string ReplaceInlineTableImages(const std::string& html, const InlineImageWriteFn& write);  // finalize_v34.cc
+std::string ReplaceInlineTableImages(const std::string& html,
+                                     const InlineImageWriteFn& write);  // finalize_v34.cc
 
 namespace {
 
@@ -23,8 +24,9 @@ using detail::BoxJson;
 using detail::WithoutKey;
 
 bool IsTextSpanType(const std::string& t) {
-  static const std::set<std::string> kTypes = {"text",   "title",       "ref_text",   "phonetic",      "header",
-                                               "footer", "page_number", "aside_text", "page_footnote", "list"};
+  static const std::set<std::string> kTypes = {"text",          "title",  "ref_text",    "phonetic",
+                                               "header",        "footer", "page_number", "aside_text",
+                                               "page_footnote", "list"};
   return kTypes.count(t) > 0;
 }
 
@@ -79,7 +81,8 @@ Mapped MapType(const ContentBlock& info, const AssembleV34Options& opt) {
     m.code_sub_type = t;
     m.block_type = "code_body";
     m.span_type = "text";
-    m.guess_lang = opt.guess_code_language ? opt.guess_code_language(*m.content) : GuessCodeLanguage(*m.content);
+    m.guess_lang =
+        opt.guess_code_language ? opt.guess_code_language(*m.content) : GuessCodeLanguage(*m.content);
   } else if (t == "equation") {
     m.block_type = "interline_equation";
     m.span_type = "interline_equation";
@@ -194,8 +197,10 @@ void FixListBlocks(std::vector<Json>& blocks, std::vector<size_t>& lists, std::v
       obj["blocks"].push_back(blocks[c]);
       const std::string t = blocks[c]["type"];
       auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == t; });
-      if (it == counts.end()) counts.emplace_back(t, 1);
-      else ++it->second;
+      if (it == counts.end())
+        counts.emplace_back(t, 1);
+      else
+        ++it->second;
     }
     if (!counts.empty()) {
       auto best = counts.begin();
@@ -245,14 +250,21 @@ Json PageInfoV34(const PageInput& page, const AssembleV34Options& opt) {
   std::vector<size_t> eqs, texts, titles, refs, phonetics, discarded, lists;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const std::string t = blocks[i]["type"];
-    if (t == "interline_equation") eqs.push_back(i);
-    else if (t == "text") texts.push_back(i);
-    else if (t == "title") titles.push_back(i);
-    else if (t == "ref_text") refs.push_back(i);
-    else if (t == "phonetic") phonetics.push_back(i);
-    else if (t == "header" || t == "footer" || t == "page_number" || t == "aside_text" || t == "page_footnote")
+    if (t == "interline_equation")
+      eqs.push_back(i);
+    else if (t == "text")
+      texts.push_back(i);
+    else if (t == "title")
+      titles.push_back(i);
+    else if (t == "ref_text")
+      refs.push_back(i);
+    else if (t == "phonetic")
+      phonetics.push_back(i);
+    else if (t == "header" || t == "footer" || t == "page_number" || t == "aside_text" ||
+             t == "page_footnote")
       discarded.push_back(i);
-    else if (t == "list") lists.push_back(i);
+    else if (t == "list")
+      lists.push_back(i);
   }
   FixListBlocks(blocks, lists, texts, refs);
   v34::VisualGroups vg = v34::RegroupVisualBlocks(blocks);
@@ -268,8 +280,9 @@ Json PageInfoV34(const PageInput& page, const AssembleV34Options& opt) {
   for (const auto* v : {&refs, &phonetics, &titles, &texts, &eqs, &lists}) {
     for (size_t i : *v) para.push_back(blocks[i]);
   }
-  std::stable_sort(para.begin(), para.end(),
-                   [](const Json& a, const Json& b) { return a["index"].get<int>() < b["index"].get<int>(); });
+  std::stable_sort(para.begin(), para.end(), [](const Json& a, const Json& b) {
+    return a["index"].get<int>() < b["index"].get<int>();
+  });
   Json info = Json::object();
   info["preproc_blocks"] = Json(para);
   info["discarded_blocks"] = Json::array();

@@ -14,7 +14,8 @@ constexpr std::string_view kDisplayLeft = "$$", kDisplayRight = "$$", kInlineLef
 using detail::StrOr;
 using detail::TypeOf;
 
-std::string MergeParaWithText(const Json& block, bool formula_enable = true, const std::string& image_dir = "") {
+std::string MergeParaWithText(const Json& block, bool formula_enable = true,
+                              const std::string& image_dir = "") {
   std::string text;
   const auto lines = block.find("lines");
   if (lines == block.end()) return text;
@@ -153,7 +154,8 @@ std::vector<std::string> BlocksToMarkdown(const Json& para_blocks, const Markdow
   return out;
 }
 
-Json BlockToContent(const Json& block, const std::string& image_dir, int page_idx, double page_w, double page_h) {
+Json BlockToContent(const Json& block, const std::string& image_dir, int page_idx, double page_w,
+                    double page_h) {
   const std::string type = TypeOf(block);
   Json c = Json::object();
   if (type == "text" || type == "ref_text" || type == "phonetic" || type == "header" || type == "footer" ||
@@ -209,7 +211,8 @@ Json BlockToContent(const Json& block, const std::string& image_dir, int page_id
           for (const auto& span : line["spans"]) {
             if (TypeOf(span) != "table") continue;
             if (!StrOr(span, "html").empty()) c["table_body"] = StrOr(span, "html");
-            if (!StrOr(span, "image_path").empty()) c["img_path"] = image_dir + "/" + StrOr(span, "image_path");
+            if (!StrOr(span, "image_path").empty())
+              c["img_path"] = image_dir + "/" + StrOr(span, "image_path");
           }
         }
       }
@@ -225,7 +228,8 @@ Json BlockToContent(const Json& block, const std::string& image_dir, int page_id
       const std::string bt = TypeOf(b);
       if (bt == "code_body") {
         c["code_body"] = MergeParaWithText(b);
-        if (sub_type == "code") c["guess_lang"] = block.contains("guess_lang") ? block["guess_lang"] : Json(nullptr);
+        if (sub_type == "code")
+          c["guess_lang"] = block.contains("guess_lang") ? block["guess_lang"] : Json(nullptr);
       }
       if (bt == "code_caption") c["code_caption"].push_back(MergeParaWithText(b));
     }
@@ -235,8 +239,9 @@ Json BlockToContent(const Json& block, const std::string& image_dir, int page_id
     const double x0 = (*bbox)[0].get<double>(), y0 = (*bbox)[1].get<double>();
     const double x1 = (*bbox)[2].get<double>(), y1 = (*bbox)[3].get<double>();
     // int(x0 * 1000 / page_width): truncation toward zero.
-    c["bbox"] = Json::array({static_cast<long long>(x0 * 1000 / page_w), static_cast<long long>(y0 * 1000 / page_h),
-                             static_cast<long long>(x1 * 1000 / page_w), static_cast<long long>(y1 * 1000 / page_h)});
+    c["bbox"] =
+        Json::array({static_cast<long long>(x0 * 1000 / page_w), static_cast<long long>(y0 * 1000 / page_h),
+                     static_cast<long long>(x1 * 1000 / page_w), static_cast<long long>(y1 * 1000 / page_h)});
   }
   c["page_idx"] = page_idx;
   return c;

@@ -3,8 +3,8 @@
 // content_list_v2.json (CONTENT_LIST_V2), with formula and table rendering on (the defaults).
 #include <regex>
 
-#include "pipeline/assemble_v34.h"
 #include "pipeline/assemble_detail.h"
+#include "pipeline/assemble_v34.h"
 #include "pipeline/py_text.h"
 #include "pipeline/text_join_v34.h"
 
@@ -24,7 +24,8 @@ std::string HtmlUnescape(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size();) {
     static const std::pair<const char*, const char*> kNamed[] = {
-        {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&#x27;", "'"}, {"&nbsp;", "\xC2\xA0"}};
+        {"&lt;", "<"},  {"&gt;", ">"},   {"&amp;", "&"},        {"&quot;", "\""},
+        {"&#39;", "'"}, {"&#x27;", "'"}, {"&nbsp;", "\xC2\xA0"}};
     bool done = false;
     for (const auto& [from, to] : kNamed) {
       if (s.compare(i, std::char_traits<char>::length(from), from) == 0) {
@@ -117,8 +118,10 @@ void BodySegments(const Json& b, const Json& group, const std::string& dir, std:
     for (const auto& s : line["spans"]) {
       if (TypeOf(s) != span_type) continue;
       if (span_type == "table") {
-        if (!StrOr(s, "html").empty()) out.push_back({FormatEmbeddedHtml(StrOr(s, "html"), dir), true});
-        else if (!StrOr(s, "image_path").empty()) out.push_back({"![](" + MediaPath(dir, StrOr(s, "image_path")) + ")", false});
+        if (!StrOr(s, "html").empty())
+          out.push_back({FormatEmbeddedHtml(StrOr(s, "html"), dir), true});
+        else if (!StrOr(s, "image_path").empty())
+          out.push_back({"![](" + MediaPath(dir, StrOr(s, "image_path")) + ")", false});
         continue;
       }
       const std::string media = MediaPath(dir, StrOr(s, "image_path"));
@@ -179,20 +182,24 @@ void PageMarkdown(Json& para_blocks, const std::string& dir, std::vector<std::st
 Json BboxPermille(const Json& block, const Json& page_size) {
   const double w = page_size[0].get<double>(), h = page_size[1].get<double>();
   const Json& b = block["bbox"];
-  return Json::array({static_cast<long long>(b[0].get<double>() * 1000 / w), static_cast<long long>(b[1].get<double>() * 1000 / h),
-                      static_cast<long long>(b[2].get<double>() * 1000 / w), static_cast<long long>(b[3].get<double>() * 1000 / h)});
+  return Json::array({static_cast<long long>(b[0].get<double>() * 1000 / w),
+                      static_cast<long long>(b[1].get<double>() * 1000 / h),
+                      static_cast<long long>(b[2].get<double>() * 1000 / w),
+                      static_cast<long long>(b[3].get<double>() * 1000 / h)});
 }
 
 }  // namespace
 
-Json ContentV1(Json& block, const std::string& dir, int page_idx, const Json& page_size);  // content_list_v34.cc
-Json ContentV2(Json& block, const std::string& dir, const Json& page_size);                // content_list_v34.cc
+Json ContentV1(Json& block, const std::string& dir, int page_idx,
+               const Json& page_size);                                       // content_list_v34.cc
+Json ContentV2(Json& block, const std::string& dir, const Json& page_size);  // content_list_v34.cc
 
 OutputsV34 MakeOutputsV34(Json& middle, const std::string& image_dir) {
   OutputsV34 out;
   std::vector<std::string> parts;
   for (auto& page : middle["pdf_info"]) {
-    if (page.contains("para_blocks") && !page["para_blocks"].empty()) PageMarkdown(page["para_blocks"], image_dir, parts);
+    if (page.contains("para_blocks") && !page["para_blocks"].empty())
+      PageMarkdown(page["para_blocks"], image_dir, parts);
   }
   for (size_t i = 0; i < parts.size(); ++i) out.markdown += (i ? "\n\n" : "") + parts[i];
   out.content_list = Json::array();
@@ -203,8 +210,11 @@ OutputsV34 MakeOutputsV34(Json& middle, const std::string& image_dir) {
       for (const char* key : {"para_blocks", "discarded_blocks"}) {
         if (!page.contains(key)) continue;
         for (auto& block : page[key]) {
-          if (pass == 0) out.content_list.push_back(ContentV1(block, image_dir, page.value("page_idx", 0), page["page_size"]));
-          else page_v2.push_back(ContentV2(block, image_dir, page["page_size"]));
+          if (pass == 0)
+            out.content_list.push_back(
+                ContentV1(block, image_dir, page.value("page_idx", 0), page["page_size"]));
+          else
+            page_v2.push_back(ContentV2(block, image_dir, page["page_size"]));
         }
       }
       if (pass == 1) out.content_list_v2.push_back(std::move(page_v2));
@@ -214,7 +224,9 @@ OutputsV34 MakeOutputsV34(Json& middle, const std::string& image_dir) {
 }
 
 // Shared with content_list_v34.cc.
-std::string FormatEmbeddedHtmlV34(const std::string& html, const std::string& dir) { return FormatEmbeddedHtml(html, dir); }
+std::string FormatEmbeddedHtmlV34(const std::string& html, const std::string& dir) {
+  return FormatEmbeddedHtml(html, dir);
+}
 std::pair<std::string, Json> BodyDataV34(const Json& block) { return BodyData(block); }
 Json BboxPermilleV34(const Json& block, const Json& page_size) { return BboxPermille(block, page_size); }
 std::string CodeMarkdownV34(Json& body, const Json& group) { return CodeMarkdown(body, group); }

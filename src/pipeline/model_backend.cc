@@ -32,8 +32,10 @@ class ModelBackend : public Backend {
     }
     std::vector<StatusOr<std::string>> out;
     for (auto& h : handles) {
-      if (!h.ok()) out.push_back(h.status());
-      else out.push_back(Collect(**h));
+      if (!h.ok())
+        out.push_back(h.status());
+      else
+        out.push_back(Collect(**h));
     }
     return out;
   }
@@ -50,8 +52,10 @@ class ModelBackend : public Backend {
     }
     std::vector<StatusOr<std::string>> out;
     for (auto& h : handles) {
-      if (!h.ok()) out.push_back(h.status());
-      else out.push_back(Collect(**h));
+      if (!h.ok())
+        out.push_back(h.status());
+      else
+        out.push_back(Collect(**h));
     }
     return out;
   }
@@ -63,7 +67,7 @@ class ModelBackend : public Backend {
 
  private:
   StatusOr<std::shared_ptr<RequestHandle>> Submit(const RgbImage& image, const std::string& prompt,
-                                                  const SamplingParams& s, int default_cap) {
+                                                  const MinerUSampling& s, int default_cap) {
     EngineRequest r;
     r.messages = SingleTurn(prompt, 1);
     r.images.push_back(image);
@@ -87,7 +91,7 @@ class ModelBackend : public Backend {
 
 }  // namespace
 
-mineru::SamplingParams ToEngineSampling(const SamplingParams& p) {
+mineru::SamplingParams ToEngineSampling(const MinerUSampling& p) {
   mineru::SamplingParams e;
   e.temperature = p.temperature;
   e.top_p = p.top_p;

@@ -19,6 +19,6 @@ struct ModelBackendOptions {
 std::unique_ptr<Backend> MakeModelBackend(Engine* engine, const ModelBackendOptions& options = {});
 
 // Converts the pipeline's per-task sampling settings to the engine's.
-mineru::SamplingParams ToEngineSampling(const SamplingParams& p);
+mineru::SamplingParams ToEngineSampling(const MinerUSampling& p);
 
 }  // namespace mineru::pipeline

@@ -14,7 +14,8 @@ namespace {
 
 enum Tag : int { kNone = -1, kNl = 0, kFcel, kEcel, kLcel, kUcel, kXcel };
 
-constexpr std::array<std::string_view, 6> kTagText = {"<nl>", "<fcel>", "<ecel>", "<lcel>", "<ucel>", "<xcel>"};
+constexpr std::array<std::string_view, 6> kTagText = {"<nl>",   "<fcel>", "<ecel>",
+                                                      "<lcel>", "<ucel>", "<xcel>"};
 
 // One element of the "texts" list of the reference: either a tag or a (non-blank) text piece.
 struct Part {
@@ -162,7 +163,8 @@ std::string OtslToHtml(std::string_view otsl) {
   for (size_t k = 0; k < cells.size(); ++k) {
     const Cell& c = cells[k];
     for (int i = std::min(c.start_row, nrows); i < std::min(c.end_row, nrows); ++i) {
-      for (int j = std::min(c.start_col, ncols); j < std::min(c.end_col, ncols); ++j) grid[i][j] = static_cast<int>(k);
+      for (int j = std::min(c.start_col, ncols); j < std::min(c.end_col, ncols); ++j)
+        grid[i][j] = static_cast<int>(k);
     }
   }
 

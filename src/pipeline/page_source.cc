@@ -10,7 +10,8 @@
 
 namespace mineru::pipeline {
 
-StatusOr<std::unique_ptr<InputDocument>> InputDocument::Open(const std::string& path, const InputLimits& limits) {
+StatusOr<std::unique_ptr<InputDocument>> InputDocument::Open(const std::string& path,
+                                                             const InputLimits& limits) {
   MINERU_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, size_t(2) << 30));
   if (bytes.empty()) return InvalidArgumentError("empty file");
   std::unique_ptr<InputDocument> d(new InputDocument());
@@ -18,8 +19,8 @@ StatusOr<std::unique_ptr<InputDocument>> InputDocument::Open(const std::string& 
   if (LooksLikePdf(bytes)) {
     MINERU_ASSIGN_OR_RETURN(d->pdf_, PdfDocument::OpenFromMemory(std::move(bytes), limits.pdf));
   } else {
-    MINERU_ASSIGN_OR_RETURN(d->image_,
-                            DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), limits.image));
+    MINERU_ASSIGN_OR_RETURN(
+        d->image_, DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), limits.image));
   }
   return d;
 }

@@ -30,7 +30,8 @@ struct InputLimits {
 class InputDocument {
  public:
   // Detects the kind from the content (PDF magic, else an image decoder).
-  static StatusOr<std::unique_ptr<InputDocument>> Open(const std::string& path, const InputLimits& limits = {});
+  static StatusOr<std::unique_ptr<InputDocument>> Open(const std::string& path,
+                                                       const InputLimits& limits = {});
 
   int num_pages() const { return pdf_ ? pdf_->num_pages() : 1; }
   bool is_pdf() const { return pdf_ != nullptr; }

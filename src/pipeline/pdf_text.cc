@@ -26,11 +26,12 @@ bool IsCjk(uint32_t cp) {
 
 // 1.2 adds doc_title, paragraph_title and list_item (turned into text by its post-processing).
 bool TextFromPdfAllowed(const std::string& type) {
-  return type == "text" || type == "title" || type == "doc_title" || type == "paragraph_title" || type == "list_item";
+  return type == "text" || type == "title" || type == "doc_title" || type == "paragraph_title" ||
+         type == "list_item";
 }
 
-std::optional<std::string> TextInBlock(const std::vector<PdfTextBox>& words, const LayoutBlock& b, double width_pt,
-                                       double height_pt) {
+std::optional<std::string> TextInBlock(const std::vector<PdfTextBox>& words, const LayoutBlock& b,
+                                       double width_pt, double height_pt) {
   const double bx0 = b.x1 * width_pt, by0 = b.y1 * height_pt, bx1 = b.x2 * width_pt, by1 = b.y2 * height_pt;
   std::vector<const PdfTextBox*> in;
   for (const PdfTextBox& w : words) {
@@ -38,9 +39,8 @@ std::optional<std::string> TextInBlock(const std::vector<PdfTextBox>& words, con
     if (cx >= bx0 && cx <= bx1 && cy >= by0 && cy <= by1) in.push_back(&w);
   }
   if (in.empty()) return std::nullopt;
-  std::sort(in.begin(), in.end(), [](const PdfTextBox* a, const PdfTextBox* c) {
-    return (a->y0 + a->y1) < (c->y0 + c->y1);
-  });
+  std::sort(in.begin(), in.end(),
+            [](const PdfTextBox* a, const PdfTextBox* c) { return (a->y0 + a->y1) < (c->y0 + c->y1); });
   // Group into lines: a word joins the current line when its vertical centre is within half a
   // line height of the line's first word.
   std::vector<std::vector<const PdfTextBox*>> lines;
@@ -58,7 +58,8 @@ std::optional<std::string> TextInBlock(const std::vector<PdfTextBox>& words, con
   }
   std::string out;
   for (auto& line : lines) {
-    std::sort(line.begin(), line.end(), [](const PdfTextBox* a, const PdfTextBox* c) { return a->x0 < c->x0; });
+    std::sort(line.begin(), line.end(),
+              [](const PdfTextBox* a, const PdfTextBox* c) { return a->x0 < c->x0; });
     for (size_t k = 0; k < line.size(); ++k) {
       const PdfTextBox* w = line[k];
       if (!out.empty()) {

@@ -67,7 +67,8 @@ std::vector<ContentBlock> HandleEquationBlocks(std::vector<ContentBlock> blocks)
   return out;
 }
 
-std::vector<ContentBlock> PostProcessBlocks(std::vector<ContentBlock> blocks, const PostProcessOptions& options) {
+std::vector<ContentBlock> PostProcessBlocks(std::vector<ContentBlock> blocks,
+                                            const PostProcessOptions& options) {
   for (auto& b : blocks) {
     if (b.type == "table" && HasContent(b)) b.content = OtslToHtml(*b.content);
   }
@@ -112,9 +113,9 @@ std::vector<ContentBlock> PostProcessPage(const std::vector<LayoutBlock>& layout
   return PostProcessBlocks(std::move(blocks), options);
 }
 
-StatusOr<std::vector<std::optional<std::string>>> AssignRecognised(const std::vector<LayoutBlock>& layout,
-                                                                    const std::vector<std::string>& outputs,
-                                                                    const std::vector<std::string>& extra_skip) {
+StatusOr<std::vector<std::optional<std::string>>> AssignRecognised(
+    const std::vector<LayoutBlock>& layout, const std::vector<std::string>& outputs,
+    const std::vector<std::string>& extra_skip) {
   const std::vector<size_t> idx = RecognitionIndices(layout, extra_skip);
   if (idx.size() != outputs.size()) {
     return InvalidArgumentError("page has " + std::to_string(idx.size()) + " blocks to recognise but " +

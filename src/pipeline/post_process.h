@@ -63,12 +63,13 @@ std::vector<ContentBlock> PostProcessPage(const std::vector<LayoutBlock>& layout
 // Spreads the recognition outputs of one page (in layout order, one per block that ShouldRecognize)
 // over the layout blocks, as two_step_extract does with its `indices`. This is the shape of a replay
 // file's "blocks" list. Fails when the count differs from the number of recognised blocks.
-StatusOr<std::vector<std::optional<std::string>>> AssignRecognised(const std::vector<LayoutBlock>& layout,
-                                                                    const std::vector<std::string>& outputs,
-                                                                    const std::vector<std::string>& extra_skip = {});
+StatusOr<std::vector<std::optional<std::string>>> AssignRecognised(
+    const std::vector<LayoutBlock>& layout, const std::vector<std::string>& outputs,
+    const std::vector<std::string>& extra_skip = {});
 
 // Runs post-processing on already-built blocks (useful when content was filled by other means).
-std::vector<ContentBlock> PostProcessBlocks(std::vector<ContentBlock> blocks, const PostProcessOptions& options = {});
+std::vector<ContentBlock> PostProcessBlocks(std::vector<ContentBlock> blocks,
+                                            const PostProcessOptions& options = {});
 
 // do_handle_equation_block: an equation_block covering > 1 equation (each > 0.9 inside) replaces
 // them by one equation with CombineEquations content; equation_blocks are dropped.

@@ -19,8 +19,8 @@ constexpr std::string_view kDisplayClose = "\\]";
 // (min_inner 1), DOTALL: `fn(inner)` replaces each match, the text between matches is kept (or passed
 // to `gap` when given). When an OPEN has no CLOSE after it, no later OPEN can have one either.
 template <typename Fn, typename Gap>
-std::string SubDelimited(std::string_view s, std::string_view open, std::string_view close, size_t min_inner, Fn fn,
-                         Gap gap) {
+std::string SubDelimited(std::string_view s, std::string_view open, std::string_view close, size_t min_inner,
+                         Fn fn, Gap gap) {
   std::string out;
   size_t pos = 0;
   while (true) {
@@ -86,7 +86,9 @@ std::string FixOneMacro(std::string_view s, std::string_view macro) {
   return out;
 }
 
-bool IsUnderscoreRun(std::string_view s) { return s.size() >= 3 && s.find_first_not_of('_') == std::string_view::npos; }
+bool IsUnderscoreRun(std::string_view s) {
+  return s.size() >= 3 && s.find_first_not_of('_') == std::string_view::npos;
+}
 
 // re.split(r"(_{3,})", inner): pieces alternate text / run.
 std::vector<std::string_view> SplitUnderscoreRuns(std::string_view s) {
@@ -110,7 +112,9 @@ std::vector<std::string_view> SplitUnderscoreRuns(std::string_view s) {
   return parts;
 }
 
-std::string WrapEq(std::string_view inner, std::string_view) { return "<eq>" + std::string(py::Strip(inner)) + "</eq>"; }
+std::string WrapEq(std::string_view inner, std::string_view) {
+  return "<eq>" + std::string(py::Strip(inner)) + "</eq>";
+}
 
 }  // namespace
 
@@ -129,7 +133,8 @@ std::string TextMacroSpacing(std::string_view text) {
       text, kInlineOpen, kInlineClose, 0,
       [](std::string_view inner, std::string_view) {
         std::string fixed(inner);
-        for (std::string_view macro : {"\\cong", "\\to", "\\times", "\\subset", "\\in"}) fixed = FixOneMacro(fixed, macro);
+        for (std::string_view macro : {"\\cong", "\\to", "\\times", "\\subset", "\\in"})
+          fixed = FixOneMacro(fixed, macro);
         return "\\(" + fixed + "\\)";
       },
       Keep);
@@ -188,11 +193,12 @@ std::string ReplaceTableImageTokens(std::string_view html, const TableImageToken
 
 std::string TableFormulaToEq(std::string_view html) {
   // Existing <eq>..</eq> pieces are kept; the text between them gets \(..\) then \[..\] wrapped.
-  return SubDelimited(html, "<eq>", "</eq>", 0, [](std::string_view, std::string_view whole) { return std::string(whole); },
-                      [](std::string_view part) {
-                        const std::string a = SubDelimited(part, kInlineOpen, kInlineClose, 1, WrapEq, Keep);
-                        return SubDelimited(a, kDisplayOpen, kDisplayClose, 1, WrapEq, Keep);
-                      });
+  return SubDelimited(
+      html, "<eq>", "</eq>", 0, [](std::string_view, std::string_view whole) { return std::string(whole); },
+      [](std::string_view part) {
+        const std::string a = SubDelimited(part, kInlineOpen, kInlineClose, 1, WrapEq, Keep);
+        return SubDelimited(a, kDisplayOpen, kDisplayClose, 1, WrapEq, Keep);
+      });
 }
 
 }  // namespace mineru::pipeline
@@ -353,7 +359,8 @@ bool HasMalformedMarkdownTable(std::string_view content) {
 namespace {
 
 // re.sub(r"^(a|b|c)\b", to, code, flags=re.IGNORECASE) for alternatives tried in order.
-std::string FixHeaderWord(const std::string& code, std::initializer_list<std::string_view> alts, std::string_view to) {
+std::string FixHeaderWord(const std::string& code, std::initializer_list<std::string_view> alts,
+                          std::string_view to) {
   const std::string lower = AsciiLower(code);
   for (std::string_view a : alts) {
     if (!py::StartsWith(lower, a)) continue;
@@ -382,7 +389,8 @@ std::string MermaidStrict(std::string_view content) {
   } else {
     code = std::string(c);
   }
-  if (py::StartsWith(AsciiLower(code), "mermaid")) code = std::string(py::Strip(std::string_view(code).substr(7)));
+  if (py::StartsWith(AsciiLower(code), "mermaid"))
+    code = std::string(py::Strip(std::string_view(code).substr(7)));
   code = FixHeaderWord(code, {"grap", "grapg", "graphh"}, "graph");
   code = FixHeaderWord(code, {"flowchar", "flowchartt"}, "flowchart");
   return "```mermaid\n" + MermaidFixArrowsAndNodes(code) + "\n```";
@@ -394,7 +402,8 @@ ImageAnalysis ProcessImageAnalysis(std::string_view raw) {
   a.sub_class = AsciiLower(TaggedField(raw, "<|sub_class_start|>", "<|sub_class_end|>"));
   a.caption = TaggedField(raw, "<|caption_start|>", "<|caption_end|>");
   a.content = TaggedField(raw, "<|content_start|>", "<|content_end|>");
-  if (a.content.empty() && py::Count(raw, "<|content_start|>") == 1 && py::Count(raw, "<|content_end|>") == 0) {
+  if (a.content.empty() && py::Count(raw, "<|content_start|>") == 1 &&
+      py::Count(raw, "<|content_end|>") == 0) {
     a.content = std::string(raw.substr(raw.find("<|content_start|>") + 17));
   }
   if (a.cls == "chemical") {
@@ -515,7 +524,8 @@ std::vector<ContentBlock> PostProcessPageV12(const std::vector<LayoutBlock>& lay
     ContentBlock& b = blocks[i];
     if (b.type == "table" && HasText(b)) {
       const std::string html = OtslToHtml(*b.content);
-      b.content = TableFormulaToEq(i < table_tokens.size() ? ReplaceTableImageTokens(html, table_tokens[i]) : html);
+      b.content =
+          TableFormulaToEq(i < table_tokens.size() ? ReplaceTableImageTokens(html, table_tokens[i]) : html);
     }
     if ((b.type == "image" || b.type == "chart") && HasText(b)) ApplyImageAnalysis(b);
   }

@@ -62,7 +62,8 @@ bool IsSpaceCodePoint(char32_t c) {
 // Format characters (Unicode category Cf) outside the ranges below are all in scripts where a
 // document table is unlikely; these are the ones Python escapes in practice.
 bool IsFormatCodePoint(char32_t c) {
-  if (c == 0xAD || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x8E2 || c == 0x180E || c == 0xFEFF) return true;
+  if (c == 0xAD || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x8E2 || c == 0x180E || c == 0xFEFF)
+    return true;
   if (c >= 0x600 && c <= 0x605) return true;
   if (c >= 0x200B && c <= 0x200F) return true;
   if (c >= 0x202A && c <= 0x202E) return true;
@@ -113,9 +114,12 @@ std::string Repr(std::string_view s) {
       out += "\\t";
     } else if (!IsPrintableCodePoint(c)) {
       char buf[16];
-      if (c <= 0xFF) std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned>(c));
-      else if (c <= 0xFFFF) std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-      else std::snprintf(buf, sizeof(buf), "\\U%08x", static_cast<unsigned>(c));
+      if (c <= 0xFF)
+        std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned>(c));
+      else if (c <= 0xFFFF)
+        std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
+      else
+        std::snprintf(buf, sizeof(buf), "\\U%08x", static_cast<unsigned>(c));
       out += buf;
     } else {
       out.append(s.substr(i, d.len));
@@ -229,10 +233,14 @@ std::string ReplaceAll(std::string_view s, std::string_view from, std::string_vi
 std::string HtmlEscapeNoQuote(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else out += c;
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
   }
   return out;
 }

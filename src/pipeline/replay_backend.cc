@@ -20,7 +20,8 @@ struct ReplayPage {
 
 class ReplayBackend : public Backend {
  public:
-  ReplayBackend(std::vector<ReplayPage> pages, int delay_ms) : pages_(std::move(pages)), delay_ms_(delay_ms) {}
+  ReplayBackend(std::vector<ReplayPage> pages, int delay_ms)
+      : pages_(std::move(pages)), delay_ms_(delay_ms) {}
 
   StatusOr<std::string> Layout(int page, const RgbImage&) override {
     if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
@@ -35,8 +36,8 @@ class ReplayBackend : public Backend {
     const bool have = page >= 0 && page < static_cast<int>(pages_.size());
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (!have || i >= pages_[page].blocks.size()) {
-        out.push_back(NotFoundError("replay file has no output for block " + std::to_string(i + 1) + " of page " +
-                                    std::to_string(page + 1)));
+        out.push_back(NotFoundError("replay file has no output for block " + std::to_string(i + 1) +
+                                    " of page " + std::to_string(page + 1)));
       } else {
         out.push_back(pages_[page].blocks[i]);
       }
@@ -84,7 +85,8 @@ StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& path, in
     ReplayPage rp;
     rp.layout = p["layout"].get<std::string>();
     if (p.contains("blocks")) {
-      if (!p["blocks"].is_array()) return InvalidArgumentError(where + ": 'blocks' must be a list of strings");
+      if (!p["blocks"].is_array())
+        return InvalidArgumentError(where + ": 'blocks' must be a list of strings");
       for (const auto& b : p["blocks"]) {
         if (!b.is_string()) return InvalidArgumentError(where + ": 'blocks' must be a list of strings");
         rp.blocks.push_back(b.get<std::string>());
@@ -93,7 +95,8 @@ StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& path, in
     // 1.2 pages may carry "merges": answers to the cross-page table requests whose second table is
     // on this page.
     if (p.contains("merges")) {
-      if (!p["merges"].is_array()) return InvalidArgumentError(where + ": 'merges' must be a list of strings");
+      if (!p["merges"].is_array())
+        return InvalidArgumentError(where + ": 'merges' must be a list of strings");
       for (const auto& m : p["merges"]) {
         if (!m.is_string()) return InvalidArgumentError(where + ": 'merges' must be a list of strings");
         rp.merges.push_back(m.get<std::string>());

@@ -28,7 +28,8 @@ std::string NormalizedCellText(html::Node* c) {  // "".join(full_to_half(get_tex
 
 using Sources = std::map<int, std::map<int, std::pair<int, int>>>;  // row -> col -> (src row, src cell)
 
-std::pair<std::map<int, std::pair<int, int>>, int> VisualSources(const Rows& rows, int target, const Occupied& initial) {
+std::pair<std::map<int, std::pair<int, int>>, int> VisualSources(const Rows& rows, int target,
+                                                                 const Occupied& initial) {
   if (target < 0) target += static_cast<int>(rows.size());
   if (target < 0 || target >= static_cast<int>(rows.size())) return {{}, 0};
   Sources occ;
@@ -75,16 +76,18 @@ void BuildFrontCache(TableState& s) {
   for (size_t i = 0; i < std::min(front.size(), static_cast<size_t>(kMaxHeaderRows)); ++i) {
     s.front_header.push_back(Signature(front[i], scan.row_effective_cols[i]));
   }
-  for (size_t i = 0; i < scan.row_metrics.size(); ++i) s.front_first_data[static_cast<int>(i)] = scan.row_metrics[i];
+  for (size_t i = 0; i < scan.row_metrics.size(); ++i)
+    s.front_first_data[static_cast<int>(i)] = scan.row_metrics[i];
 }
 
 int DetectHeaderRows(const TableState& a, const TableState& b) {
-  const size_t n = std::min({a.front_header.size(), b.front_header.size(), static_cast<size_t>(kMaxHeaderRows)});
+  const size_t n =
+      std::min({a.front_header.size(), b.front_header.size(), static_cast<size_t>(kMaxHeaderRows)});
   int rows = 0;
   for (size_t i = 0; i < n; ++i) {
     const RowSignature &x = a.front_header[i], &y = b.front_header[i];
-    if (x.colspans.size() == y.colspans.size() && x.effective_cols == y.effective_cols && x.colspans == y.colspans &&
-        x.rowspans == y.rowspans && x.normalized == y.normalized) {
+    if (x.colspans.size() == y.colspans.size() && x.effective_cols == y.effective_cols &&
+        x.colspans == y.colspans && x.rowspans == y.rowspans && x.normalized == y.normalized) {
       ++rows;
     } else {
       break;
@@ -153,7 +156,8 @@ RowScan ScanRows(const Rows& rows, const Occupied& initial, int start_row_idx) {
     if (!cells.empty()) r.last_nonempty = m;
   }
   for (const auto& [row, cols] : occ) {
-    if (row >= static_cast<int>(rows.size()) && !cols.empty()) r.tail_occupied[row - static_cast<int>(rows.size())] = cols;
+    if (row >= static_cast<int>(rows.size()) && !cols.empty())
+      r.tail_occupied[row - static_cast<int>(rows.size())] = cols;
   }
   return r;
 }

@@ -153,11 +153,13 @@ TableImageTokens MaskTableImages(const RgbImage& page, const LayoutBlock& table,
   for (size_t k = 0; k < images.size(); ++k) {
     const LayoutBlock& im = *images[k];
     const double ax1 = im.x1 * W, ay1 = im.y1 * H, ax2 = im.x2 * W, ay2 = im.y2 * H;
-    const int rx1 = static_cast<int>(std::max(0.0, ax1 - tx)), ry1 = static_cast<int>(std::max(0.0, ay1 - ty));
+    const int rx1 = static_cast<int>(std::max(0.0, ax1 - tx)),
+              ry1 = static_cast<int>(std::max(0.0, ay1 - ty));
     const int rx2 = static_cast<int>(std::min<double>(crop_w, ax2 - tx));
     const int ry2 = static_cast<int>(std::min<double>(crop_h, ay2 - ty));
     if (rx2 <= rx1 || ry2 <= ry1) continue;
-    RgbImage piece = Crop(page, static_cast<int>(ax1), static_cast<int>(ay1), static_cast<int>(ax2), static_cast<int>(ay2));
+    RgbImage piece = Crop(page, static_cast<int>(ax1), static_cast<int>(ay1), static_cast<int>(ax2),
+                          static_cast<int>(ay2));
     if (piece.width < 1 || piece.height < 1) continue;
     const std::string token = TableImageToken(table_index, k);
     std::string jpeg;

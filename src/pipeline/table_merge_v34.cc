@@ -89,7 +89,8 @@ void AdjustColspan(const Rows& rows, size_t start, const std::vector<int>& eff, 
 bool CellHasContent(html::Node* c) {
   const std::string t = GetText(c);
   if (!py::IsBlank(t)) return true;  // get_text(strip=True): Python whitespace, U+00A0 and U+3000 included
-  return !html::FindAll(c, {"img", "svg", "math", "eq", "table", "figure", "object", "embed", "canvas"}).empty();
+  return !html::FindAll(c, {"img", "svg", "math", "eq", "table", "figure", "object", "embed", "canvas"})
+              .empty();
 }
 
 void InsertBeforeVisualColumn(const Rows& rows, size_t target, int vcol, std::unique_ptr<html::Node> cell) {
@@ -113,11 +114,14 @@ void CarryRowspanToNextRow(const Rows& rows, size_t idx) {
     const int rs = cells[i]->IntAttr("rowspan", 1);
     if (rs <= 1 || CellHasContent(cells[i])) continue;
     auto copy = html::DeepCopy(cells[i]);
-    if (rs - 1 > 1) copy->SetAttr("rowspan", std::to_string(rs - 1));
-    else copy->RemoveAttr("rowspan");
+    if (rs - 1 > 1)
+      copy->SetAttr("rowspan", std::to_string(rs - 1));
+    else
+      copy->RemoveAttr("rowspan");
     carried.emplace_back(map[i], std::move(copy));
   }
-  std::stable_sort(carried.begin(), carried.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(carried.begin(), carried.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   for (auto& [v, c] : carried) InsertBeforeVisualColumn(rows, idx + 1, v, std::move(c));
 }
 
@@ -148,8 +152,10 @@ bool ClipOverlappedBlankRowspanCells(const Rows& rows, const Occupied& initial) 
       remove.push_back(cells[i]);
       if (remaining > 0) {
         auto moved = html::DeepCopy(cells[i]);
-        if (remaining > 1) moved->SetAttr("rowspan", std::to_string(remaining));
-        else moved->RemoveAttr("rowspan");
+        if (remaining > 1)
+          moved->SetAttr("rowspan", std::to_string(remaining));
+        else
+          moved->RemoveAttr("rowspan");
         moves.emplace_back(target, map[i], std::move(moved));
       }
     }
@@ -175,7 +181,8 @@ void ApplyCellMerge(TableState& prev, TableState& cur, size_t hc, const Json& ce
   if (!cell_merge.is_array() || cell_merge.empty() || hc >= cur.rows.size() || prev.rows.empty()) return;
   html::Node* first = cur.rows[hc];
   const auto cells1 = Cells(prev.rows.back()), cells2 = Cells(first);
-  const auto map1 = ExpandByColspan(VisualColMapping(prev.rows, static_cast<int>(prev.rows.size()) - 1), cells1);
+  const auto map1 =
+      ExpandByColspan(VisualColMapping(prev.rows, static_cast<int>(prev.rows.size()) - 1), cells1);
   const Rows tail(cur.rows.begin() + static_cast<long>(hc), cur.rows.end());
   const auto map2 = ExpandByColspan(VisualColMapping(tail, 0, prev.tail_occupied), cells2);
   std::set<std::pair<size_t, size_t>> done;
@@ -187,7 +194,8 @@ void ApplyCellMerge(TableState& prev, TableState& cur, size_t hc, const Json& ce
       if (a == map1.end() || b == map2.end()) continue;
       if (pass == 0 && done.insert({a->second, b->second}).second) {
         html::Node* src = cells2[b->second];
-        while (!src->children.empty()) html::Append(cells1[a->second], html::Extract(src->children.front().get()));
+        while (!src->children.empty())
+          html::Append(cells1[a->second], html::Extract(src->children.front().get()));
       } else if (pass == 1 && cleared.insert(b->second).second) {
         cells2[b->second]->children.clear();
       }
@@ -201,7 +209,6 @@ void ApplyCellMerge(TableState& prev, TableState& cur, size_t hc, const Json& ce
     cur.rows.erase(cur.rows.begin() + static_cast<long>(hc));
   }
 }
-
 
 void PerformMerge(TableState& prev, TableState& cur, Json& prev_block, const Json& cur_block,
                   const std::vector<Json>& footnotes) {
@@ -219,11 +226,11 @@ void PerformMerge(TableState& prev, TableState& cur, Json& prev_block, const Jso
       return v;
     };
     if (prev.total_cols > cur.total_cols) {
-      AdjustColspan(cur.rows, hc, cur.row_effective_cols, spans_of(last1), static_cast<int>(Cells(last1).size()),
-                    prev.total_cols, first2);
+      AdjustColspan(cur.rows, hc, cur.row_effective_cols, spans_of(last1),
+                    static_cast<int>(Cells(last1).size()), prev.total_cols, first2);
     } else if (cur.total_cols > prev.total_cols) {
-      AdjustColspan(prev.rows, 0, prev.row_effective_cols, spans_of(first2), static_cast<int>(Cells(first2).size()),
-                    cur.total_cols, last1);
+      AdjustColspan(prev.rows, 0, prev.row_effective_cols, spans_of(first2),
+                    static_cast<int>(Cells(first2).size()), cur.total_cols, last1);
       RefreshTableState(prev);
     }
   }
@@ -256,8 +263,15 @@ void PerformMerge(TableState& prev, TableState& cur, Json& prev_block, const Jso
   for (size_t k = 0; k < footnotes.size(); ++k) {
     Json f = footnotes[k];
     f["cross_page"] = true;
-    if (body_index.is_number_integer()) f["index"] = body_index.get<long long>() + static_cast<long long>(k + 1);
-    else f = [&] { Json g = Json::object(); for (auto it = f.begin(); it != f.end(); ++it) if (it.key() != "index") g[it.key()] = it.value(); return g; }();
+    if (body_index.is_number_integer())
+      f["index"] = body_index.get<long long>() + static_cast<long long>(k + 1);
+    else
+      f = [&] {
+        Json g = Json::object();
+        for (auto it = f.begin(); it != f.end(); ++it)
+          if (it.key() != "index") g[it.key()] = it.value();
+        return g;
+      }();
     prev_block["blocks"].push_back(std::move(f));
   }
   prev.dirty = true;
@@ -282,14 +296,17 @@ void MergeTablesV34(Json& pdf_info) {
     if (it != states.end()) return &it->second;
     Json* span = BodySpan(pdf_info[page]["para_blocks"][pos]);
     if (!span) return nullptr;
-    auto st = BuildTableState(span->value("html", Json("")).is_string() ? (*span)["html"].get<std::string>() : "");
+    auto st =
+        BuildTableState(span->value("html", Json("")).is_string() ? (*span)["html"].get<std::string>() : "");
     if (!st) return nullptr;
     return &states.emplace(key, std::move(*st)).first->second;
   };
   for (size_t p = pdf_info.size(); p-- > 1;) {
     Json& paras = pdf_info[p]["para_blocks"];
     Json& prev_paras = pdf_info[p - 1]["para_blocks"];
-    if (paras.empty() || TypeOf(paras[0]) != "table" || prev_paras.empty() || TypeOf(prev_paras.back()) != "table") continue;
+    if (paras.empty() || TypeOf(paras[0]) != "table" || prev_paras.empty() ||
+        TypeOf(prev_paras.back()) != "table")
+      continue;
     Json& cur = paras[0];
     Json& prev = prev_paras.back();
     TableState* cs = state_of(p, 0);

@@ -19,7 +19,8 @@ std::string DetectLangV34(std::string_view text) {
     i += static_cast<size_t>(len > 0 ? len : 1);
     if (cp == '\n' || utf8::IsWhitespace(cp)) continue;
     ++total;
-    if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0xAC00 && cp <= 0xD7AF)) ++cjk;
+    if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0xAC00 && cp <= 0xD7AF))
+      ++cjk;
   }
   if (total == 0) return "en";
   return cjk * 10 >= total * 3 ? "zh" : "en";
@@ -88,7 +89,8 @@ bool IsHyphenAtLineEnd(std::string_view s) {  // [A-Za-z]+[-\u00ad\u2010\u2011\u
   const uint32_t cp = utf8::DecodeBefore(s, s.size(), &len);
   if (!(cp == '-' || cp == 0xAD || cp == 0x2010 || cp == 0x2011 || cp == 0x2043)) return false;
   const size_t before = s.size() - static_cast<size_t>(len);
-  return before > 0 && std::isalpha(static_cast<unsigned char>(s[before - 1])) && static_cast<unsigned char>(s[before - 1]) < 0x80;
+  return before > 0 && std::isalpha(static_cast<unsigned char>(s[before - 1])) &&
+         static_cast<unsigned char>(s[before - 1]) < 0x80;
 }
 
 bool StartsLower(const std::string& s) {
@@ -96,7 +98,8 @@ bool StartsLower(const std::string& s) {
   int len = 1;
   const uint32_t cp = utf8::DecodeAt(s, 0, &len);
   if (cp < 0x80) return cp >= 'a' && cp <= 'z';
-  return (cp >= 0xDF && cp <= 0xFF && cp != 0xF7) || (cp >= 0x3B1 && cp <= 0x3C9) || (cp >= 0x430 && cp <= 0x44F);
+  return (cp >= 0xDF && cp <= 0xFF && cp != 0xF7) || (cp >= 0x3B1 && cp <= 0x3C9) ||
+         (cp >= 0x430 && cp <= 0x44F);
 }
 
 std::string StrField(const Json& obj, const char* key) {
@@ -197,9 +200,12 @@ Json MergeParaWithTextV2(Json& block) {
       const std::string content = StrField(spans[j], "content");
       if (py::IsBlank(content)) continue;
       std::string type = StrField(spans[j], "type");
-      if (type == "text") type = phonetic ? "phonetic" : "text";
-      else if (type == "inline_equation") type = "equation_inline";
-      else continue;  // unknown span types are skipped (with a warning in MinerU)
+      if (type == "text")
+        type = phonetic ? "phonetic" : "text";
+      else if (type == "inline_equation")
+        type = "equation_inline";
+      else
+        continue;  // unknown span types are skipped (with a warning in MinerU)
       if (type != "text") {
         out.push_back(Json{{"type", type}, {"content", content}});
         continue;

@@ -21,7 +21,8 @@ IBox BoxOf(const Json& b) {
   return {j[0].get<int>(), j[1].get<int>(), j[2].get<int>(), j[3].get<int>()};
 }
 bool IsMainType(const std::string& t) {
-  return t == "image_body" || t == kImageBlockBody || t == "table_body" || t == "chart_body" || t == "code_body";
+  return t == "image_body" || t == kImageBlockBody || t == "table_body" || t == "chart_body" ||
+         t == "code_body";
 }
 bool IsChildType(const std::string& t) { return t == "caption" || t == "footnote"; }
 int KindOf(const std::string& t) {
@@ -84,8 +85,8 @@ Absorption AbsorbImageBlockMembers(const std::vector<Json>& blocks) {
     const double w = std::max(pb[2] - pb[0], 1), h = std::max(pb[3] - pb[1], 1);
     Json sub = Json::object();
     sub["type"] = TypeOf(blocks[m]) == "chart_body" ? "chart" : "image";
-    sub["bbox"] = Json::array({Round3((mb[0] - pb[0]) / w), Round3((mb[1] - pb[1]) / h), Round3((mb[2] - pb[0]) / w),
-                               Round3((mb[3] - pb[1]) / h)});
+    sub["bbox"] = Json::array({Round3((mb[0] - pb[0]) / w), Round3((mb[1] - pb[1]) / h),
+                               Round3((mb[2] - pb[0]) / w), Round3((mb[3] - pb[1]) / h)});
     if (!a.sub_images.count(p)) a.sub_images[p] = Json::array();
     a.sub_images[p].push_back(std::move(sub));
   }
@@ -122,7 +123,8 @@ struct Relation {
 bool IsVisualNeighbor(const Relation& r, size_t child, size_t main) {
   const std::string ct = TypeOf(r.blocks[child]);
   if (ct == "footnote" && IndexOf(r.blocks[child]) < IndexOf(r.blocks[main])) return false;
-  const size_t cp = r.pos_by_index.at(IndexOf(r.blocks[child])), mp = r.pos_by_index.at(IndexOf(r.blocks[main]));
+  const size_t cp = r.pos_by_index.at(IndexOf(r.blocks[child])),
+               mp = r.pos_by_index.at(IndexOf(r.blocks[main]));
   for (size_t pos = std::min(cp, mp) + 1; pos < std::max(cp, mp); ++pos) {
     const Json& b = r.blocks[r.order[pos]];
     const std::string bt = TypeOf(b);
@@ -135,7 +137,8 @@ bool IsVisualNeighbor(const Relation& r, size_t child, size_t main) {
 
 long EffectiveIndexDiff(const Relation& r, size_t child, size_t main) {
   const std::string ct = TypeOf(r.blocks[child]);
-  const size_t cp = r.pos_by_index.at(IndexOf(r.blocks[child])), mp = r.pos_by_index.at(IndexOf(r.blocks[main]));
+  const size_t cp = r.pos_by_index.at(IndexOf(r.blocks[child])),
+               mp = r.pos_by_index.at(IndexOf(r.blocks[main]));
   const size_t s = std::min(cp, mp), e = std::max(cp, mp);
   long skipped = 0;
   for (size_t pos = s + 1; pos < e; ++pos) skipped += TypeOf(r.blocks[r.order[pos]]) == ct;
@@ -171,17 +174,19 @@ std::optional<size_t> FindBestParent(const Relation& r, size_t child, const std:
     return *std::min_element(close.begin(), close.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   };
   if (hi - lo > 2) {
-    return min_by([&](size_t m) { return std::make_pair(BoxDistance(cb, BoxOf(r.blocks[m])), IndexOf(r.blocks[m])); });
+    return min_by(
+        [&](size_t m) { return std::make_pair(BoxDistance(cb, BoxOf(r.blocks[m])), IndexOf(r.blocks[m])); });
   }
   const std::string ct = TypeOf(r.blocks[child]);
-  const bool all_tables = std::all_of(close.begin(), close.end(),
-                                      [&](size_t m) { return TypeOf(r.blocks[m]) == "table_body"; });
+  const bool all_tables =
+      std::all_of(close.begin(), close.end(), [&](size_t m) { return TypeOf(r.blocks[m]) == "table_body"; });
   if (ct == "caption" && all_tables) {
     return *std::max_element(close.begin(), close.end(),
                              [&](size_t a, size_t b) { return IndexOf(r.blocks[a]) < IndexOf(r.blocks[b]); });
   }
   if (ct == "footnote") return min_by([&](size_t m) { return IndexOf(r.blocks[m]); });
-  return min_by([&](size_t m) { return std::make_pair(CenterDistance(cb, BoxOf(r.blocks[m])), IndexOf(r.blocks[m])); });
+  return min_by(
+      [&](size_t m) { return std::make_pair(CenterDistance(cb, BoxOf(r.blocks[m])), IndexOf(r.blocks[m])); });
 }
 
 Json WithoutKeys(const Json& obj, std::initializer_list<const char*> keys) {
@@ -207,7 +212,8 @@ Json BuildGroup(const Json& main, const Json* sub_images, std::vector<const Json
     cj["type"] = k + (TypeOf(*c) == "caption" ? "_caption" : "_footnote");
     members.push_back(std::move(cj));
   }
-  std::stable_sort(members.begin(), members.end(), [](const Json& a, const Json& b) { return IndexOf(a) < IndexOf(b); });
+  std::stable_sort(members.begin(), members.end(),
+                   [](const Json& a, const Json& b) { return IndexOf(a) < IndexOf(b); });
   Json g = Json::object();
   g["type"] = k;
   g["bbox"] = body["bbox"];

@@ -29,7 +29,8 @@ bool IsIgnored(const std::string& t) {  // VISUAL_RELATION_IGNORED_TYPES
 }
 bool IsFragmentType(const std::string& t) { return t == "text" || t == "footnote"; }
 bool IsMainType(const std::string& t) {
-  return t == "image_body" || t == kImageBlockBody || t == "table_body" || t == "chart_body" || t == "code_body";
+  return t == "image_body" || t == kImageBlockBody || t == "table_body" || t == "chart_body" ||
+         t == "code_body";
 }
 
 void MakeCaption(Json& b) {
@@ -187,7 +188,7 @@ bool IsTableContinuationText(const std::string& text) {
     i += static_cast<size_t>(len);
   }
   if (t.empty()) return false;
-  static const char* const kEnd[] = {"(续)",     "(续表)",      "(续上表)",   "(continued)", "(cont.)",
+  static const char* const kEnd[] = {"(续)",     "(续表)",       "(续上表)",  "(continued)", "(cont.)",
                                      "(cont’d)", "(…continued)", "continued", "续表"};
   for (const char* m : kEnd) {
     if (!py::EndsWith(t, m)) continue;
@@ -197,9 +198,10 @@ bool IsTableContinuationText(const std::string& text) {
     int len = 1;
     const uint32_t prev = utf8::DecodeBefore(t, start, &len);
     // str.isalpha: ASCII letters, and (approximately) any non-ASCII character outside punctuation.
-    const bool alpha = (prev < 0x80) ? std::isalpha(static_cast<int>(prev)) != 0
-                                     : !(prev >= 0x2000 && prev <= 0x206F) && !(prev >= 0x3000 && prev <= 0x303F) &&
-                                           !(prev >= 0xFF00 && prev <= 0xFF0F);
+    const bool alpha = (prev < 0x80)
+                           ? std::isalpha(static_cast<int>(prev)) != 0
+                           : !(prev >= 0x2000 && prev <= 0x206F) && !(prev >= 0x3000 && prev <= 0x303F) &&
+                                 !(prev >= 0xFF00 && prev <= 0xFF0F);
     if (!alpha) return true;
   }
   return t.find("(continued)") != std::string::npos;

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -57,7 +57,8 @@ std::string SafeName(const std::string& name) {
   const size_t slash = base.find_last_of("/\\");
   if (slash != std::string::npos) base = base.substr(slash + 1);
   std::string out;
-  for (char c : base) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  for (char c : base)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
   while (!out.empty() && out[0] == '.') out.erase(0, 1);
   return out.empty() ? "document" : out.substr(0, 120);
 }
@@ -87,7 +88,8 @@ StatusOr<int> PageIdField(const httplib::Request& req, const char* key, int def)
   if (i == e) return InvalidArgumentError(std::string(key) + " must be an integer");
   int64_t n = 0;
   for (; i < e; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(v[i]))) return InvalidArgumentError(std::string(key) + " must be an integer");
+    if (!std::isdigit(static_cast<unsigned char>(v[i])))
+      return InvalidArgumentError(std::string(key) + " must be an integer");
     n = std::min<int64_t>(n * 10 + (v[i] - '0'), kMaxPageId);
   }
   return negative ? 0 : static_cast<int>(n);
@@ -107,9 +109,13 @@ StatusOr<ParseRequest> ReadParseRequest(const httplib::Request& req) {
 }
 
 Json ParseRequestJson(const ParseRequest& p) {
-  return {{"return_md", p.return_md}, {"return_content_list", p.return_content_list},
-          {"return_middle_json", p.return_middle_json}, {"return_model_output", p.return_model_output},
-          {"return_images", p.return_images}, {"start_page_id", p.start_page}, {"end_page_id", p.end_page}};
+  return {{"return_md", p.return_md},
+          {"return_content_list", p.return_content_list},
+          {"return_middle_json", p.return_middle_json},
+          {"return_model_output", p.return_model_output},
+          {"return_images", p.return_images},
+          {"start_page_id", p.start_page},
+          {"end_page_id", p.end_page}};
 }
 
 ParseRequest ParseRequestFrom(const Json& j) {
@@ -232,7 +238,8 @@ pipeline::Backend* BackendFor(Server::State& st, std::unique_ptr<pipeline::Backe
   return owned->get();
 }
 
-pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p, const std::string& out_dir) {
+pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p,
+                                  const std::string& out_dir) {
   pipeline::ParseOptions o;
   o.output_dir = out_dir;
   o.pages = std::to_string(p.start_page + 1) + "-" + std::to_string(std::min(p.end_page + 1, 1 << 24));
@@ -254,8 +261,8 @@ Status CheckPageLimit(const Server::State& st, const std::string& path, const Pa
   const int pages = std::min((*doc)->num_pages(), p.end_page + 1) - p.start_page;
   if (pages <= 0) return InvalidArgumentError("start_page_id is past the end of the document");
   if (pages > st.opt.max_pages) {
-    return ResourceExhaustedError("the document has " + std::to_string(pages) + " pages to parse, over the limit of " +
-                                  std::to_string(st.opt.max_pages));
+    return ResourceExhaustedError("the document has " + std::to_string(pages) +
+                                  " pages to parse, over the limit of " + std::to_string(st.opt.max_pages));
   }
   return Status::Ok();
 }
@@ -319,8 +326,10 @@ void ListTree(const std::string& root, const std::string& rel, std::vector<std::
     const std::string r = rel.empty() ? f : rel + "/" + f;
     struct stat sb;
     if (::stat((root + "/" + r).c_str(), &sb) != 0) continue;
-    if (S_ISDIR(sb.st_mode)) ListTree(root, r, out);
-    else if (S_ISREG(sb.st_mode)) out->push_back(r);
+    if (S_ISDIR(sb.st_mode))
+      ListTree(root, r, out);
+    else if (S_ISREG(sb.st_mode))
+      out->push_back(r);
   }
   ::closedir(d);
 }
@@ -358,12 +367,15 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     // A synchronous parse holds an HTTP worker for whole documents: a few files per request, and
     // at most a quarter of the HTTP workers parse at once (the rest: 429, or use /tasks).
     if (req.files.count("files") > kMaxSyncFiles) {
-      return SendError(res, 413, "at most " + std::to_string(kMaxSyncFiles) + " files per /file_parse request "
-                                 "(submit more with /tasks)");
+      return SendError(res, 413,
+                       "at most " + std::to_string(kMaxSyncFiles) +
+                           " files per /file_parse request "
+                           "(submit more with /tasks)");
     }
     if (st.sync_parses.fetch_add(1) >= std::max(1, st.opt.http_threads / 4)) {
       --st.sync_parses;
-      return SendError(res, 429, "too many documents are being parsed synchronously; retry shortly or use /tasks");
+      return SendError(res, 429,
+                       "too many documents are being parsed synchronously; retry shortly or use /tasks");
     }
     struct Slot {
       std::atomic<int>& n;
@@ -377,8 +389,9 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
       return SendStorageError(st, res, "cannot store the upload", ErrnoError("cannot create " + work));
     }
     // The whole request has --file-parse-timeout-s: past it no page starts and the answer is 504.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                               std::chrono::duration<double>(st.opt.file_parse_timeout_s));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(st.opt.file_parse_timeout_s));
     Json results = Json::object();
     std::unique_ptr<pipeline::Backend> owned;
     pipeline::Backend* backend = nullptr;
@@ -414,8 +427,9 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
         RemoveTree(work);
         char secs[32];
         std::snprintf(secs, sizeof(secs), "%g", st.opt.file_parse_timeout_s);
-        return SendError(res, 504, std::string("the documents took longer than --file-parse-timeout-s (") + secs +
-                                       " s) to parse; submit long documents with /tasks");
+        return SendError(res, 504,
+                         std::string("the documents took longer than --file-parse-timeout-s (") + secs +
+                             " s) to parse; submit long documents with /tasks");
       }
       if (r.status.code() == StatusCode::kIoError) {  // the outputs could not be written
         RemoveTree(work);
@@ -437,7 +451,8 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     RemoveTree(work);
     malloc_trim(0);
     if (ok_files == 0) {
-      return SendError(res, out_of_memory ? 507 : 400, last_error.empty() ? "no document could be parsed" : last_error);
+      return SendError(res, out_of_memory ? 507 : 400,
+                       last_error.empty() ? "no document could be parsed" : last_error);
     }
     SendJson(res, 200, {{"backend", "vlm"}, {"version", MinerUVersion(st)}, {"results", results}});
   });
@@ -482,8 +497,8 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
     if (!lim.ok()) {
       RemoveTree(dir);
       const int code = lim.code() == StatusCode::kResourceExhausted ? 413
-                       : lim.code() == StatusCode::kOutOfMemory  ? 507
-                                                                 : 400;
+                       : lim.code() == StatusCode::kOutOfMemory     ? 507
+                                                                    : 400;
       return SendError(res, code, lim.message());
     }
     j.options = ParseRequestJson(p).dump();
@@ -524,56 +539,67 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
   http.Get(R"(/tasks/([0-9a-f]{32}))", [get_job](const httplib::Request& req, httplib::Response& res) {
     auto j = get_job(req, res);
     if (!j) return;
-    Json body = {{"task_id", j->id}, {"status", j->status}, {"filename", j->filename},
-                 {"created", j->created}, {"updated", j->updated}, {"attempts", j->attempts},
+    Json body = {{"task_id", j->id},
+                 {"status", j->status},
+                 {"filename", j->filename},
+                 {"created", j->created},
+                 {"updated", j->updated},
+                 {"attempts", j->attempts},
                  {"progress", {{"pages_done", j->pages_done}, {"pages_total", j->pages_total}}}};
     if (!j->error.empty()) body["error"] = j->error;
     SendJson(res, 200, body);
   });
 
-  http.Get(R"(/tasks/([0-9a-f]{32})/result)", [&st, get_job](const httplib::Request& req, httplib::Response& res) {
-    auto j = get_job(req, res);
-    if (!j) return;
-    if (j->status == "queued" || j->status == "running") {
-      return SendJson(res, 202, {{"task_id", j->id}, {"status", j->status}});
-    }
-    if (j->status == "failed") {
-      return SendJson(res, 200, {{"task_id", j->id}, {"status", "failed"}, {"error", j->error}});
-    }
-    ParseRequest p = JobParseRequest(*j);
-    p.return_md = p.return_content_list = p.return_middle_json = p.return_model_output = p.return_images = true;
-    const std::string name = pipeline::DocumentName(j->filename);
-    auto outputs = JobOutputs(st, *j);
-    Json doc = DocumentResult(*outputs, name, p);
-    if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
-    SendJson(res, 200, {{"task_id", j->id}, {"status", "done"}, {"backend", "vlm"}, {"version", MinerUVersion(st)},
-                        {"results", {{name, doc}}}});
-  });
+  http.Get(R"(/tasks/([0-9a-f]{32})/result)",
+           [&st, get_job](const httplib::Request& req, httplib::Response& res) {
+             auto j = get_job(req, res);
+             if (!j) return;
+             if (j->status == "queued" || j->status == "running") {
+               return SendJson(res, 202, {{"task_id", j->id}, {"status", j->status}});
+             }
+             if (j->status == "failed") {
+               return SendJson(res, 200, {{"task_id", j->id}, {"status", "failed"}, {"error", j->error}});
+             }
+             ParseRequest p = JobParseRequest(*j);
+             p.return_md = p.return_content_list = p.return_middle_json = p.return_model_output =
+                 p.return_images = true;
+             const std::string name = pipeline::DocumentName(j->filename);
+             auto outputs = JobOutputs(st, *j);
+             Json doc = DocumentResult(*outputs, name, p);
+             if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
+             SendJson(res, 200,
+                      {{"task_id", j->id},
+                       {"status", "done"},
+                       {"backend", "vlm"},
+                       {"version", MinerUVersion(st)},
+                       {"results", {{name, doc}}}});
+           });
 
-  http.Get(R"(/tasks/([0-9a-f]{32})/pages/(\d+))", [&st, get_job](const httplib::Request& req,
-                                                                  httplib::Response& res) {
-    auto j = get_job(req, res);
-    if (!j) return;
-    const std::string digits = req.matches[2];
-    if (digits.size() > 7) return SendError(res, 404, "no such page");
-    const int n = std::atoi(digits.c_str());
-    const ParseRequest p = JobParseRequest(*j);
-    const std::string name = pipeline::DocumentName(j->filename);
-    auto outputs = JobOutputs(st, *j);
-    auto png = outputs->Read(name + "/" + PageFile(p.start_page + n));
-    if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
-    if (!png) return SendError(res, 404, "no such page (yet)");
-    res.set_content(*png, "image/png");
-  });
+  http.Get(R"(/tasks/([0-9a-f]{32})/pages/(\d+))",
+           [&st, get_job](const httplib::Request& req, httplib::Response& res) {
+             auto j = get_job(req, res);
+             if (!j) return;
+             const std::string digits = req.matches[2];
+             if (digits.size() > 7) return SendError(res, 404, "no such page");
+             const int n = std::atoi(digits.c_str());
+             const ParseRequest p = JobParseRequest(*j);
+             const std::string name = pipeline::DocumentName(j->filename);
+             auto outputs = JobOutputs(st, *j);
+             auto png = outputs->Read(name + "/" + PageFile(p.start_page + n));
+             if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
+             if (!png) return SendError(res, 404, "no such page (yet)");
+             res.set_content(*png, "image/png");
+           });
 
   http.Get(R"(/tasks/([0-9a-f]{32})/files/([A-Za-z0-9._-]+))", [&st, get_job](const httplib::Request& req,
-                                                                             httplib::Response& res) {
+                                                                              httplib::Response& res) {
     auto j = get_job(req, res);
     if (!j) return;
     const std::string name = pipeline::DocumentName(j->filename);
     const std::string want = req.matches[2];
     // _content_list_v2.json exists for the 1.2 extraction only (MinerU 3.4.4 files).
-    const char* kinds[] = {".md", "_content_list.json", "_content_list_v2.json", "_middle.json", "_model.json"};
+    const char* kinds[] = {".md", "_content_list.json", "_content_list_v2.json", "_middle.json",
+                           "_model.json"};
     for (const char* k : kinds) {
       if (want == name + k) {
         auto outputs = JobOutputs(st, *j);
@@ -635,7 +661,9 @@ class LeaseKeeper {
       auto r = st_.jobs->RenewLease(id_, st_.worker_id, st_.opt.job_lease_s);
       lock.lock();
       if (r.ok() && !*r) MarkLost();
-      if (!r.ok()) std::fprintf(stderr, "job %s: cannot renew the lease: %s\n", id_.c_str(), r.status().message().c_str());
+      if (!r.ok())
+        std::fprintf(stderr, "job %s: cannot renew the lease: %s\n", id_.c_str(),
+                     r.status().message().c_str());
       next = Clock::now() + every;
     }
   }
@@ -649,13 +677,14 @@ class LeaseKeeper {
 };
 
 void JobLost(Server::State& st, const Job& j) {
-  std::fprintf(stderr, "job %s: taken over by another worker (the lease expired); this attempt is discarded\n",
+  std::fprintf(stderr,
+               "job %s: taken over by another worker (the lease expired); this attempt is discarded\n",
                j.id.c_str());
   st.metrics.Inc("mineru_jobs_lease_lost_total");
 }
 
-void FinishJob(Server::State& st, const Job& j, bool ok, const std::string& err, const std::string& result_dir,
-               const std::vector<JobFile>& files) {
+void FinishJob(Server::State& st, const Job& j, bool ok, const std::string& err,
+               const std::string& result_dir, const std::vector<JobFile>& files) {
   auto forget = [&] {
     std::lock_guard<std::mutex> lock(st.unrecorded_mu);
     st.unrecorded.erase(j.id);
@@ -668,7 +697,8 @@ void FinishJob(Server::State& st, const Job& j, bool ok, const std::string& err,
       st.metrics.Inc("mineru_jobs_finished_total", ok ? "status=\"done\"" : "status=\"failed\"");
       return;
     }
-    std::fprintf(stderr, "job %s: cannot record the finish: %s\n", j.id.c_str(), f.status().message().c_str());
+    std::fprintf(stderr, "job %s: cannot record the finish: %s\n", j.id.c_str(),
+                 f.status().message().c_str());
     st.metrics.Inc("mineru_storage_errors_total", "kind=\"finish\"");
     if (attempt == 0) {
       Job shown = j;
@@ -704,9 +734,11 @@ void RunJob(Server::State& st, const Job& j) {
     work = st.opt.data_dir + "/jobs/" + j.id;
     RemoveTree(work);
     Status made = MakeDirs(work);
-    auto up = made.ok() ? st.jobs->ReadFile(j.id, "upload/" + j.filename) : StatusOr<std::optional<std::string>>(made);
+    auto up = made.ok() ? st.jobs->ReadFile(j.id, "upload/" + j.filename)
+                        : StatusOr<std::optional<std::string>>(made);
     if (!up.ok()) {
-      std::fprintf(stderr, "job %s: cannot read the upload: %s\n", j.id.c_str(), up.status().message().c_str());
+      std::fprintf(stderr, "job %s: cannot read the upload: %s\n", j.id.c_str(),
+                   up.status().message().c_str());
       (void)st.jobs->Release(j.id, st.worker_id);
       RemoveTree(work);
       return;
@@ -738,8 +770,11 @@ void RunJob(Server::State& st, const Job& j) {
       if (png.ok()) {
         auto put = st.jobs->PutFiles(j.id, st.worker_id, std::vector<JobFile>{JobFile{rel, std::move(*png)}});
         if (put.ok() && !*put) return keeper.MarkLost();
-        if (put.ok()) stored_files.insert(rel);  // else it goes with the other files at the finish
-        else std::fprintf(stderr, "job %s: cannot store %s: %s\n", j.id.c_str(), rel.c_str(), put.status().message().c_str());
+        if (put.ok())
+          stored_files.insert(rel);  // else it goes with the other files at the finish
+        else
+          std::fprintf(stderr, "job %s: cannot store %s: %s\n", j.id.c_str(), rel.c_str(),
+                       put.status().message().c_str());
       }
     }
     auto own = st.jobs->UpdateProgress(j.id, st.worker_id, e.pages_done, e.pages_total, st.opt.job_lease_s);
@@ -762,7 +797,8 @@ void RunJob(Server::State& st, const Job& j) {
     std::string err = r.status.ok() ? "" : r.status.message();
     if (r.status.code() == StatusCode::kIoError) {
       err = (SaysFull(err) ? "cannot write the result, the server's storage is full: "
-                           : "cannot write the result: ") + err;
+                           : "cannot write the result: ") +
+            err;
     }
     if (r.status.ok() && r.failed_pages() > 0) {
       for (const auto& pg : r.pages) {
@@ -819,7 +855,8 @@ void JobWorker(Server::State& st) {
       // Not expected (RunJob reports failures as statuses), but an escaping exception would end
       // the process and every other request with it.
       const bool oom = dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
-      const std::string err = oom ? "out of memory parsing the document" : std::string("internal error: ") + e.what();
+      const std::string err =
+          oom ? "out of memory parsing the document" : std::string("internal error: ") + e.what();
       FinishJob(st, **claimed, false, err, (*claimed)->result_dir, {});
     }
     --st.jobs_running;

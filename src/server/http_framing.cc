@@ -13,7 +13,8 @@ bool IsTokenChar(unsigned char c) {
 }
 
 bool IsToken(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return IsTokenChar(static_cast<unsigned char>(c)); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return IsTokenChar(static_cast<unsigned char>(c)); });
 }
 
 std::string Lower(std::string_view s) {
@@ -156,7 +157,9 @@ bool ChunkedDecoder::EndSizeLine() {
   size_t i = 0;
   for (; i < line_.size(); ++i) {
     const char c = line_[i];
-    const int d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+    const int d = c >= '0' && c <= '9'                     ? c - '0'
+                  : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10
+                                                           : -1;
     if (d < 0) break;
     if (i >= 16) return false;
     size = size * 16 + static_cast<uint64_t>(d);
@@ -274,10 +277,16 @@ RequestReader::Step RequestReader::Next() {
   }
   buf_.erase(0, chunks_.Feed(buf_, &body_));
   switch (chunks_.state()) {
-    case ChunkedDecoder::State::kMore: return Step::kNeedMore;
-    case ChunkedDecoder::State::kBad: status_ = 400; return Step::kReject;
-    case ChunkedDecoder::State::kTooLarge: status_ = 413; return Step::kReject;
-    case ChunkedDecoder::State::kDone: break;
+    case ChunkedDecoder::State::kMore:
+      return Step::kNeedMore;
+    case ChunkedDecoder::State::kBad:
+      status_ = 400;
+      return Step::kReject;
+    case ChunkedDecoder::State::kTooLarge:
+      status_ = 413;
+      return Step::kReject;
+    case ChunkedDecoder::State::kDone:
+      break;
   }
   request_ = {CanonicalHead(head_, body_.size()), std::move(body_)};
   body_ = std::string();

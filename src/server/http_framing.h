@@ -37,7 +37,7 @@ struct Limits {
 
 // A request head that passed the strict checks.
 struct Head {
-  std::string method, target, version;  // version: "HTTP/1.0" or "HTTP/1.1"
+  std::string method, target, version;                       // version: "HTTP/1.0" or "HTTP/1.1"
   std::vector<std::pair<std::string, std::string>> headers;  // non-framing headers, as sent
   enum class Body { kNone, kLength, kChunked } body = Body::kNone;
   uint64_t length = 0;  // kLength: the declared length
@@ -109,11 +109,11 @@ class RequestReader {
  private:
   Step Finish(size_t consumed);
   Limits lim_;
-  std::string buf_;      // raw bytes not consumed yet
-  size_t scanned_ = 0;   // FindHeadEnd resumes here
+  std::string buf_;     // raw bytes not consumed yet
+  size_t scanned_ = 0;  // FindHeadEnd resumes here
   bool have_head_ = false, continue_pending_ = false;
   Head head_;
-  std::string body_;     // decoded so far (chunked)
+  std::string body_;  // decoded so far (chunked)
   ChunkedDecoder chunks_{0, 0};
   Request request_;
   int status_ = 0;

@@ -26,13 +26,13 @@ using Clock = std::chrono::steady_clock;
 struct HttpFront::Conn {
   explicit Conn(const framing::Limits& lim) : reader(lim) {}
   int fd = -1;
-  framing::RequestReader reader;  // bytes received, parsed strictly
+  framing::RequestReader reader;            // bytes received, parsed strictly
   framing::RequestReader::Request request;  // a whole request (canonical form) for a worker
   Clock::time_point deadline, body_deadline;
-  bool idle = false;    // kept alive, nothing of the next request yet (closed quietly at the deadline)
-  bool ops = false;     // GET /health or /metrics
+  bool idle = false;       // kept alive, nothing of the next request yet (closed quietly at the deadline)
+  bool ops = false;        // GET /health or /metrics
   bool lingering = false;  // refused: what the client still sends is read and dropped until the deadline
-  size_t reserved = 0;  // of the reader's body budget
+  size_t reserved = 0;     // of the reader's body budget
   size_t served = 0;
 };
 
@@ -69,14 +69,30 @@ void SendCanned(int fd, int code, const char* reason, const char* message) {
 // What a refusal from the reader says (the connection is closed right after).
 const char* Reason(int status, const char** message) {
   switch (status) {
-    case 413: *message = "the request body is larger than --max-body-mb"; return "Payload Too Large";
-    case 415: *message = "request bodies must not have a Content-Encoding"; return "Unsupported Media Type";
-    case 417: *message = "only Expect: 100-continue is supported"; return "Expectation Failed";
-    case 431: *message = "the request head is too large"; return "Request Header Fields Too Large";
-    case 501: *message = "only Transfer-Encoding: chunked is supported"; return "Not Implemented";
-    case 503: *message = "the server is busy; retry shortly"; return "Service Unavailable";
-    case 505: *message = "only HTTP/1.0 and HTTP/1.1 are supported"; return "HTTP Version Not Supported";
-    default: *message = "malformed or ambiguous request framing"; return "Bad Request";
+    case 413:
+      *message = "the request body is larger than --max-body-mb";
+      return "Payload Too Large";
+    case 415:
+      *message = "request bodies must not have a Content-Encoding";
+      return "Unsupported Media Type";
+    case 417:
+      *message = "only Expect: 100-continue is supported";
+      return "Expectation Failed";
+    case 431:
+      *message = "the request head is too large";
+      return "Request Header Fields Too Large";
+    case 501:
+      *message = "only Transfer-Encoding: chunked is supported";
+      return "Not Implemented";
+    case 503:
+      *message = "the server is busy; retry shortly";
+      return "Service Unavailable";
+    case 505:
+      *message = "only HTTP/1.0 and HTTP/1.1 are supported";
+      return "HTTP Version Not Supported";
+    default:
+      *message = "malformed or ambiguous request framing";
+      return "Bad Request";
   }
 }
 
@@ -221,9 +237,10 @@ class HttplibStatics final : public httplib::Server {
     const std::string body =
         "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"w.txt\"\r\n"
         "Content-Type: text/plain\r\n\r\nx\r\n--b--\r\n";
-    MemoryStream s("POST /warm?q=1 HTTP/1.1\r\nHost: w\r\nRange: bytes=0-1, 2-3\r\n"
-                   "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: " +
-                   std::to_string(body.size()) + "\r\n\r\n" + body);
+    MemoryStream s(
+        "POST /warm?q=1 HTTP/1.1\r\nHost: w\r\nRange: bytes=0-1, 2-3\r\n"
+        "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
     bool closed = false;
     process_request(s, true, closed, nullptr);
   }
@@ -393,7 +410,10 @@ void HttpFront::Answer(Conn& c, int status) {
   const char* message = "";
   const char* reason = Reason(status, &message);
   SendCanned(c.fd, status, reason, message);
-  Event(status == 431 ? "head_too_large" : status == 413 ? "body_too_large" : status == 503 ? "busy" : "bad_framing");
+  Event(status == 431   ? "head_too_large"
+        : status == 413 ? "body_too_large"
+        : status == 503 ? "busy"
+                        : "bad_framing");
 }
 
 void HttpFront::Reject(std::unique_ptr<Conn> c, int status) {
@@ -562,9 +582,7 @@ void HttpFront::ReaderLoop() {
   }
 }
 
-std::optional<std::string> HttpFront::TakeBody() {
-  return t_stream ? t_stream->TakeBody() : std::nullopt;
-}
+std::optional<std::string> HttpFront::TakeBody() { return t_stream ? t_stream->TakeBody() : std::nullopt; }
 
 void HttpFront::WorkerLoop(bool ops) {
   auto& queue = ops ? ops_ : work_;
@@ -582,7 +600,8 @@ void HttpFront::WorkerLoop(bool ops) {
     }
     // The last request on a connection says "Connection: close": the keep-alive limit, or the
     // server is stopping (the listener was closed).
-    const bool close_after = stopping || svr_sock_ == INVALID_SOCKET || ++c->served >= opt_.keep_alive_max_count;
+    const bool close_after =
+        stopping || svr_sock_ == INVALID_SOCKET || ++c->served >= opt_.keep_alive_max_count;
     bool closed_by_client = false, ok = false;
     FrontStream s(*c, opt_);
     try {  // handlers' exceptions are httplib's to answer; anything else only ends this connection

@@ -44,17 +44,17 @@
 namespace mineru::server {
 
 struct HttpFrontOptions {
-  double read_timeout_s = 60;    // a request head must arrive within it; the body may pause this long
-  double body_timeout_s = 300;   // a body must be complete this long after its head
-  double write_timeout_s = 600;  // a response may wait this long in all for the client to read
-  double keep_alive_s = 5;       // an idle keep-alive connection is closed after this
-  int workers = 128;             // requests processed at once
-  size_t max_queued = 1024;      // complete requests waiting for a worker; more are answered 503
-  size_t max_connections = 1024; // open connections; more are answered 503 and closed
+  double read_timeout_s = 60;     // a request head must arrive within it; the body may pause this long
+  double body_timeout_s = 300;    // a body must be complete this long after its head
+  double write_timeout_s = 600;   // a response may wait this long in all for the client to read
+  double keep_alive_s = 5;        // an idle keep-alive connection is closed after this
+  int workers = 128;              // requests processed at once
+  size_t max_queued = 1024;       // complete requests waiting for a worker; more are answered 503
+  size_t max_connections = 1024;  // open connections; more are answered 503 and closed
   size_t max_head_bytes = 64 << 10;
   size_t keep_alive_max_count = 1000;
   size_t max_buffered_body_bytes = size_t(512) << 20;  // bodies being collected by the reader
-  int send_buffer_bytes = 0;     // SO_SNDBUF of each connection; 0: the kernel sizes it
+  int send_buffer_bytes = 0;                           // SO_SNDBUF of each connection; 0: the kernel sizes it
 };
 
 class HttpFront : public httplib::Server {
@@ -90,13 +90,13 @@ class HttpFront : public httplib::Server {
   // Moves c's request forward after bytes arrived: true when a whole request is in c.request;
   // *reject: a status to answer before closing.
   bool Advance(Conn& c, std::chrono::steady_clock::time_point now, int* reject);
-  bool Reserve(Conn& c);    // charges c's buffered bytes to the body budget; false: over it
+  bool Reserve(Conn& c);  // charges c's buffered bytes to the body budget; false: over it
   // Reads what c's socket has; true when c is ready for a worker, *closed when the peer is gone.
   bool Collect(Conn& c, std::chrono::steady_clock::time_point now, bool* closed, int* reject);
-  void Release(Conn& c);    // gives back c's share of the body budget
+  void Release(Conn& c);  // gives back c's share of the body budget
   void Dispatch(std::unique_ptr<Conn> c);
   void HandBack(std::unique_ptr<Conn> c);  // a kept-alive connection waits for its next request
-  void Answer(Conn& c, int status);  // a refusal from the front-end (status, reason, JSON error)
+  void Answer(Conn& c, int status);        // a refusal from the front-end (status, reason, JSON error)
   void Reject(std::unique_ptr<Conn> c, int status);  // answers status and closes
   // Answers status, stops writing and drops what the client still sends until a short deadline.
   void Linger(Conn& c, int status, std::chrono::steady_clock::time_point now);

@@ -14,8 +14,8 @@ ImageBudget::~ImageBudget() {
 
 StatusOr<int64_t> ImageBudget::Reserve() {
   if (images_ >= lim_.max_images) {
-    return ResourceExhaustedError("too many images in one request (the limit is " + std::to_string(lim_.max_images) +
-                                  ")");
+    return ResourceExhaustedError("too many images in one request (the limit is " +
+                                  std::to_string(lim_.max_images) + ")");
   }
   int64_t limit = std::min(lim_.max_image_pixels, lim_.max_pixels - pixels_);
   server_limited_ = false;
@@ -25,14 +25,15 @@ StatusOr<int64_t> ImageBudget::Reserve() {
     int64_t take = 0;
     do {
       take = std::min(limit, (server_limit_ - used) / kBytesPerPixel);
-      if (take <= 0) return Status(StatusCode::kUnavailable, "the server is decoding too many images; retry shortly");
+      if (take <= 0)
+        return Status(StatusCode::kUnavailable, "the server is decoding too many images; retry shortly");
     } while (!server_->compare_exchange_weak(used, used + take * kBytesPerPixel));
     server_limited_ = take < limit;
     limit = take;
   }
   if (limit <= 0) {
-    return ResourceExhaustedError("the images of one request have more than " + std::to_string(lim_.max_pixels) +
-                                  " pixels together");
+    return ResourceExhaustedError("the images of one request have more than " +
+                                  std::to_string(lim_.max_pixels) + " pixels together");
   }
   ++images_;
   reserved_ = limit;
@@ -51,10 +52,11 @@ void ImageBudget::Settle(int64_t pixels) {
 
 Status ImageBudget::Explain(const Status& e) const {
   if (e.code() != StatusCode::kResourceExhausted) return e;
-  if (server_limited_) return Status(StatusCode::kUnavailable, "the server is decoding too many images; retry shortly");
+  if (server_limited_)
+    return Status(StatusCode::kUnavailable, "the server is decoding too many images; retry shortly");
   if (lim_.max_pixels - pixels_ < lim_.max_image_pixels) {
-    return ResourceExhaustedError("the images of one request have more than " + std::to_string(lim_.max_pixels) +
-                                  " pixels together");
+    return ResourceExhaustedError("the images of one request have more than " +
+                                  std::to_string(lim_.max_pixels) + " pixels together");
   }
   return e;
 }

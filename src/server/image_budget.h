@@ -17,9 +17,9 @@
 namespace mineru::server {
 
 struct ImageBudgetLimits {
-  int max_images = 16;                   // per request
-  int64_t max_pixels = 100000000;        // per request, all images together
-  int64_t max_image_pixels = 50000000;   // per image (--max-image-pixels)
+  int max_images = 16;                  // per request
+  int64_t max_pixels = 100000000;       // per request, all images together
+  int64_t max_image_pixels = 50000000;  // per image (--max-image-pixels)
 };
 
 class ImageBudget {

@@ -10,9 +10,9 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 namespace mineru::server {
@@ -92,8 +92,10 @@ class Stmt {
   }
   // Empty string binds NULL (optional unique keys).
   Stmt& BindOrNull(int i, const std::string& v) {
-    if (v.empty()) sqlite3_bind_null(s_, i);
-    else Bind(i, v);
+    if (v.empty())
+      sqlite3_bind_null(s_, i);
+    else
+      Bind(i, v);
     return *this;
   }
   Stmt& Bind(int i, double v) {
@@ -107,7 +109,8 @@ class Stmt {
   int Step() { return s_ ? sqlite3_step(s_) : SQLITE_ERROR; }
   std::string Text(int c) {
     const unsigned char* t = sqlite3_column_text(s_, c);
-    return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s_, c))) : "";
+    return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s_, c)))
+             : "";
   }
   double Real(int c) { return sqlite3_column_double(s_, c); }
   int Int(int c) { return sqlite3_column_int(s_, c); }
@@ -118,7 +121,8 @@ class Stmt {
 };
 
 constexpr const char* kColumns =
-    "id, status, created, updated, filename, input_path, options, pages_done, pages_total, error, result_dir, "
+    "id, status, created, updated, filename, input_path, options, pages_done, pages_total, error, "
+    "result_dir, "
     "attempts, worker_id, lease_until, finishes, client_key";
 
 Job ReadJob(Stmt& s) {
@@ -161,7 +165,8 @@ std::string StorageHint(sqlite3* db) {
     for (const std::string& f : {path, path + "-wal", path + "-journal"}) {
       struct stat st {};
       if (::stat(f.c_str(), &st) == 0 && static_cast<rlim_t>(st.st_size) + 65536 >= rl.rlim_cur) {
-        return std::string(std::strerror(EFBIG)) + ": the file size limit is " + std::to_string(rl.rlim_cur) + " bytes";
+        return std::string(std::strerror(EFBIG)) + ": the file size limit is " + std::to_string(rl.rlim_cur) +
+               " bytes";
       }
     }
   }
@@ -193,21 +198,25 @@ class SqliteJobStore final : public JobStore {
   }
 
   Status Open(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+    if (sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         nullptr) != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : "cannot open";
       return IoError("cannot open job store " + path + ": " + msg);
     }
     if (sqlite3_db_readonly(db_, "main") == 1) {
-      return IoError("the job store " + path + " is read-only (check the permissions of the file and its directory)");
+      return IoError("the job store " + path +
+                     " is read-only (check the permissions of the file and its directory)");
     }
     sqlite3_busy_timeout(db_, 5000);
     MINERU_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
     MINERU_RETURN_IF_ERROR(Exec("PRAGMA synchronous=NORMAL"));
-    MINERU_RETURN_IF_ERROR(Exec(
-        "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, status TEXT NOT NULL, created REAL, updated REAL, "
-        "filename TEXT, input_path TEXT, options TEXT, pages_done INTEGER DEFAULT 0, pages_total INTEGER DEFAULT 0, "
-        "error TEXT, result_dir TEXT, attempts INTEGER DEFAULT 0)"));
+    MINERU_RETURN_IF_ERROR(
+        Exec("CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, status TEXT NOT NULL, created REAL, "
+             "updated REAL, "
+             "filename TEXT, input_path TEXT, options TEXT, pages_done INTEGER DEFAULT 0, pages_total "
+             "INTEGER DEFAULT 0, "
+             "error TEXT, result_dir TEXT, attempts INTEGER DEFAULT 0)"));
     // Columns added with leases (stores created by older versions get them here).
     const char* added[][2] = {{"worker_id", "TEXT"},
                               {"lease_until", "REAL DEFAULT 0"},
@@ -236,9 +245,10 @@ class SqliteJobStore final : public JobStore {
         return Status::Ok();
       }
     }
-    Stmt s(db_, "INSERT INTO jobs (id, status, created, updated, filename, input_path, options, pages_done, "
-                "pages_total, error, result_dir, attempts, worker_id, lease_until, finishes, client_key) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    Stmt s(db_,
+           "INSERT INTO jobs (id, status, created, updated, filename, input_path, options, pages_done, "
+           "pages_total, error, result_dir, attempts, worker_id, lease_until, finishes, client_key) "
+           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!s.ok()) return DbError(db_, "prepare insert");
     s.Bind(1, j.id).Bind(2, j.status).Bind(3, j.created).Bind(4, j.updated).Bind(5, j.filename);
     s.Bind(6, j.input_path).Bind(7, j.options).Bind(8, j.pages_done).Bind(9, j.pages_total).Bind(10, j.error);
@@ -283,8 +293,9 @@ class SqliteJobStore final : public JobStore {
       if (s.Step() == SQLITE_ROW) job = ReadJob(s);
     }
     if (job) {
-      Stmt u(db_, "UPDATE jobs SET status = 'running', attempts = attempts + 1, worker_id = ?, lease_until = ?, "
-                  "updated = ? WHERE id = ?");
+      Stmt u(db_,
+             "UPDATE jobs SET status = 'running', attempts = attempts + 1, worker_id = ?, lease_until = ?, "
+             "updated = ? WHERE id = ?");
       u.Bind(1, worker_id).Bind(2, now + lease_s).Bind(3, now).Bind(4, job->id);
       if (u.Step() != SQLITE_DONE) {
         Status e = DbError(db_, "claim");
@@ -309,23 +320,31 @@ class SqliteJobStore final : public JobStore {
     return sqlite3_changes(db_) == 1;
   }
 
-  StatusOr<bool> UpdateProgress(const std::string& id, const std::string& worker_id, int pages_done, int pages_total,
-                                double lease_s) override {
+  StatusOr<bool> UpdateProgress(const std::string& id, const std::string& worker_id, int pages_done,
+                                int pages_total, double lease_s) override {
     std::lock_guard<std::mutex> lock(mu_);
     const double now = NowSeconds();
-    Stmt s(db_, "UPDATE jobs SET pages_done = ?, pages_total = ?, updated = ?, lease_until = ? "
-                "WHERE id = ? AND worker_id = ? AND status = 'running'");
-    s.Bind(1, pages_done).Bind(2, pages_total).Bind(3, now).Bind(4, now + lease_s).Bind(5, id).Bind(6, worker_id);
+    Stmt s(db_,
+           "UPDATE jobs SET pages_done = ?, pages_total = ?, updated = ?, lease_until = ? "
+           "WHERE id = ? AND worker_id = ? AND status = 'running'");
+    s.Bind(1, pages_done)
+        .Bind(2, pages_total)
+        .Bind(3, now)
+        .Bind(4, now + lease_s)
+        .Bind(5, id)
+        .Bind(6, worker_id);
     if (s.Step() != SQLITE_DONE) return DbError(db_, "progress");
     return sqlite3_changes(db_) == 1;
   }
 
-  StatusOr<bool> Finish(const std::string& id, const std::string& worker_id, bool ok, const std::string& error,
-                        const std::string& result_dir, const std::vector<JobFile>& files) override {
+  StatusOr<bool> Finish(const std::string& id, const std::string& worker_id, bool ok,
+                        const std::string& error, const std::string& result_dir,
+                        const std::vector<JobFile>& files) override {
     if (!files.empty()) return UnimplementedError("the SQLite job store keeps files on the local disk");
     std::lock_guard<std::mutex> lock(mu_);
-    Stmt s(db_, "UPDATE jobs SET status = ?, error = ?, result_dir = ?, updated = ?, finishes = finishes + 1, "
-                "lease_until = 0 WHERE id = ? AND worker_id = ? AND status = 'running'");
+    Stmt s(db_,
+           "UPDATE jobs SET status = ?, error = ?, result_dir = ?, updated = ?, finishes = finishes + 1, "
+           "lease_until = 0 WHERE id = ? AND worker_id = ? AND status = 'running'");
     s.Bind(1, std::string(ok ? "done" : "failed")).Bind(2, error).Bind(3, result_dir).Bind(4, NowSeconds());
     s.Bind(5, id).Bind(6, worker_id);
     if (s.Step() != SQLITE_DONE) return DbError(db_, "finish");
@@ -334,8 +353,9 @@ class SqliteJobStore final : public JobStore {
 
   StatusOr<bool> Release(const std::string& id, const std::string& worker_id) override {
     std::lock_guard<std::mutex> lock(mu_);
-    Stmt s(db_, "UPDATE jobs SET status = 'queued', worker_id = NULL, lease_until = 0, updated = ? "
-                "WHERE id = ? AND worker_id = ? AND status = 'running'");
+    Stmt s(db_,
+           "UPDATE jobs SET status = 'queued', worker_id = NULL, lease_until = 0, updated = ? "
+           "WHERE id = ? AND worker_id = ? AND status = 'running'");
     s.Bind(1, NowSeconds()).Bind(2, id).Bind(3, worker_id);
     if (s.Step() != SQLITE_DONE) return DbError(db_, "release");
     return sqlite3_changes(db_) == 1;
@@ -343,8 +363,8 @@ class SqliteJobStore final : public JobStore {
 
   StatusOr<int> RequeueInterrupted() override {
     std::lock_guard<std::mutex> lock(mu_);
-    MINERU_RETURN_IF_ERROR(
-        Exec("UPDATE jobs SET status = 'queued', worker_id = NULL, lease_until = 0 WHERE status = 'running'"));
+    MINERU_RETURN_IF_ERROR(Exec(
+        "UPDATE jobs SET status = 'queued', worker_id = NULL, lease_until = 0 WHERE status = 'running'"));
     return sqlite3_changes(db_);
   }
 
@@ -352,7 +372,8 @@ class SqliteJobStore final : public JobStore {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<Job> out;
     {
-      Stmt s(db_, std::string("SELECT ") + kColumns + " FROM jobs WHERE status IN ('done','failed') AND updated < ?");
+      Stmt s(db_, std::string("SELECT ") + kColumns +
+                      " FROM jobs WHERE status IN ('done','failed') AND updated < ?");
       s.Bind(1, cutoff);
       while (s.Step() == SQLITE_ROW) out.push_back(ReadJob(s));
     }

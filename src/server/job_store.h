@@ -94,7 +94,8 @@ class JobStore {
   // Stored files (stores_files() only). ReadFile: nullopt when absent.
   virtual StatusOr<std::optional<std::string>> ReadFile(const std::string& id, const std::string& name);
   // Files whose name starts with prefix (with their data when with_data).
-  virtual StatusOr<std::vector<JobFile>> ReadFiles(const std::string& id, const std::string& prefix, bool with_data);
+  virtual StatusOr<std::vector<JobFile>> ReadFiles(const std::string& id, const std::string& prefix,
+                                                   bool with_data);
 };
 
 // The SQLite store (exposed for tests).

@@ -18,7 +18,8 @@ const char* TaskRoute(const std::string& rest) {
   if (slash == std::string::npos) return "/tasks/{id}";
   const std::string tail = rest.substr(slash + 1);
   if (tail == "result") return "/tasks/{id}/result";
-  if (tail.rfind("pages/", 0) == 0 && tail.size() > 6 && tail.find_first_not_of("0123456789", 6) == std::string::npos) {
+  if (tail.rfind("pages/", 0) == 0 && tail.size() > 6 &&
+      tail.find_first_not_of("0123456789", 6) == std::string::npos) {
     return "/tasks/{id}/pages/{n}";
   }
   if (tail.rfind("files/", 0) == 0 && tail.size() > 6 && tail.find('/', 6) == std::string::npos) {
@@ -30,8 +31,9 @@ const char* TaskRoute(const std::string& rest) {
 }  // namespace
 
 const char* RouteLabel(const std::string& path) {
-  static const char* const kExact[] = {"/",         "/health", "/metrics", "/v1/models", "/v1/chat/completions",
-                                       "/v1/completions", "/file_parse", "/tasks"};
+  static const char* const kExact[] = {
+      "/",           "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
+      "/file_parse", "/tasks"};
   for (const char* r : kExact) {
     if (path == r) return r;
   }

@@ -16,7 +16,8 @@ const char* RouteLabel(const std::string& path);
 
 class Metrics {
  public:
-  // Counter `name` with one label set, e.g. Inc("mineru_requests_total", "route=\"/v1/chat/completions\",code=\"200\"").
+  // Counter `name` with one label set, e.g. Inc("mineru_requests_total",
+  // "route=\"/v1/chat/completions\",code=\"200\"").
   void Inc(const std::string& name, const std::string& labels = "", double by = 1);
   // Observation into histogram `name` (seconds).
   void Observe(const std::string& name, double seconds, const std::string& labels = "");

@@ -95,9 +95,9 @@ constexpr int64_t kMaxTextBytesPerToken = 32;
 Status CheckTextBytes(size_t bytes, const ServerOptions& opt) {
   const int64_t limit = opt.engine.max_prompt_tokens * kMaxTextBytesPerToken;
   if (static_cast<int64_t>(bytes) <= limit) return Status::Ok();
-  return ResourceExhaustedError("the prompt's text has " + std::to_string(bytes) + " bytes, over the limit of " +
-                                std::to_string(limit) + " bytes (--max-prompt-tokens x " +
-                                std::to_string(kMaxTextBytesPerToken) + ")");
+  return ResourceExhaustedError(
+      "the prompt's text has " + std::to_string(bytes) + " bytes, over the limit of " +
+      std::to_string(limit) + " bytes (--max-prompt-tokens x " + std::to_string(kMaxTextBytesPerToken) + ")");
 }
 
 ImageBudgetLimits RequestImageLimits(const ServerOptions& opt) {
@@ -121,8 +121,9 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
   limits.max_pixels = max_pixels;
   if (url.rfind("data:", 0) != 0) {
     if (!opt.allow_remote_images) {
-      return InvalidArgumentError("remote image URLs are refused; send a data URL (or start the server with "
-                                  "--allow-remote-images)");
+      return InvalidArgumentError(
+          "remote image URLs are refused; send a data URL (or start the server with "
+          "--allow-remote-images)");
     }
     if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
       return InvalidArgumentError("image URLs must be data:, http:// or https://");
@@ -136,7 +137,8 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
     download_internal::HttpClient client(ho);
     std::string body;
     auto r = client.GetSmall(url, &body, std::min<size_t>(opt.max_body_mb << 20, size_t(32) << 20), 30);
-    if (r.failure != download_internal::HttpFailure::kNone) return InvalidArgumentError("cannot fetch image: " + r.error);
+    if (r.failure != download_internal::HttpFailure::kNone)
+      return InvalidArgumentError("cannot fetch image: " + r.error);
     if (!r.head_seen || r.head.status != 200) {
       return InvalidArgumentError("cannot fetch image: HTTP " + std::to_string(r.head.status));
     }
@@ -152,7 +154,8 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
   try {  // about 3/4 of the URL's size
     bytes = Base64Decode(std::string_view(url).substr(comma + 1));
   } catch (const std::bad_alloc&) {
-    return OutOfMemoryError("decoding a base64 image of " + std::to_string(url.size() - comma - 1) + " characters");
+    return OutOfMemoryError("decoding a base64 image of " + std::to_string(url.size() - comma - 1) +
+                            " characters");
   }
   if (!bytes) return InvalidArgumentError("invalid base64 in an image data URL");
   auto img = DecodeImage(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), limits);
@@ -181,9 +184,11 @@ Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineReques
       cm.parts.push_back({ChatPart::kText, content.get<std::string>(), -1});
     } else if (content.is_array()) {
       for (const Json& p : content) {
-        const std::string type = p.is_object() && p.contains("type") && p["type"].is_string() ? p["type"].get<std::string>() : "";
+        const std::string type =
+            p.is_object() && p.contains("type") && p["type"].is_string() ? p["type"].get<std::string>() : "";
         if (type == "text") {
-          if (!p.contains("text") || !p["text"].is_string()) return InvalidArgumentError("a text part needs 'text'");
+          if (!p.contains("text") || !p["text"].is_string())
+            return InvalidArgumentError("a text part needs 'text'");
           cm.parts.push_back({ChatPart::kText, p["text"].get<std::string>(), -1});
         } else if (type == "image_url") {
           std::string url;
@@ -242,7 +247,8 @@ Status ParseSampling(const Json& body, const ServerOptions& opt, EngineRequest* 
       if (!x["no_repeat_ngram_size"].is_number_integer() || x["no_repeat_ngram_size"].get<int64_t>() < 0) {
         return InvalidArgumentError("vllm_xargs.no_repeat_ngram_size must be a non-negative integer");
       }
-      s.no_repeat_ngram_size = static_cast<int>(std::min<int64_t>(x["no_repeat_ngram_size"].get<int64_t>(), 100000));
+      s.no_repeat_ngram_size =
+          static_cast<int>(std::min<int64_t>(x["no_repeat_ngram_size"].get<int64_t>(), 100000));
     }
   }
   int max_tokens = opt.default_max_tokens;
@@ -251,13 +257,15 @@ Status ParseSampling(const Json& body, const ServerOptions& opt, EngineRequest* 
   out->max_new_tokens = max_tokens;
   out->skip_special_tokens = true;  // vLLM's default; MinerU sends false
   if (body.contains("skip_special_tokens")) {
-    if (!body["skip_special_tokens"].is_boolean()) return InvalidArgumentError("'skip_special_tokens' must be a boolean");
+    if (!body["skip_special_tokens"].is_boolean())
+      return InvalidArgumentError("'skip_special_tokens' must be a boolean");
     out->skip_special_tokens = body["skip_special_tokens"].get<bool>();
   }
   // OpenAI's logit_bias: {"token id": bias in [-100, 100]}.
   if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
     const Json& lb = body["logit_bias"];
-    if (!lb.is_object() || lb.size() > 1024) return InvalidArgumentError("'logit_bias' must map at most 1024 token ids to numbers");
+    if (!lb.is_object() || lb.size() > 1024)
+      return InvalidArgumentError("'logit_bias' must map at most 1024 token ids to numbers");
     for (const auto& [key, v] : lb.items()) {
       char* end = nullptr;
       const long id = std::strtol(key.c_str(), &end, 10);
@@ -310,7 +318,8 @@ Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineR
     MINERU_ASSIGN_OR_RETURN(out->prompt_ids, st.tokenizer->Encode(p.get<std::string>()));
   } else if (p.is_array()) {
     for (const Json& id : p) {
-      if (!id.is_number_integer()) return InvalidArgumentError("'prompt' must be a string or an array of token ids");
+      if (!id.is_number_integer())
+        return InvalidArgumentError("'prompt' must be a string or an array of token ids");
       const int64_t v = id.get<int64_t>();
       if (v < 0 || v > INT32_MAX) return InvalidArgumentError("token id out of range");
       out->prompt_ids.push_back(static_cast<int32_t>(v));
@@ -340,7 +349,8 @@ struct RunGuard {
   RetryShare::Key key;
   std::shared_ptr<RequestHandle> handle;
   bool released = false;
-  RunGuard(RetryShare* s, RetryShare::Key k, std::shared_ptr<RequestHandle> h) : share(s), key(k), handle(std::move(h)) {}
+  RunGuard(RetryShare* s, RetryShare::Key k, std::shared_ptr<RequestHandle> h)
+      : share(s), key(k), handle(std::move(h)) {}
   ~RunGuard() {
     if (released || !share) return;
     if (share->Release(key, handle) == 0 && !handle->WaitFor(0, nullptr)) handle->Cancel();
@@ -359,8 +369,8 @@ struct RunGuard {
 // Submits and answers: SSE when streaming, else one JSON object (with keep-alive spaces while it
 // is generated, so a client that disconnects cancels its request).
 // `share`: the retry-sharing key when this request may share its run (non-streamed, deterministic).
-void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool stream, Kind kind, bool return_ids,
-            const std::optional<RetryShare::Key>& share) {
+void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool stream, Kind kind,
+            bool return_ids, const std::optional<RetryShare::Key>& share) {
   const double t0 = Now();
   er.admission_wait_s = st.opt.admission_wait_s;  // a full engine is a queue first
   auto submit = [&] { return st.engine->Submit(std::move(er)); };
@@ -369,7 +379,8 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
   if (!h.ok()) {
     int code = HttpStatusFor(h.status());
     // A prompt that can never fit is the client's problem; a full queue is ours (429).
-    if (h.status().code() == StatusCode::kResourceExhausted && h.status().message().find("too many") == std::string::npos) {
+    if (h.status().code() == StatusCode::kResourceExhausted &&
+        h.status().message().find("too many") == std::string::npos) {
       code = 400;
     }
     st.metrics.Inc("mineru_requests_rejected_total", "code=\"" + std::to_string(code) + "\"");
@@ -392,8 +403,9 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
   };
   if (stream) {
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [&st, handle, id, created, model, t0, kind, return_ids,
-                                                           labels, finish_reason](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [&st, handle, id, created, model, t0, kind,
+                                                           return_ids, labels,
+                                                           finish_reason](size_t, httplib::DataSink& sink) {
       auto send = [&](const Json& j) {
         const std::string line = "data: " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
         return sink.write(line.data(), line.size());
@@ -404,14 +416,17 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
                    {"model", model}};
       auto choice = [&](const std::string& text, const std::vector<int32_t>& ids, const Json& reason) {
         Json c = {{"index", 0}, {"finish_reason", reason}};
-        if (kind == Kind::kChat) c["delta"] = {{"content", text}};
-        else c["text"] = text;
+        if (kind == Kind::kChat)
+          c["delta"] = {{"content", text}};
+        else
+          c["text"] = text;
         if (return_ids) c["token_ids"] = ids;
         return c;
       };
       if (kind == Kind::kChat) {
         Json first = base;
-        first["choices"] = Json::array({Json{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}});
+        first["choices"] = Json::array({Json{
+            {"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}});
         if (!send(first)) {
           handle->Cancel();
           return false;
@@ -446,9 +461,11 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
     });
     return;
   }
-  auto guard = std::make_shared<RunGuard>(share ? st.retry.get() : nullptr, share.value_or(RetryShare::Key{}), handle);
-  res.set_chunked_content_provider("application/json", [&st, handle, guard, id, created, model, t0, kind, return_ids,
-                                                        labels, finish_reason](size_t, httplib::DataSink& sink) {
+  auto guard =
+      std::make_shared<RunGuard>(share ? st.retry.get() : nullptr, share.value_or(RetryShare::Key{}), handle);
+  res.set_chunked_content_provider("application/json", [&st, handle, guard, id, created, model, t0, kind,
+                                                        return_ids, labels,
+                                                        finish_reason](size_t, httplib::DataSink& sink) {
     Completion c;
     double last_ping = Now();
     while (!handle->WaitFor(0.5, &c)) {
@@ -466,8 +483,10 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
       out = {{"object", "error"}, {"error", {{"message", c.error}, {"type", "server_error"}, {"code", 500}}}};
     } else {
       Json choice = {{"index", 0}, {"finish_reason", finish_reason(c)}};
-      if (kind == Kind::kChat) choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-      else choice["text"] = c.text;
+      if (kind == Kind::kChat)
+        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      else
+        choice["text"] = c.text;
       if (return_ids) choice["token_ids"] = c.ids;
       out = {{"id", id},
              {"object", kind == Kind::kChat ? "chat.completion" : "text_completion"},
@@ -488,7 +507,8 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
 
 }  // namespace
 
-Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out, bool* stream) {
+Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out,
+                               bool* stream) {
   Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded()) return InvalidArgumentError("the body is not valid JSON");
   ImageBudget budget(RequestImageLimits(opt), nullptr, 0);
@@ -500,9 +520,13 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
     SendJson(res, 200,
              {{"object", "list"},
               // "checkpoint": which weights answer (the id is --model-name, for clients' checks).
-              {"data", {{{"id", st.opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "mineru.cpp"},
-                         {"checkpoint", st.ready && st.model ? st.model->name() : ""},
-                         {"max_model_len", st.opt.engine.max_prompt_tokens + st.opt.default_max_tokens}}}}});
+              {"data",
+               {{{"id", st.opt.model_name},
+                 {"object", "model"},
+                 {"created", 0},
+                 {"owned_by", "mineru.cpp"},
+                 {"checkpoint", st.ready && st.model ? st.model->name() : ""},
+                 {"max_model_len", st.opt.engine.max_prompt_tokens + st.opt.default_max_tokens}}}}});
   });
 
   // The whole body: moved out of the front when it comes through one, else read here.
@@ -542,9 +566,9 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
       }
       if (!ps.ok()) {
         const int code = ps.code() == StatusCode::kResourceExhausted ? 413
-                         : ps.code() == StatusCode::kUnavailable  ? 429  // the server's image memory
-                         : ps.code() == StatusCode::kOutOfMemory  ? 507
-                                                                  : 400;
+                         : ps.code() == StatusCode::kUnavailable     ? 429  // the server's image memory
+                         : ps.code() == StatusCode::kOutOfMemory     ? 507
+                                                                     : 400;
         return SendError(res, code, ps.message());
       }
       const bool return_ids = body.contains("return_token_ids") && body["return_token_ids"].is_boolean() &&

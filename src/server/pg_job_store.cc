@@ -24,7 +24,8 @@ namespace {
 
 constexpr const char* kNow = "extract(epoch from clock_timestamp())";
 constexpr const char* kColumns =
-    "id, status, created, updated, filename, input_path, options, pages_done, pages_total, error, result_dir, "
+    "id, status, created, updated, filename, input_path, options, pages_done, pages_total, error, "
+    "result_dir, "
     "attempts, worker_id, lease_until, finishes, client_key";
 constexpr size_t kPoolSize = 8;
 
@@ -106,7 +107,8 @@ class Conn {
   Conn(Conn&& o) noexcept : store_(o.store_), c_(o.c_), in_tx_(o.in_tx_) { o.c_ = nullptr; }
   ~Conn();
   // Runs one statement; binary_result: columns come back in binary (bytea as raw bytes).
-  StatusOr<Result> Exec(const std::string& sql, const std::vector<Param>& params = {}, bool binary_result = false) {
+  StatusOr<Result> Exec(const std::string& sql, const std::vector<Param>& params = {},
+                        bool binary_result = false) {
     std::vector<const char*> values;
     std::vector<int> lengths, formats;
     for (const Param& p : params) {
@@ -165,20 +167,24 @@ class PgJobStore final : public JobStore {
       MINERU_RETURN_IF_ERROR(c.Exec("SELECT pg_advisory_xact_lock(7274201)").status());
       // Only a new database gets DDL (it takes table locks that would stall the running workers).
       MINERU_ASSIGN_OR_RETURN(
-          Result have, c.Exec("SELECT to_regclass('jobs') IS NOT NULL AND to_regclass('job_files') IS NOT NULL"));
+          Result have,
+          c.Exec("SELECT to_regclass('jobs') IS NOT NULL AND to_regclass('job_files') IS NOT NULL"));
       if (have.Text(0, 0) == "t") return c.Commit();
       MINERU_RETURN_IF_ERROR(
-          c.Exec("CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, status TEXT NOT NULL, created DOUBLE PRECISION, "
-                 "updated DOUBLE PRECISION, filename TEXT, input_path TEXT, options TEXT, pages_done INTEGER DEFAULT 0, "
+          c.Exec("CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY, status TEXT NOT NULL, created DOUBLE "
+                 "PRECISION, "
+                 "updated DOUBLE PRECISION, filename TEXT, input_path TEXT, options TEXT, pages_done INTEGER "
+                 "DEFAULT 0, "
                  "pages_total INTEGER DEFAULT 0, error TEXT, result_dir TEXT, attempts INTEGER DEFAULT 0, "
                  "worker_id TEXT, lease_until DOUBLE PRECISION DEFAULT 0, finishes INTEGER DEFAULT 0, "
                  "client_key TEXT UNIQUE)")
               .status());
-      MINERU_RETURN_IF_ERROR(c.Exec("CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created)").status());
       MINERU_RETURN_IF_ERROR(
-          c.Exec("CREATE TABLE IF NOT EXISTS job_files (job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, "
-                 "name TEXT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (job_id, name))")
-              .status());
+          c.Exec("CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created)").status());
+      MINERU_RETURN_IF_ERROR(c.Exec("CREATE TABLE IF NOT EXISTS job_files (job_id TEXT NOT NULL REFERENCES "
+                                    "jobs(id) ON DELETE CASCADE, "
+                                    "name TEXT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (job_id, name))")
+                                 .status());
       // PNG/JPEG/PDF are compressed already: store them out of line without another compression pass.
       MINERU_RETURN_IF_ERROR(c.Exec("ALTER TABLE job_files ALTER COLUMN data SET STORAGE EXTERNAL").status());
       return c.Commit();
@@ -198,12 +204,14 @@ class PgJobStore final : public JobStore {
     Status s = [&]() -> Status {
       MINERU_ASSIGN_OR_RETURN(
           Result r,
-          c.Exec(std::string("INSERT INTO jobs (") + kColumns + ") VALUES ($1,$2," + kNow + "," + kNow +
-                     ",$3,$4,$5,$6,$7,$8,$9,$10,NULL,0,0,$11) ON CONFLICT (client_key) DO NOTHING RETURNING id",
-                 {P(j.id), P(j.status), P(j.filename), P(j.input_path), P(j.options), P(j.pages_done),
-                  P(j.pages_total), P(j.error), P(j.result_dir), P(j.attempts), OrNull(j.client_key)}));
+          c.Exec(
+              std::string("INSERT INTO jobs (") + kColumns + ") VALUES ($1,$2," + kNow + "," + kNow +
+                  ",$3,$4,$5,$6,$7,$8,$9,$10,NULL,0,0,$11) ON CONFLICT (client_key) DO NOTHING RETURNING id",
+              {P(j.id), P(j.status), P(j.filename), P(j.input_path), P(j.options), P(j.pages_done),
+               P(j.pages_total), P(j.error), P(j.result_dir), P(j.attempts), OrNull(j.client_key)}));
       if (r.rows() == 0) {  // an existing submission with the same key
-        MINERU_ASSIGN_OR_RETURN(Result e, c.Exec("SELECT id FROM jobs WHERE client_key = $1", {P(j.client_key)}));
+        MINERU_ASSIGN_OR_RETURN(Result e,
+                                c.Exec("SELECT id FROM jobs WHERE client_key = $1", {P(j.client_key)}));
         if (e.rows() == 1 && existing_id) *existing_id = e.Text(0, 0);
         return c.Commit();
       }
@@ -220,7 +228,8 @@ class PgJobStore final : public JobStore {
 
   StatusOr<std::optional<Job>> Get(const std::string& id) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
-    MINERU_ASSIGN_OR_RETURN(Result r, c.Exec(std::string("SELECT ") + kColumns + " FROM jobs WHERE id = $1", {P(id)}));
+    MINERU_ASSIGN_OR_RETURN(Result r,
+                            c.Exec(std::string("SELECT ") + kColumns + " FROM jobs WHERE id = $1", {P(id)}));
     if (r.rows() == 0) return std::optional<Job>();
     return std::optional<Job>(ReadJob(r, 0));
   }
@@ -232,7 +241,8 @@ class PgJobStore final : public JobStore {
         c.Exec(std::string("UPDATE jobs SET status = 'running', attempts = attempts + 1, worker_id = $1, "
                            "lease_until = ") +
                    kNow + " + $2, updated = " + kNow +
-                   " WHERE id = (SELECT id FROM jobs WHERE status = 'queued' OR (status = 'running' AND lease_until < " +
+                   " WHERE id = (SELECT id FROM jobs WHERE status = 'queued' OR (status = 'running' AND "
+                   "lease_until < " +
                    kNow + ") ORDER BY created LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING " + kColumns,
                {P(worker_id), P(lease_s)}));
     if (r.rows() == 0) return std::optional<Job>();
@@ -241,19 +251,20 @@ class PgJobStore final : public JobStore {
 
   StatusOr<bool> RenewLease(const std::string& id, const std::string& worker_id, double lease_s) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
-    MINERU_ASSIGN_OR_RETURN(
-        Result r, c.Exec(std::string("UPDATE jobs SET lease_until = ") + kNow +
-                             " + $3 WHERE id = $1 AND worker_id = $2 AND status = 'running'",
-                         {P(id), P(worker_id), P(lease_s)}));
+    MINERU_ASSIGN_OR_RETURN(Result r,
+                            c.Exec(std::string("UPDATE jobs SET lease_until = ") + kNow +
+                                       " + $3 WHERE id = $1 AND worker_id = $2 AND status = 'running'",
+                                   {P(id), P(worker_id), P(lease_s)}));
     return r.affected() == 1;
   }
 
-  StatusOr<bool> UpdateProgress(const std::string& id, const std::string& worker_id, int pages_done, int pages_total,
-                                double lease_s) override {
+  StatusOr<bool> UpdateProgress(const std::string& id, const std::string& worker_id, int pages_done,
+                                int pages_total, double lease_s) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
     MINERU_ASSIGN_OR_RETURN(
         Result r, c.Exec(std::string("UPDATE jobs SET pages_done = $3, pages_total = $4, updated = ") + kNow +
-                             ", lease_until = " + kNow + " + $5 WHERE id = $1 AND worker_id = $2 AND status = 'running'",
+                             ", lease_until = " + kNow +
+                             " + $5 WHERE id = $1 AND worker_id = $2 AND status = 'running'",
                          {P(id), P(worker_id), P(pages_done), P(pages_total), P(lease_s)}));
     return r.affected() == 1;
   }
@@ -266,25 +277,28 @@ class PgJobStore final : public JobStore {
       // on the job (FOR SHARE) keeps a new owner from claiming it until the file is in, and a
       // job claimed by someone else meanwhile matches no row, so nothing is written.
       MINERU_ASSIGN_OR_RETURN(
-          Result r, c.Exec("INSERT INTO job_files (job_id, name, data) SELECT id, $3, $4 FROM jobs WHERE id = $1 AND "
-                           "worker_id = $2 AND status = 'running' FOR SHARE "
-                           "ON CONFLICT (job_id, name) DO UPDATE SET data = EXCLUDED.data",
-                           {P(id), P(worker_id), P(f.name), Bytes(f.data)}));
+          Result r,
+          c.Exec("INSERT INTO job_files (job_id, name, data) SELECT id, $3, $4 FROM jobs WHERE id = $1 AND "
+                 "worker_id = $2 AND status = 'running' FOR SHARE "
+                 "ON CONFLICT (job_id, name) DO UPDATE SET data = EXCLUDED.data",
+                 {P(id), P(worker_id), P(f.name), Bytes(f.data)}));
       if (r.affected() != 1) return false;
     }
     return true;
   }
 
-  StatusOr<bool> Finish(const std::string& id, const std::string& worker_id, bool ok, const std::string& error,
-                        const std::string& result_dir, const std::vector<JobFile>& files) override {
+  StatusOr<bool> Finish(const std::string& id, const std::string& worker_id, bool ok,
+                        const std::string& error, const std::string& result_dir,
+                        const std::vector<JobFile>& files) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
     MINERU_RETURN_IF_ERROR(c.Begin());
     StatusOr<bool> s = [&]() -> StatusOr<bool> {
       MINERU_ASSIGN_OR_RETURN(
-          Result r, c.Exec(std::string("UPDATE jobs SET status = $3, error = $4, result_dir = $5, updated = ") + kNow +
-                               ", finishes = finishes + 1, lease_until = 0 "
-                               "WHERE id = $1 AND worker_id = $2 AND status = 'running'",
-                           {P(id), P(worker_id), P(std::string(ok ? "done" : "failed")), P(error), P(result_dir)}));
+          Result r,
+          c.Exec(std::string("UPDATE jobs SET status = $3, error = $4, result_dir = $5, updated = ") + kNow +
+                     ", finishes = finishes + 1, lease_until = 0 "
+                     "WHERE id = $1 AND worker_id = $2 AND status = 'running'",
+                 {P(id), P(worker_id), P(std::string(ok ? "done" : "failed")), P(error), P(result_dir)}));
       if (r.affected() != 1) {  // another worker owns it now (or it is finished): change nothing
         c.Rollback();
         return false;
@@ -299,27 +313,30 @@ class PgJobStore final : public JobStore {
 
   StatusOr<bool> Release(const std::string& id, const std::string& worker_id) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
-    MINERU_ASSIGN_OR_RETURN(Result r, c.Exec(std::string("UPDATE jobs SET status = 'queued', worker_id = NULL, "
-                                                         "lease_until = 0, updated = ") +
-                                                 kNow + " WHERE id = $1 AND worker_id = $2 AND status = 'running'",
-                                             {P(id), P(worker_id)}));
+    MINERU_ASSIGN_OR_RETURN(Result r,
+                            c.Exec(std::string("UPDATE jobs SET status = 'queued', worker_id = NULL, "
+                                               "lease_until = 0, updated = ") +
+                                       kNow + " WHERE id = $1 AND worker_id = $2 AND status = 'running'",
+                                   {P(id), P(worker_id)}));
     return r.affected() == 1;
   }
 
   StatusOr<int> RequeueInterrupted() override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
-    MINERU_ASSIGN_OR_RETURN(Result r, c.Exec(std::string("UPDATE jobs SET status = 'queued', worker_id = NULL "
-                                                         "WHERE status = 'running' AND lease_until < ") +
-                                             kNow));
+    MINERU_ASSIGN_OR_RETURN(Result r,
+                            c.Exec(std::string("UPDATE jobs SET status = 'queued', worker_id = NULL "
+                                               "WHERE status = 'running' AND lease_until < ") +
+                                   kNow));
     return r.affected();
   }
 
   StatusOr<std::vector<Job>> DeleteFinishedBefore(double cutoff) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
-    MINERU_ASSIGN_OR_RETURN(Result r, c.Exec(std::string("DELETE FROM jobs WHERE status IN ('done','failed') AND "
-                                                         "updated < $1 RETURNING ") +
-                                                 kColumns,
-                                             {P(cutoff)}));
+    MINERU_ASSIGN_OR_RETURN(Result r,
+                            c.Exec(std::string("DELETE FROM jobs WHERE status IN ('done','failed') AND "
+                                               "updated < $1 RETURNING ") +
+                                       kColumns,
+                                   {P(cutoff)}));
     std::vector<Job> out;
     for (int i = 0; i < r.rows(); ++i) out.push_back(ReadJob(r, i));
     return out;
@@ -333,18 +350,20 @@ class PgJobStore final : public JobStore {
 
   StatusOr<std::optional<std::string>> ReadFile(const std::string& id, const std::string& name) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
-    MINERU_ASSIGN_OR_RETURN(
-        Result r, c.Exec("SELECT data FROM job_files WHERE job_id = $1 AND name = $2", {P(id), P(name)}, true));
+    MINERU_ASSIGN_OR_RETURN(Result r, c.Exec("SELECT data FROM job_files WHERE job_id = $1 AND name = $2",
+                                             {P(id), P(name)}, true));
     if (r.rows() == 0) return std::optional<std::string>();
     return std::optional<std::string>(r.Text(0, 0));
   }
 
-  StatusOr<std::vector<JobFile>> ReadFiles(const std::string& id, const std::string& prefix, bool with_data) override {
+  StatusOr<std::vector<JobFile>> ReadFiles(const std::string& id, const std::string& prefix,
+                                           bool with_data) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
     MINERU_ASSIGN_OR_RETURN(
-        Result r, c.Exec(std::string("SELECT name, ") + (with_data ? "data" : "''::bytea") +
-                             " FROM job_files WHERE job_id = $1 AND left(name, char_length($2)) = $2 ORDER BY name",
-                         {P(id), P(prefix)}, true));
+        Result r,
+        c.Exec(std::string("SELECT name, ") + (with_data ? "data" : "''::bytea") +
+                   " FROM job_files WHERE job_id = $1 AND left(name, char_length($2)) = $2 ORDER BY name",
+               {P(id), P(prefix)}, true));
     std::vector<JobFile> out;
     for (int i = 0; i < r.rows(); ++i) out.push_back({r.Text(i, 0), r.Text(i, 1)});
     return out;
@@ -372,7 +391,8 @@ class PgJobStore final : public JobStore {
     // transaction (a frozen worker holding a job's row lock) is ended by the server so other
     // workers can take that job over.
     const char* keys[] = {"connect_timeout", "application_name", "options", "dbname", nullptr};
-    const char* vals[] = {"10", "mineru-cpp", "-c idle_in_transaction_session_timeout=10000", uri_.c_str(), nullptr};
+    const char* vals[] = {"10", "mineru-cpp", "-c idle_in_transaction_session_timeout=10000", uri_.c_str(),
+                          nullptr};
     PGconn* c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
       const std::string e = ConnError(c);

@@ -33,13 +33,17 @@ void RetryShare::SweepLocked(double now) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
     // A run nobody waits on that ended unobserved (its caller went away) counts as finished now.
-    if (e.waiters == 0 && e.handle && e.finished_at == 0 && e.handle->WaitFor(0, nullptr)) e.finished_at = now;
-    if (e.waiters == 0 && e.finished_at > 0 && now - e.finished_at > grace_s_) it = entries_.erase(it);
-    else ++it;
+    if (e.waiters == 0 && e.handle && e.finished_at == 0 && e.handle->WaitFor(0, nullptr))
+      e.finished_at = now;
+    if (e.waiters == 0 && e.finished_at > 0 && now - e.finished_at > grace_s_)
+      it = entries_.erase(it);
+    else
+      ++it;
   }
 }
 
-StatusOr<std::shared_ptr<RequestHandle>> RetryShare::Acquire(const Key& key, const Submit& submit, bool* shared) {
+StatusOr<std::shared_ptr<RequestHandle>> RetryShare::Acquire(const Key& key, const Submit& submit,
+                                                             bool* shared) {
   *shared = false;
   if (!enabled()) return submit();
   std::unique_lock<std::mutex> lock(mu_);
@@ -77,8 +81,10 @@ StatusOr<std::shared_ptr<RequestHandle>> RetryShare::Acquire(const Key& key, con
     throw;
   }
   lock.lock();
-  if (h.ok()) entries_[key].handle = *h;
-  else entries_.erase(key);
+  if (h.ok())
+    entries_[key].handle = *h;
+  else
+    entries_.erase(key);
   cv_.notify_all();
   return h;
 }
@@ -91,8 +97,10 @@ int RetryShare::Release(const Key& key, const std::shared_ptr<RequestHandle>& h)
   const int left = --e.waiters;
   Completion c;
   if (h->WaitFor(0, &c)) {
-    if (Failed(c)) entries_.erase(it);
-    else if (e.finished_at == 0) e.finished_at = Now();
+    if (Failed(c))
+      entries_.erase(it);
+    else if (e.finished_at == 0)
+      e.finished_at = Now();
   }
   return left;
 }
@@ -110,8 +118,10 @@ void RetryShare::OrphanWait(const Key& key, const std::shared_ptr<RequestHandle>
       return;
     }
     if (done) {
-      if (Failed(c)) entries_.erase(it);
-      else if (it->second.finished_at == 0) it->second.finished_at = Now();
+      if (Failed(c))
+        entries_.erase(it);
+      else if (it->second.finished_at == 0)
+        it->second.finished_at = Now();
       return;
     }
     if (it->second.waiters > 0) return;  // a retry picked it up: it owns the run now

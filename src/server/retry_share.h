@@ -34,7 +34,8 @@ class RetryShare {
   using Submit = std::function<StatusOr<std::shared_ptr<RequestHandle>>()>;
 
   // grace_s <= 0 turns sharing off (Acquire always submits).
-  explicit RetryShare(double grace_s, size_t max_entries = 4096) : grace_s_(grace_s), max_entries_(max_entries) {}
+  explicit RetryShare(double grace_s, size_t max_entries = 4096)
+      : grace_s_(grace_s), max_entries_(max_entries) {}
   bool enabled() const { return grace_s_ > 0; }
   double grace_s() const { return grace_s_; }
 
@@ -56,7 +57,9 @@ class RetryShare {
 
  private:
   struct KeyHash {
-    size_t operator()(const Key& k) const { return static_cast<size_t>(k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull)); }
+    size_t operator()(const Key& k) const {
+      return static_cast<size_t>(k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull));
+    }
   };
   struct Entry {
     std::shared_ptr<RequestHandle> handle;  // null while the first caller is submitting

@@ -3,8 +3,8 @@
 #include "engine/model_tokenizer.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,25 +26,34 @@ void SendJson(httplib::Response& res, int status, const Json& body) {
 }
 
 void SendError(httplib::Response& res, int status, const std::string& message) {
-  const char* type = status == 401 ? "authentication_error"
+  const char* type = status == 401   ? "authentication_error"
                      : status == 429 ? "rate_limit_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
-  SendJson(res, status, {{"object", "error"}, {"error", {{"message", message}, {"type", type}, {"code", status}}}});
+  SendJson(res, status,
+           {{"object", "error"}, {"error", {{"message", message}, {"type", type}, {"code", status}}}});
 }
 
 int HttpStatusFor(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kOk: return 200;
+    case StatusCode::kOk:
+      return 200;
     case StatusCode::kInvalidArgument:
     case StatusCode::kDataLoss:
-    case StatusCode::kUnimplemented: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kResourceExhausted: return 429;
-    case StatusCode::kOutOfMemory: return 507;  // the server's condition, not the request's form
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kDeadlineExceeded: return 504;
-    default: return 500;
+    case StatusCode::kUnimplemented:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kResourceExhausted:
+      return 429;
+    case StatusCode::kOutOfMemory:
+      return 507;  // the server's condition, not the request's form
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
   }
 }
 
@@ -94,7 +103,8 @@ void FitFileLimit(ServerOptions& o) {
     (void)::getrlimit(RLIMIT_NOFILE, &rl);
   }
   if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
-    o.max_connections = rl.rlim_cur > 512 ? static_cast<size_t>(rl.rlim_cur) - 256 : static_cast<size_t>(rl.rlim_cur) / 2;
+    o.max_connections =
+        rl.rlim_cur > 512 ? static_cast<size_t>(rl.rlim_cur) - 256 : static_cast<size_t>(rl.rlim_cur) / 2;
     std::fprintf(stderr, "warning: the open file limit (%llu) allows %zu connections\n",
                  static_cast<unsigned long long>(rl.rlim_cur), o.max_connections);
   }
@@ -107,7 +117,8 @@ std::string BaseName(std::string p) {
 }
 
 void LoadModel(Server::State& st) {
-  ThreadPool pool(st.opt.engine.threads > 0 ? static_cast<size_t>(st.opt.engine.threads) : ThreadPool::DefaultThreads());
+  ThreadPool pool(st.opt.engine.threads > 0 ? static_cast<size_t>(st.opt.engine.threads)
+                                            : ThreadPool::DefaultThreads());
   ModelLoadOptions lo = st.opt.load;
   lo.quant = st.opt.quant;
   auto m = Qwen2VLModel::Load(st.opt.model_dir, lo, &pool);
@@ -166,13 +177,14 @@ StatusOr<int> Server::Start() {
   MINERU_RETURN_IF_ERROR(CheckWritable(st.opt.data_dir + "/jobs"));
   RemoveLeftoverUploads(st.opt.data_dir);
   st.worker_id = NewWorkerId();
-  MINERU_ASSIGN_OR_RETURN(st.jobs, JobStore::Open(st.opt.jobs_db.empty() ? st.opt.data_dir + "/jobs.sqlite3"
-                                                                          : st.opt.jobs_db));
+  MINERU_ASSIGN_OR_RETURN(
+      st.jobs, JobStore::Open(st.opt.jobs_db.empty() ? st.opt.data_dir + "/jobs.sqlite3" : st.opt.jobs_db));
   MINERU_ASSIGN_OR_RETURN(int requeued, st.jobs->RequeueInterrupted());
   if (requeued > 0) std::fprintf(stderr, "resuming %d interrupted job(s)\n", requeued);
   std::fprintf(stderr, "job store: %s, worker id %s\n", st.jobs->kind(), st.worker_id.c_str());
   if (!st.opt.replay.empty()) {
-    MINERU_ASSIGN_OR_RETURN(st.doc_backend, pipeline::MakeReplayBackend(st.opt.replay, st.opt.replay_delay_ms));
+    MINERU_ASSIGN_OR_RETURN(st.doc_backend,
+                            pipeline::MakeReplayBackend(st.opt.replay, st.opt.replay_delay_ms));
   }
 
   FitFileLimit(st.opt);
@@ -195,8 +207,8 @@ StatusOr<int> Server::Start() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     State& s = *st_;
     const bool open_path = req.path == "/health" || req.method == "OPTIONS" ||
-                           (req.method == "GET" && req.path.rfind("/v1", 0) != 0 && req.path.rfind("/tasks", 0) != 0 &&
-                            req.path != "/metrics");
+                           (req.method == "GET" && req.path.rfind("/v1", 0) != 0 &&
+                            req.path.rfind("/tasks", 0) != 0 && req.path != "/metrics");
     if (!s.opt.api_key.empty() && !open_path) {
       if (!ConstantTimeEquals(req.get_header_value("Authorization"), "Bearer " + s.opt.api_key)) {
         s.metrics.Inc("mineru_http_errors_total", "code=\"401\"");
@@ -244,16 +256,18 @@ StatusOr<int> Server::Start() {
                  {"checkpoint", s.model->name()},
                  {"queue", {{"running", es.running}, {"waiting", es.waiting}}},
                  {"kv_blocks", {{"used", es.kv_blocks_used}, {"total", es.kv_blocks_total}}},
-                 {"jobs", {{"queued", s.jobs->CountByStatus("queued").ok() ? *s.jobs->CountByStatus("queued") : -1},
-                           {"running", s.jobs_running.load()},
-                           {"store", s.jobs->kind()}}}};
+                 {"jobs",
+                  {{"queued", s.jobs->CountByStatus("queued").ok() ? *s.jobs->CountByStatus("queued") : -1},
+                   {"running", s.jobs_running.load()},
+                   {"store", s.jobs->kind()}}}};
     SendJson(res, 200, body);
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     State& s = *st_;
-    std::vector<std::pair<std::string, double>> g = {{"mineru_ready", s.ready ? 1.0 : 0.0},
-                                                     {"mineru_jobs_running", double(s.jobs_running.load())},
-                                                     {"mineru_http_connections_open", double(http_->open_connections())}};
+    std::vector<std::pair<std::string, double>> g = {
+        {"mineru_ready", s.ready ? 1.0 : 0.0},
+        {"mineru_jobs_running", double(s.jobs_running.load())},
+        {"mineru_http_connections_open", double(http_->open_connections())}};
     auto q = s.jobs->CountByStatus("queued");
     g.push_back({"mineru_jobs_queued", q.ok() ? double(*q) : -1.0});
     if (s.ready) {
@@ -294,12 +308,14 @@ StatusOr<int> Server::Start() {
     });
   }
 
-  const int port = st.opt.port == 0 ? http.bind_to_any_port(st.opt.host) : (http.bind_to_port(st.opt.host, st.opt.port) ? st.opt.port : -1);
+  const int port = st.opt.port == 0 ? http.bind_to_any_port(st.opt.host)
+                                    : (http.bind_to_port(st.opt.host, st.opt.port) ? st.opt.port : -1);
   if (port < 0) return IoError("cannot listen on " + st.opt.host + ":" + std::to_string(st.opt.port));
   WidenListenBacklog(port);
   listen_thread_ = std::thread([this] { http_->listen_after_bind(); });
   load_thread_ = std::thread([this] { LoadModel(*st_); });
-  for (int i = 0; i < std::max(1, st.opt.job_workers); ++i) workers_.emplace_back([this] { JobWorker(*st_); });
+  for (int i = 0; i < std::max(1, st.opt.job_workers); ++i)
+    workers_.emplace_back([this] { JobWorker(*st_); });
   retention_thread_ = std::thread([this] {
     while (!st_->draining) {
       RetentionSweep(*st_);

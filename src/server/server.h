@@ -31,13 +31,14 @@ class HttpFront;
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 30000;
-  std::string model_dir;  // checkpoint folder, GGUF folder or LM .gguf (model/gguf_model.h)
-  std::string quant;  // bf16 (as stored), q8, q4, q4_0
-  ModelLoadOptions load;  // mmproj and pixel-budget overrides (its quant is ignored: `quant` wins)
+  std::string model_dir;   // checkpoint folder, GGUF folder or LM .gguf (model/gguf_model.h)
+  std::string quant;       // bf16 (as stored), q8, q4, q4_0
+  ModelLoadOptions load;   // mmproj and pixel-budget overrides (its quant is ignored: `quant` wins)
   std::string model_name;  // id in /v1/models (default: the model directory's name)
   std::string api_key;     // empty: no auth
   bool allow_remote_images = false;
-  bool allow_private_image_hosts = false;  // with allow_remote_images: loopback/private hosts too (tests, intranets)
+  bool allow_private_image_hosts =
+      false;  // with allow_remote_images: loopback/private hosts too (tests, intranets)
   std::string data_dir = "mineru-data";  // uploads, job outputs
   std::string jobs_db;                   // SQLite path (default: data_dir/jobs.sqlite3) or postgresql://…
   double job_lease_s = 30;               // a running job's lease; renewed every third of it
@@ -46,13 +47,13 @@ struct ServerOptions {
   size_t max_queued_jobs = 1000;
   size_t max_body_mb = 200;
   int64_t max_image_pixels = 50000000;
-  double file_parse_timeout_s = 1800;  // a /file_parse request past it: no page starts, 504
-  double page_render_timeout_s = 300;  // a PDF page render past it fails the page (0: no limit)
-  int max_request_images = 16;            // per chat/completion request (413 beyond)
-  int64_t max_request_pixels = 100000000; // all images of one request together (413 beyond)
-  size_t max_image_memory_mb = 2048;      // decoded images of all requests being parsed (429 beyond)
-  int max_pages = 1000;           // per document
-  int default_max_tokens = 4096;  // when a chat request sends none
+  double file_parse_timeout_s = 1800;      // a /file_parse request past it: no page starts, 504
+  double page_render_timeout_s = 300;      // a PDF page render past it fails the page (0: no limit)
+  int max_request_images = 16;             // per chat/completion request (413 beyond)
+  int64_t max_request_pixels = 100000000;  // all images of one request together (413 beyond)
+  size_t max_image_memory_mb = 2048;       // decoded images of all requests being parsed (429 beyond)
+  int max_pages = 1000;                    // per document
+  int default_max_tokens = 4096;           // when a chat request sends none
   double request_timeout_s = 600;
   // A chat request that finds the engine full (max_queued in flight) waits this long for room
   // before it gets 429 with Retry-After: overload is a queue, not an error.
@@ -60,22 +61,23 @@ struct ServerOptions {
   // Identical deterministic non-streamed requests arriving while the first runs or up to this long
   // after it finished share its answer (a client's retry costs no page); 0 turns sharing off.
   double retry_grace_s = 30;
-  int http_threads = 128;          // requests processed at once (waiting connections cost no thread)
-  double read_timeout_s = 60;      // a request head must arrive within it; a body may pause this long
-  double body_timeout_s = 300;     // a request body must be complete this long after its head (else 408)
-  double write_timeout_s = 600;    // a response may wait this long in all for the client to read
-  size_t max_connections = 1024;   // open connections; one more is answered 503 at once
+  int http_threads = 128;              // requests processed at once (waiting connections cost no thread)
+  double read_timeout_s = 60;          // a request head must arrive within it; a body may pause this long
+  double body_timeout_s = 300;         // a request body must be complete this long after its head (else 408)
+  double write_timeout_s = 600;        // a response may wait this long in all for the client to read
+  size_t max_connections = 1024;       // open connections; one more is answered 503 at once
   size_t max_waiting_requests = 1024;  // complete requests waiting for an HTTP thread; one more: 503
-  int send_buffer_kb = 0;          // per connection; 0: the kernel sizes it (up to net.ipv4.tcp_wmem)
-  std::string vl_utils = "0.1";  // document extraction: "0.1" (0.1.17, 2509 outputs) or "1.2" (1.2.1)
-  std::string replay;  // document jobs use recorded outputs (tests)
+  int send_buffer_kb = 0;              // per connection; 0: the kernel sizes it (up to net.ipv4.tcp_wmem)
+  std::string vl_utils = "0.1";        // document extraction: "0.1" (0.1.17, 2509 outputs) or "1.2" (1.2.1)
+  std::string replay;                  // document jobs use recorded outputs (tests)
   int replay_delay_ms = 0;
   std::string web_dir;  // built web page (web/dist)
   EngineConfig engine;
 };
 
 // Parses a /v1/chat/completions body (exposed for the fuzz target and tests).
-Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out, bool* stream);
+Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out,
+                               bool* stream);
 
 class Server {
  public:

@@ -38,13 +38,13 @@ struct Server::State {
   std::unique_ptr<pipeline::Backend> doc_backend;
   std::unique_ptr<JobStore> jobs;
   std::unique_ptr<RetryShare> retry;  // identical deterministic retries share one run
-  std::string worker_id;  // this process as a job owner (NewWorkerId)
+  std::string worker_id;              // this process as a job owner (NewWorkerId)
   Metrics metrics;
   std::mutex jobs_mu;
   std::condition_variable jobs_cv;
   std::atomic<int> jobs_running{0};
   std::atomic<int> inflight_http{0};
-  std::atomic<int> sync_parses{0};  // /file_parse requests being handled
+  std::atomic<int> sync_parses{0};              // /file_parse requests being handled
   std::atomic<int64_t> decoded_image_bytes{0};  // held by requests being parsed (image_budget.h)
   // Finished jobs whose outcome the store could not record yet (by id; see FinishJob).
   std::mutex unrecorded_mu;

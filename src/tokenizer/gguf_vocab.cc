@@ -15,12 +15,18 @@ constexpr const char* kQwen2Regex =
 enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 json ByteLevel() {
-  return json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  return json{
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
 }
 
 json AddedToken(int64_t id, std::string_view content, bool special) {
-  return json{{"id", id},         {"content", std::string(content)}, {"single_word", false}, {"lstrip", false},
-              {"rstrip", false},  {"normalized", false},              {"special", special}};
+  return json{{"id", id},
+              {"content", std::string(content)},
+              {"single_word", false},
+              {"lstrip", false},
+              {"rstrip", false},
+              {"normalized", false},
+              {"special", special}};
 }
 
 }  // namespace
@@ -50,12 +56,20 @@ StatusOr<json> GgufTokenizerJson(const GgufFile& f) {
   for (size_t id = 0; id < tokens->strings.size(); ++id) {
     const std::string_view tok = tokens->strings[id];
     switch (types->ints[id]) {
-      case kNormal: vocab[std::string(tok)] = id; break;
-      case kControl: added.push_back(AddedToken(static_cast<int64_t>(id), tok, true)); break;
-      case kUserDefined: added.push_back(AddedToken(static_cast<int64_t>(id), tok, false)); break;
-      case kUnused: break;
+      case kNormal:
+        vocab[std::string(tok)] = id;
+        break;
+      case kControl:
+        added.push_back(AddedToken(static_cast<int64_t>(id), tok, true));
+        break;
+      case kUserDefined:
+        added.push_back(AddedToken(static_cast<int64_t>(id), tok, false));
+        break;
+      case kUnused:
+        break;
       default:
-        return InvalidArgumentError("token " + std::to_string(id) + " has type " + std::to_string(types->ints[id]) +
+        return InvalidArgumentError("token " + std::to_string(id) + " has type " +
+                                    std::to_string(types->ints[id]) +
                                     ", which a gpt2 tokenizer does not use");
     }
   }
@@ -63,13 +77,12 @@ StatusOr<json> GgufTokenizerJson(const GgufFile& f) {
   for (std::string_view m : merges->strings) merge_list.push_back(std::string(m));
   json j;
   j["normalizer"] = json{{"type", "NFC"}};
-  j["pre_tokenizer"] = json{
-      {"type", "Sequence"},
-      {"pretokenizers", json::array({json{{"type", "Split"},
-                                          {"pattern", json{{"Regex", kQwen2Regex}}},
-                                          {"behavior", "Isolated"},
-                                          {"invert", false}},
-                                     ByteLevel()})}};
+  j["pre_tokenizer"] = json{{"type", "Sequence"},
+                            {"pretokenizers", json::array({json{{"type", "Split"},
+                                                                {"pattern", json{{"Regex", kQwen2Regex}}},
+                                                                {"behavior", "Isolated"},
+                                                                {"invert", false}},
+                                                           ByteLevel()})}};
   j["decoder"] = ByteLevel();
   j["added_tokens"] = std::move(added);
   j["model"] = json{{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(merge_list)}};

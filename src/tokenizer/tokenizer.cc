@@ -105,8 +105,8 @@ class Regex {
     if (code == nullptr) {
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(err, buf, sizeof(buf));
-      return InvalidArgumentError("pre-tokenizer regex does not compile at offset " + std::to_string(err_off) +
-                                  ": " + reinterpret_cast<const char*>(buf));
+      return InvalidArgumentError("pre-tokenizer regex does not compile at offset " +
+                                  std::to_string(err_off) + ": " + reinterpret_cast<const char*>(buf));
     }
     std::unique_ptr<Regex> re(new Regex(code));
     // JIT is an optimisation; without it (unsupported CPU, no executable memory) matching still works.
@@ -179,7 +179,8 @@ struct Span {
 };
 
 // Turns the matches of a Split into pieces following HF's SplitDelimiterBehavior.
-void ApplyBehavior(const std::vector<Span>& in, SplitBehavior behavior, std::vector<std::pair<size_t, size_t>>* out) {
+void ApplyBehavior(const std::vector<Span>& in, SplitBehavior behavior,
+                   std::vector<std::pair<size_t, size_t>>* out) {
   switch (behavior) {
     case SplitBehavior::kRemoved:
       for (const Span& s : in)
@@ -302,7 +303,8 @@ class TokenTrie {
 
 // \w of Rust's regex crate, near enough: letters, marks, decimal digits, connector punctuation.
 bool IsWordChar(uint32_t cp) {
-  if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
+  if (cp < 0x80)
+    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
     case UTF8PROC_CATEGORY_LU:
     case UTF8PROC_CATEGORY_LL:
@@ -382,7 +384,8 @@ Status Expect(bool cond, const std::string& what) {
 StatusOr<bool> GetBool(const json& obj, const char* key, bool dflt) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return dflt;
-  if (!it->is_boolean()) return InvalidArgumentError(std::string("tokenizer.json: '") + key + "' must be a boolean");
+  if (!it->is_boolean())
+    return InvalidArgumentError(std::string("tokenizer.json: '") + key + "' must be a boolean");
   return it->get<bool>();
 }
 
@@ -400,12 +403,12 @@ StatusOr<std::string> GetType(const json& obj, const std::string& where) {
 
 struct Tokenizer::Impl {
   // Vocabulary.
-  std::unordered_map<std::string, int32_t> vocab;        // model vocab
+  std::unordered_map<std::string, int32_t> vocab;  // model vocab
   std::unordered_map<std::string, int32_t> added_by_content;
-  std::vector<std::string> id_to_token;                 // "" for holes
-  std::vector<uint8_t> id_flags;                        // kPresent | kAdded | kSpecial
-  std::string token_bytes;                              // decoded bytes of every id, concatenated
-  std::vector<uint32_t> token_bytes_off;                // size vocab_size + 1
+  std::vector<std::string> id_to_token;   // "" for holes
+  std::vector<uint8_t> id_flags;          // kPresent | kAdded | kSpecial
+  std::string token_bytes;                // decoded bytes of every id, concatenated
+  std::vector<uint32_t> token_bytes_off;  // size vocab_size + 1
   static constexpr uint8_t kPresent = 1, kAdded = 2, kSpecial = 4;
 
   // BPE.
@@ -478,7 +481,8 @@ Status Tokenizer::Impl::LoadModel(const json& model) {
   auto dropout_it = model.find("dropout");
   if (dropout_it != model.end() && !dropout_it->is_null()) {
     MINERU_RETURN_IF_ERROR(Expect(dropout_it->is_number(), "model.dropout must be a number"));
-    if (dropout_it->get<double>() != 0.0) return UnimplementedError("tokenizer.json: BPE dropout is not supported");
+    if (dropout_it->get<double>() != 0.0)
+      return UnimplementedError("tokenizer.json: BPE dropout is not supported");
   }
   MINERU_ASSIGN_OR_RETURN(bool byte_fallback, GetBool(model, "byte_fallback", false));
   if (byte_fallback) return UnimplementedError("tokenizer.json: BPE byte_fallback is not supported");
@@ -515,7 +519,8 @@ Status Tokenizer::Impl::LoadModel(const json& model) {
       const std::string& s = e.get_ref<const std::string&>();
       const size_t sp = s.find(' ');
       if (sp == std::string::npos)
-        return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) + " '" + s + "' has no space");
+        return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) + " '" + s +
+                                    "' has no space");
       a = std::string_view(s).substr(0, sp);
       b = std::string_view(s).substr(sp + 1);
     } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
@@ -533,7 +538,8 @@ Status Tokenizer::Impl::LoadModel(const json& model) {
     joined.append(b.data(), b.size());
     auto inew = vocab.find(joined);
     if (ia == vocab.end() || ib == vocab.end() || inew == vocab.end())
-      return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) + " uses a token not in the vocab");
+      return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) +
+                                  " uses a token not in the vocab");
     // Later duplicates win, as in HF (its merge map is built by inserting in order).
     merges[PairKey(ia->second, ib->second)] = Merge{static_cast<int32_t>(rank), inew->second};
   }
@@ -563,7 +569,8 @@ Status Tokenizer::Impl::LoadAddedTokens(const json& arr) {
     MINERU_RETURN_IF_ERROR(Expect(t.is_object(), "every added token must be an object"));
     auto id_it = t.find("id");
     auto content_it = t.find("content");
-    MINERU_RETURN_IF_ERROR(Expect(id_it != t.end() && id_it->is_number_integer(), "added token without integer 'id'"));
+    MINERU_RETURN_IF_ERROR(
+        Expect(id_it != t.end() && id_it->is_number_integer(), "added token without integer 'id'"));
     MINERU_RETURN_IF_ERROR(
         Expect(content_it != t.end() && content_it->is_string(), "added token without string 'content'"));
     AddedToken a;
@@ -572,7 +579,8 @@ Status Tokenizer::Impl::LoadAddedTokens(const json& arr) {
       return InvalidArgumentError("tokenizer.json: added token id " + std::to_string(id) + " out of range");
     a.id = static_cast<int32_t>(id);
     a.content = content_it->get<std::string>();
-    if (!utf8::IsValid(a.content)) return InvalidArgumentError("tokenizer.json: added token is not valid UTF-8");
+    if (!utf8::IsValid(a.content))
+      return InvalidArgumentError("tokenizer.json: added token is not valid UTF-8");
     MINERU_ASSIGN_OR_RETURN(a.special, GetBool(t, "special", false));
     MINERU_ASSIGN_OR_RETURN(a.normalized, GetBool(t, "normalized", !a.special));
     MINERU_ASSIGN_OR_RETURN(a.lstrip, GetBool(t, "lstrip", false));
@@ -588,7 +596,8 @@ Status Tokenizer::Impl::LoadNormalizer(const json& n) {
   MINERU_ASSIGN_OR_RETURN(std::string type, GetType(n, "normalizer"));
   if (type == "Sequence") {
     auto it = n.find("normalizers");
-    MINERU_RETURN_IF_ERROR(Expect(it != n.end() && it->is_array(), "normalizer Sequence without 'normalizers'"));
+    MINERU_RETURN_IF_ERROR(
+        Expect(it != n.end() && it->is_array(), "normalizer Sequence without 'normalizers'"));
     for (const json& sub : *it) MINERU_RETURN_IF_ERROR(LoadNormalizer(sub));
     return Status::Ok();
   }
@@ -622,7 +631,8 @@ Status Tokenizer::Impl::LoadPreTokenizer(const json& p) {
   for (const json* sp : steps) {
     const json& s = *sp;
     MINERU_ASSIGN_OR_RETURN(std::string t, GetType(s, "pre_tokenizer step"));
-    if (byte_level) return UnimplementedError("tokenizer.json: pre_tokenizer steps after ByteLevel are not supported");
+    if (byte_level)
+      return UnimplementedError("tokenizer.json: pre_tokenizer steps after ByteLevel are not supported");
     PreTokStep step;
     if (t == "ByteLevel") {
       byte_level = true;
@@ -649,12 +659,18 @@ Status Tokenizer::Impl::LoadPreTokenizer(const json& p) {
       auto beh = s.find("behavior");
       MINERU_RETURN_IF_ERROR(Expect(beh != s.end() && beh->is_string(), "Split without string 'behavior'"));
       const std::string& b = beh->get_ref<const std::string&>();
-      if (b == "Removed") step.behavior = SplitBehavior::kRemoved;
-      else if (b == "Isolated") step.behavior = SplitBehavior::kIsolated;
-      else if (b == "MergedWithPrevious") step.behavior = SplitBehavior::kMergedWithPrevious;
-      else if (b == "MergedWithNext") step.behavior = SplitBehavior::kMergedWithNext;
-      else if (b == "Contiguous") step.behavior = SplitBehavior::kContiguous;
-      else return InvalidArgumentError("tokenizer.json: unknown Split behavior '" + b + "'");
+      if (b == "Removed")
+        step.behavior = SplitBehavior::kRemoved;
+      else if (b == "Isolated")
+        step.behavior = SplitBehavior::kIsolated;
+      else if (b == "MergedWithPrevious")
+        step.behavior = SplitBehavior::kMergedWithPrevious;
+      else if (b == "MergedWithNext")
+        step.behavior = SplitBehavior::kMergedWithNext;
+      else if (b == "Contiguous")
+        step.behavior = SplitBehavior::kContiguous;
+      else
+        return InvalidArgumentError("tokenizer.json: unknown Split behavior '" + b + "'");
       MINERU_ASSIGN_OR_RETURN(step.invert, GetBool(s, "invert", false));
     } else {
       return UnimplementedError("tokenizer.json: pre_tokenizer '" + t + "' is not supported");
@@ -671,7 +687,8 @@ Status Tokenizer::Impl::LoadDecoder(const json& d) {
   if (type == "ByteLevel") return Status::Ok();
   if (type == "Sequence") {
     auto it = d.find("decoders");
-    MINERU_RETURN_IF_ERROR(Expect(it != d.end() && it->is_array(), "decoder Sequence without 'decoders' array"));
+    MINERU_RETURN_IF_ERROR(
+        Expect(it != d.end() && it->is_array(), "decoder Sequence without 'decoders' array"));
     bool any = false;
     for (const json& sub : *it) {
       MINERU_ASSIGN_OR_RETURN(std::string t, GetType(sub, "decoder step"));
@@ -722,13 +739,14 @@ Status Tokenizer::Impl::Finish() {
 
 Status Tokenizer::Impl::Normalize(std::string_view in, std::string* out, bool* changed) const {
   *changed = false;
-  if (normalizers.empty() || IsAscii(in)) return Status::Ok();  // every supported form is the identity on ASCII
+  if (normalizers.empty() || IsAscii(in))
+    return Status::Ok();  // every supported form is the identity on ASCII
   std::string cur(in);
   for (int opts : normalizers) {
     utf8proc_uint8_t* dst = nullptr;
-    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()),
-                                            static_cast<utf8proc_ssize_t>(cur.size()), &dst,
-                                            static_cast<utf8proc_option_t>(opts));
+    const utf8proc_ssize_t n =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()),
+                     static_cast<utf8proc_ssize_t>(cur.size()), &dst, static_cast<utf8proc_option_t>(opts));
     if (n < 0) {
       std::free(dst);
       return InvalidArgumentError(std::string("normalization failed: ") + utf8proc_errmsg(n));
@@ -815,7 +833,9 @@ void Tokenizer::Impl::BpeWordUncached(std::string_view word, std::vector<int32_t
       int32_t new_id;
     };
     // Min-heap on (rank, pos): lowest rank first, leftmost on ties.
-    auto worse = [](const Cand& x, const Cand& y) { return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos; };
+    auto worse = [](const Cand& x, const Cand& y) {
+      return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos;
+    };
     std::vector<Cand> heap;
     heap.reserve(syms.size());
     auto push_pair = [&](int32_t left) {
@@ -875,7 +895,8 @@ void Tokenizer::Impl::BpeWord(std::string_view word, std::vector<int32_t>* out) 
   BpeWordUncached(word, out);
   std::unique_lock<std::shared_mutex> lock(cache_mu);
   if (cache.size() < kCacheMaxEntries) {
-    cache.emplace(std::move(key), std::vector<int32_t>(out->begin() + static_cast<std::ptrdiff_t>(start), out->end()));
+    cache.emplace(std::move(key),
+                  std::vector<int32_t>(out->begin() + static_cast<std::ptrdiff_t>(start), out->end()));
   }
 }
 

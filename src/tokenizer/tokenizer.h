@@ -46,10 +46,10 @@ class Tokenizer {
   StatusOr<std::string> Decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
 
   std::optional<int32_t> TokenToId(std::string_view token) const;  // vocab or added token
-  std::string IdToToken(int32_t id) const;                          // raw token string ("" if out of range)
-  bool IsSpecial(int32_t id) const;                                 // added token with special=true
-  bool IsAdded(int32_t id) const;                                   // any added token
-  int32_t vocab_size() const;                                       // max id + 1 over vocab and added tokens
+  std::string IdToToken(int32_t id) const;                         // raw token string ("" if out of range)
+  bool IsSpecial(int32_t id) const;                                // added token with special=true
+  bool IsAdded(int32_t id) const;                                  // any added token
+  int32_t vocab_size() const;                                      // max id + 1 over vocab and added tokens
 
   // The raw bytes one token contributes to decoded text (before UTF-8 repair); empty for holes and
   // out-of-range ids. Used by IncrementalDecoder.

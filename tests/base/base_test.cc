@@ -49,7 +49,8 @@ TEST(HashTest, Sha256Vectors) {
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   Sha256 s;  // streaming over odd chunk sizes equals one-shot
   std::string million(1000000, 'a');
-  for (size_t i = 0; i < million.size(); i += 777) s.Update(million.data() + i, std::min<size_t>(777, million.size() - i));
+  for (size_t i = 0; i < million.size(); i += 777)
+    s.Update(million.data() + i, std::min<size_t>(777, million.size() - i));
   EXPECT_EQ(s.HexDigest(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
@@ -82,10 +83,13 @@ TEST(ThreadPoolTest, AnExceptionInAChunkReachesTheCaller) {
     std::atomic<int> ran{0};
     bool caught = false;
     try {
-      pool.ParallelFor(100, [&](size_t b, size_t e, size_t) {
-        ran++;
-        if (b <= bad && bad < e) throw std::bad_alloc();
-      }, 10);
+      pool.ParallelFor(
+          100,
+          [&](size_t b, size_t e, size_t) {
+            ran++;
+            if (b <= bad && bad < e) throw std::bad_alloc();
+          },
+          10);
     } catch (const std::bad_alloc&) {
       caught = true;
     }

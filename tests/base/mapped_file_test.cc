@@ -86,7 +86,8 @@ TEST(MappedFileFaultTest, TruncatedWhileMappedReadsZerosAndIsFlagged) {
   EXPECT_EQ(g_prev_calls.load(), prev) << "a fault inside our mapping must not reach the previous handler";
   Status s = (*f)->CheckUnchanged();
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
-  EXPECT_NE(s.message().find("size " + std::to_string(16 * page) + " -> " + std::to_string(page)), std::string::npos)
+  EXPECT_NE(s.message().find("size " + std::to_string(16 * page) + " -> " + std::to_string(page)),
+            std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("read as zeros"), std::string::npos) << s.message();
   f->reset();  // unmapping the patched range works as usual

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -76,7 +76,7 @@ TEST_P(CliGoldenTest, RawIdsReproduceGreedyIds) {
     raw += (raw.empty() ? "" : " ") + std::to_string(id);
     prev = id;
   }
-  std::vector<std::string> args = {"generate", "--raw-ids", raw, "--max-new-tokens", "16", "--ignore-eos",
+  std::vector<std::string> args = {"generate",    "--raw-ids", raw, "--max-new-tokens", "16", "--ignore-eos",
                                    "--print-ids", "--threads", "2"};
   for (const std::string& a : ModelArgs(c)) args.push_back(a);
   std::string meta = mineru::ReadFileToString(kFx + "/" + c.model + "/golden_" + c.name + ".json").value();
@@ -93,35 +93,35 @@ TEST_P(CliGoldenTest, RawIdsReproduceGreedyIds) {
   EXPECT_EQ(Trim(r.out), expect);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, CliGoldenTest,
-                         ::testing::Values(GoldenCli{"tiny", "one_image", 2000}, GoldenCli{"tiny", "two_images", 2000},
-                                           GoldenCli{"tiny", "text_only", 2000},
-                                           GoldenCli{"tinyvocab", "one_image", 151655},
-                                           GoldenCli{"tinyvocab", "two_images", 151655},
-                                           GoldenCli{"tinyvocab", "text_only", 151655},
-                                           GoldenCli{"tinyvocab", "one_image", 151655, "f32"},
-                                           GoldenCli{"tinyvocab", "two_images", 151655, "f32"},
-                                           GoldenCli{"tinyvocab", "text_only", 151655, "f16"}),
-                         [](const auto& i) {
-                           return i.param.model + "_" + i.param.name + (i.param.gguf.empty() ? "" : "_gguf_" + i.param.gguf);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, CliGoldenTest,
+    ::testing::Values(GoldenCli{"tiny", "one_image", 2000}, GoldenCli{"tiny", "two_images", 2000},
+                      GoldenCli{"tiny", "text_only", 2000}, GoldenCli{"tinyvocab", "one_image", 151655},
+                      GoldenCli{"tinyvocab", "two_images", 151655},
+                      GoldenCli{"tinyvocab", "text_only", 151655},
+                      GoldenCli{"tinyvocab", "one_image", 151655, "f32"},
+                      GoldenCli{"tinyvocab", "two_images", 151655, "f32"},
+                      GoldenCli{"tinyvocab", "text_only", 151655, "f16"}),
+    [](const auto& i) {
+      return i.param.model + "_" + i.param.name + (i.param.gguf.empty() ? "" : "_gguf_" + i.param.gguf);
+    });
 
 TEST(CliTest, PromptThroughChatTemplateOnRealTokenizer) {
   CmdResult r = Exec({"generate", "--model", kFx + "/tinyvocab", "--image", kFx + "/image0.png", "--prompt",
-                "\nText Recognition:", "--max-new-tokens", "5", "--ignore-eos", "--print-ids"});
+                      "\nText Recognition:", "--max-new-tokens", "5", "--ignore-eos", "--print-ids"});
   ASSERT_EQ(r.code, 0) << r.err;
   std::string ids = Trim(r.out);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), ' '), 4) << ids;
   // The prompt the template produces, tokenized: system turn, image, text, assistant header.
   CmdResult t = Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text",
-                "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-                "<|vision_start|><|image_pad|><|vision_end|>\nText Recognition:<|im_end|>\n"
-                "<|im_start|>assistant\n"});
+                      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+                      "<|vision_start|><|image_pad|><|vision_end|>\nText Recognition:<|im_end|>\n"
+                      "<|im_start|>assistant\n"});
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_EQ(Trim(t.out).rfind("151644 8948 198", 0), 0u) << t.out;
   // And text output decodes without error.
-  CmdResult text = Exec({"generate", "--model", kFx + "/tinyvocab", "--prompt", "Hello", "--max-new-tokens", "4",
-                   "--ignore-eos"});
+  CmdResult text = Exec({"generate", "--model", kFx + "/tinyvocab", "--prompt", "Hello", "--max-new-tokens",
+                         "4", "--ignore-eos"});
   EXPECT_EQ(text.code, 0) << text.err;
 }
 
@@ -137,17 +137,23 @@ TEST(CliTest, HostileInputsGiveOneLineErrors) {
   const std::string d = TmpDir("bad");
   const std::string tiny = kFx + "/tiny";
   // Missing model directory.
-  ExpectCleanFailure(Exec({"generate", "--model", d + "/nope", "--raw-ids", "1 2", "--print-ids"}), "missing dir");
+  ExpectCleanFailure(Exec({"generate", "--model", d + "/nope", "--raw-ids", "1 2", "--print-ids"}),
+                     "missing dir");
   // Truncated safetensors.
   const std::string trunc = TmpDir("trunc");
-  EXPECT_TRUE(mineru::WriteStringToFile(trunc + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value()).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(trunc + "/config.json",
+                                        mineru::ReadFileToString(tiny + "/config.json").value())
+                  .ok());
   std::string w = mineru::ReadFileToString(tiny + "/model.safetensors").value();
   EXPECT_TRUE(mineru::WriteStringToFile(trunc + "/model.safetensors", w.substr(0, w.size() - 1000)).ok());
   ExpectCleanFailure(Exec({"generate", "--model", trunc, "--raw-ids", "1 2", "--print-ids"}), "truncated");
   // Header whose offsets lie.
   const std::string lie = TmpDir("lie");
-  EXPECT_TRUE(mineru::WriteStringToFile(lie + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value()).ok());
-  std::string h = R"({"model.embed_tokens.weight":{"dtype":"F32","shape":[2048,64],"data_offsets":[0,999999999]}})";
+  EXPECT_TRUE(
+      mineru::WriteStringToFile(lie + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value())
+          .ok());
+  std::string h =
+      R"({"model.embed_tokens.weight":{"dtype":"F32","shape":[2048,64],"data_offsets":[0,999999999]}})";
   std::string bytes(8, '\0');
   uint64_t n = h.size();
   std::memcpy(&bytes[0], &n, 8);
@@ -156,52 +162,60 @@ TEST(CliTest, HostileInputsGiveOneLineErrors) {
   // Config with a missing field.
   const std::string cfg = TmpDir("cfg");
   std::string c = mineru::ReadFileToString(tiny + "/config.json").value();
-  c.replace(c.find("\"num_hidden_layers\""), std::string("\"num_hidden_layers\"").size(), "\"num_hidden_layerz\"");
+  c.replace(c.find("\"num_hidden_layers\""), std::string("\"num_hidden_layers\"").size(),
+            "\"num_hidden_layerz\"");
   EXPECT_TRUE(mineru::WriteStringToFile(cfg + "/config.json", c).ok());
   EXPECT_TRUE(mineru::WriteStringToFile(cfg + "/model.safetensors", w).ok());
   ExpectCleanFailure(Exec({"generate", "--model", cfg, "--raw-ids", "1 2", "--print-ids"}), "config field");
   // Corrupt image, 1x1 image, an image claiming 60000x60000.
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/corrupt.png", "\x89PNG\r\n\x1a\nthis is not a png").ok());
-  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/corrupt.png", "--raw-ids", "1 2000 2",
-                           "--print-ids"}),
+  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/corrupt.png", "--raw-ids",
+                           "1 2000 2", "--print-ids"}),
                      "corrupt image");
   // Minimal valid 1x1 RGB PNG.
-  const unsigned char one[] = {0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48,
-                               0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00,
-                               0x00, 0x90, 0x77, 0x53, 0xde, 0x00, 0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x08,
-                               0xd7, 0x63, 0xf8, 0xcf, 0xc0, 0x00, 0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d,
-                               0xb0, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/one.png", std::string(reinterpret_cast<const char*>(one), sizeof(one))).ok());
-  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/one.png", "--raw-ids", "1 2000 2",
-                           "--print-ids"}),
-                     "1x1 image");
+  const unsigned char one[] = {0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d,
+                               0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01,
+                               0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xde, 0x00, 0x00, 0x00,
+                               0x0c, 0x49, 0x44, 0x41, 0x54, 0x08, 0xd7, 0x63, 0xf8, 0xcf, 0xc0, 0x00,
+                               0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d, 0xb0, 0x00, 0x00, 0x00,
+                               0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
+  EXPECT_TRUE(
+      mineru::WriteStringToFile(d + "/one.png", std::string(reinterpret_cast<const char*>(one), sizeof(one)))
+          .ok());
+  ExpectCleanFailure(
+      Exec({"generate", "--model", tiny, "--image", d + "/one.png", "--raw-ids", "1 2000 2", "--print-ids"}),
+      "1x1 image");
   std::string big(reinterpret_cast<const char*>(one), sizeof(one));
   // IHDR width/height at bytes 16..23 -> 60000 x 60000 (CRC now wrong too: either error is fine).
   const unsigned char dims[] = {0x00, 0x00, 0xea, 0x60, 0x00, 0x00, 0xea, 0x60};
   big.replace(16, 8, reinterpret_cast<const char*>(dims), 8);
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/big.png", big).ok());
-  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/big.png", "--raw-ids", "1 2000 2",
-                           "--print-ids"}),
-                     "60000x60000 image");
+  ExpectCleanFailure(
+      Exec({"generate", "--model", tiny, "--image", d + "/big.png", "--raw-ids", "1 2000 2", "--print-ids"}),
+      "60000x60000 image");
   // Invalid UTF-8 text.
   ExpectCleanFailure(Exec({"generate", "--model", kFx + "/tinyvocab", "--prompt", "bad \xff\xfe utf8"}),
                      "invalid utf-8 prompt");
-  ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text", "\xc3"}), "invalid utf-8 text");
+  ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text", "\xc3"}),
+                     "invalid utf-8 text");
   // Bad flags and ids.
   ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 x 2"}), "bad ids");
-  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 99999", "--print-ids"}), "id past vocab");
+  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 99999", "--print-ids"}),
+                     "id past vocab");
   ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 2000 2", "--print-ids"}),
                      "image token without image");
   ExpectCleanFailure(Exec({"generate", "--bogus-flag"}), "unknown flag");
-  ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--decode", "99999999"}), "decode range");
+  ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--decode", "99999999"}),
+                     "decode range");
 }
 
 // quantize --format gguf writes a pair that reproduces the model it came from: the exported
 // pair gives the ids the safetensors folder gives with the same --quant, for every format.
 TEST(CliTest, GgufExportRoundTripsThroughGenerate) {
   const std::string src = kFx + "/tinyvocab";
-  const std::vector<std::string> gen = {"generate", "--image", kFx + "/image1.png", "--prompt", "\nText Recognition:",
-                                        "--max-new-tokens", "12", "--ignore-eos", "--print-ids"};
+  const std::vector<std::string> gen = {
+      "generate",         "--image", kFx + "/image1.png", "--prompt",   "\nText Recognition:",
+      "--max-new-tokens", "12",      "--ignore-eos",      "--print-ids"};
   for (const std::string q : {"bf16", "q8", "q4"}) {
     const std::string out = TmpDir("gguf_" + q);
     CmdResult e = Exec({"quantize", "--model", src, "--format", "gguf", "--quant", q, "-o", out});
@@ -215,7 +229,8 @@ TEST(CliTest, GgufExportRoundTripsThroughGenerate) {
     EXPECT_EQ(Trim(rb.out), Trim(ra.out)) << q;
     // The exported folder tokenizes as the original (tokenizer rebuilt from GGUF metadata).
     const std::string text = "<|im_start|>user\nTable 1: 价格 $x^2$<|im_end|>";
-    CmdResult ta = Exec({"tokenize", "--model", src, "--text", text}), tb = Exec({"tokenize", "--model", out, "--text", text});
+    CmdResult ta = Exec({"tokenize", "--model", src, "--text", text}),
+              tb = Exec({"tokenize", "--model", out, "--text", text});
     EXPECT_EQ(Trim(tb.out), Trim(ta.out)) << q << ": " << tb.err;
   }
 }
@@ -226,19 +241,19 @@ TEST(CliTest, BadGgufInputsGiveOneLineErrors) {
   const std::string d = TmpDir("badgguf");
   ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--raw-ids", "1 2", "--print-ids"}),
                      "LM without its mmproj");
-  ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "model-f16.gguf", "--raw-ids",
-                           "1 2", "--print-ids"}),
+  ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "model-f16.gguf",
+                           "--raw-ids", "1 2", "--print-ids"}),
                      "two LM files");
   std::string lm = mineru::ReadFileToString(g + "model-q8_0.gguf").value();
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/cut.gguf", lm.substr(0, lm.size() / 2)).ok());
-  ExpectCleanFailure(Exec({"generate", "--model", d + "/cut.gguf", "--mmproj", g + "mmproj-q8_0.gguf", "--raw-ids",
-                           "1 2", "--print-ids"}),
+  ExpectCleanFailure(Exec({"generate", "--model", d + "/cut.gguf", "--mmproj", g + "mmproj-q8_0.gguf",
+                           "--raw-ids", "1 2", "--print-ids"}),
                      "truncated GGUF");
   ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf",
                            "--min-pixels", "0", "--raw-ids", "1 2", "--print-ids"}),
                      "min pixels 0");
-  ExpectCleanFailure(Exec({"quantize", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf", "--format",
-                           "safetensors", "-o", d + "/st"}),
+  ExpectCleanFailure(Exec({"quantize", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf",
+                           "--format", "safetensors", "-o", d + "/st"}),
                      "GGUF to safetensors");
 }
 
@@ -246,8 +261,8 @@ TEST(CliTest, GenModelTinyPresetThenGenerate) {
   const std::string d = TmpDir("gen");
   CmdResult g = Exec({"gen-model", "--preset", "tiny", "-o", d});
   ASSERT_EQ(g.code, 0) << g.err;
-  CmdResult r = Exec({"generate", "--model", d, "--image", kFx + "/image2.png", "--prompt", "Hi", "--max-new-tokens", "3",
-                "--ignore-eos", "--print-ids"});
+  CmdResult r = Exec({"generate", "--model", d, "--image", kFx + "/image2.png", "--prompt", "Hi",
+                      "--max-new-tokens", "3", "--ignore-eos", "--print-ids"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ' '), 2);
 }

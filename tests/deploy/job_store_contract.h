@@ -82,8 +82,10 @@ inline void CheckJobStoreContract(server::JobStore& s, bool shared) {
   while (!taken && std::chrono::steady_clock::now() < end) {
     auto t = s.ClaimNext("w4", 30);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
-    if (t->has_value()) taken = **t;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling, with a deadline
+    if (t->has_value())
+      taken = **t;
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling, with a deadline
   }
   ASSERT_TRUE(taken.has_value()) << "an expired lease was never taken over";
   EXPECT_EQ(taken->id, b.id);

@@ -23,13 +23,14 @@ TEST(SqliteJobStore, OpensAStoreFromBeforeLeases) {
   const std::string path = dir + "/jobs.sqlite3";
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "CREATE TABLE jobs (id TEXT PRIMARY KEY, status TEXT NOT NULL, created REAL, updated REAL, "
-                         "filename TEXT, input_path TEXT, options TEXT, pages_done INTEGER DEFAULT 0, pages_total "
-                         "INTEGER DEFAULT 0, error TEXT, result_dir TEXT, attempts INTEGER DEFAULT 0);"
-                         "INSERT INTO jobs (id, status, created, updated, filename, options, attempts) VALUES "
-                         "('0123456789abcdef0123456789abcdef', 'running', 1, 1, 'old.pdf', '{}', 1);",
-                         nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(
+                db,
+                "CREATE TABLE jobs (id TEXT PRIMARY KEY, status TEXT NOT NULL, created REAL, updated REAL, "
+                "filename TEXT, input_path TEXT, options TEXT, pages_done INTEGER DEFAULT 0, pages_total "
+                "INTEGER DEFAULT 0, error TEXT, result_dir TEXT, attempts INTEGER DEFAULT 0);"
+                "INSERT INTO jobs (id, status, created, updated, filename, options, attempts) VALUES "
+                "('0123456789abcdef0123456789abcdef', 'running', 1, 1, 'old.pdf', '{}', 1);",
+                nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
   auto s = server::JobStore::Open(path);

@@ -47,7 +47,6 @@ std::string Env(const char* name, const std::string& def) {
 
 bool Executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
 
-
 // Starts args with stdout/stderr appended to log, as uid/gid (-1: unchanged). Returns the pid.
 // cwd: a directory to start in (empty: unchanged).
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log, uid_t uid = static_cast<uid_t>(-1),
@@ -124,8 +123,8 @@ class Postgres {
       }
     }
     log_ = dir_ + "/postgres.log";
-    const int rc = WaitExit(Spawn({bin + "/initdb", "-D", dir_ + "/data", "-U", "mineru", "--auth=trust", "-E", "UTF8",
-                                   "--no-sync", "--no-instructions"},
+    const int rc = WaitExit(Spawn({bin + "/initdb", "-D", dir_ + "/data", "-U", "mineru", "--auth=trust",
+                                   "-E", "UTF8", "--no-sync", "--no-instructions"},
                                   log_, uid_, gid_, dir_));
     if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
       *err = "initdb failed: " + Log();
@@ -166,15 +165,18 @@ class Postgres {
     return true;
   }
   // The password is ignored (trust authentication); it is here to exercise the URI form.
-  std::string Uri() const { return "postgresql://mineru:secret@127.0.0.1:" + std::to_string(port_) + "/mineru"; }
+  std::string Uri() const {
+    return "postgresql://mineru:secret@127.0.0.1:" + std::to_string(port_) + "/mineru";
+  }
   std::string Log() const { return ReadFileToString(log_).ok() ? *ReadFileToString(log_) : ""; }
 
   // Runs sql; rows of text values (empty on error, with the error in *err when given).
-  std::vector<std::vector<std::string>> Query(const std::string& sql, const std::vector<std::string>& params = {}) {
+  std::vector<std::vector<std::string>> Query(const std::string& sql,
+                                              const std::vector<std::string>& params = {}) {
     std::vector<const char*> values;
     for (const auto& p : params) values.push_back(p.c_str());
-    PGresult* r = PQexecParams(db_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr,
-                               nullptr, 0);
+    PGresult* r = PQexecParams(db_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
+                               nullptr, nullptr, 0);
     std::vector<std::vector<std::string>> rows;
     if (PQresultStatus(r) == PGRES_TUPLES_OK) {
       for (int i = 0; i < PQntuples(r); ++i) {
@@ -191,7 +193,8 @@ class Postgres {
   ~Postgres() {
     if (db_) PQfinish(db_);
     StopProcess(pid_, SIGINT, 30);  // fast shutdown
-    if (!dir_.empty() && dir_.rfind("/tmp/mineru-pg-", 0) == 0) std::system(("rm -rf '" + dir_ + "'").c_str());
+    if (!dir_.empty() && dir_.rfind("/tmp/mineru-pg-", 0) == 0)
+      std::system(("rm -rf '" + dir_ + "'").c_str());
   }
 
  private:
@@ -280,8 +283,9 @@ std::string WriteReplay(const std::string& dir, int pages) {
       "<|box_start|>100 400 900 600<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>";
   Json j = Json::array();
   for (int i = 0; i < pages; ++i) {
-    j.push_back({{"layout", layout},
-                 {"blocks", {"Page Title " + std::to_string(i + 1), "Some \\(x^2\\) text.", "<fcel>A<fcel>B<nl>"}}});
+    j.push_back(
+        {{"layout", layout},
+         {"blocks", {"Page Title " + std::to_string(i + 1), "Some \\(x^2\\) text.", "<fcel>A<fcel>B<nl>"}}});
   }
   const std::string p = dir + "/replay.json";
   EXPECT_TRUE(WriteStringToFile(p, j.dump()).ok());
@@ -323,15 +327,31 @@ class MultiWorkerTest : public ::testing::Test {
     replay_ = WriteReplay(dir_, kPages);
   }
   std::vector<std::string> WorkerArgs(int i, const std::string& lease_s = "2") const {
-    return {"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data" + std::to_string(i), "--jobs-db", pg_.Uri(),
-            "--replay", replay_, "--replay-delay-ms", "400", "--job-workers", "2", "--job-lease-seconds", lease_s};
+    return {"--model",
+            kFx + "/tinyvocab",
+            "--data-dir",
+            dir_ + "/data" + std::to_string(i),
+            "--jobs-db",
+            pg_.Uri(),
+            "--replay",
+            replay_,
+            "--replay-delay-ms",
+            "400",
+            "--job-workers",
+            "2",
+            "--job-lease-seconds",
+            lease_s};
   }
   // The store's row for a job: status, attempts, finishes, worker_id, pages_done.
   std::map<std::string, std::string> Row(const std::string& id) {
-    auto rows = pg_.Query("SELECT status, attempts, finishes, coalesce(worker_id, ''), pages_done FROM jobs WHERE id = $1",
-                          {id});
+    auto rows = pg_.Query(
+        "SELECT status, attempts, finishes, coalesce(worker_id, ''), pages_done FROM jobs WHERE id = $1",
+        {id});
     if (rows.size() != 1) return {};
-    return {{"status", rows[0][0]}, {"attempts", rows[0][1]}, {"finishes", rows[0][2]}, {"worker_id", rows[0][3]},
+    return {{"status", rows[0][0]},
+            {"attempts", rows[0][1]},
+            {"finishes", rows[0][2]},
+            {"worker_id", rows[0][3]},
             {"pages_done", rows[0][4]}};
   }
   // Waits until every job in ids is done or failed (or the deadline passes); true when all are.
@@ -367,7 +387,8 @@ class MultiWorkerTest : public ::testing::Test {
       EXPECT_EQ(Count(md, "Page Title " + std::to_string(k) + "\n"), 1u) << id << " page " << k << "\n" << md;
     }
     EXPECT_EQ(Json::parse(doc["model_output"].get<std::string>()).size(), static_cast<size_t>(kPages));
-    EXPECT_EQ(Json::parse(doc["middle_json"].get<std::string>())["pdf_info"].size(), static_cast<size_t>(kPages));
+    EXPECT_EQ(Json::parse(doc["middle_json"].get<std::string>())["pdf_info"].size(),
+              static_cast<size_t>(kPages));
     EXPECT_TRUE(Json::parse(doc["content_list"].get<std::string>()).is_array());
     EXPECT_FALSE(doc["images"].empty());  // the table crops
     for (int n = 0; n < kPages; ++n) {
@@ -383,8 +404,10 @@ class MultiWorkerTest : public ::testing::Test {
     EXPECT_EQ(md_file->body, md);
     // In the store: the upload, each page image once, the four result files.
     auto files = pg_.Query(
-        "SELECT count(*) FILTER (WHERE name LIKE '%/pages/page_%'), count(DISTINCT name) FILTER (WHERE name LIKE "
-        "'%/pages/page_%'), count(*) FILTER (WHERE name LIKE 'upload/%'), count(*) FILTER (WHERE name IN ($2, $3, $4, "
+        "SELECT count(*) FILTER (WHERE name LIKE '%/pages/page_%'), count(DISTINCT name) FILTER (WHERE name "
+        "LIKE "
+        "'%/pages/page_%'), count(*) FILTER (WHERE name LIKE 'upload/%'), count(*) FILTER (WHERE name IN "
+        "($2, $3, $4, "
         "$5)) FROM job_files WHERE job_id = $1",
         {id, name + "/" + name + ".md", name + "/" + name + "_model.json", name + "/" + name + "_middle.json",
          name + "/" + name + "_content_list.json"});
@@ -483,14 +506,17 @@ TEST_F(MultiWorkerTest, ConcurrentClaimersTakeEachJobOnce) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(claims.size(), static_cast<size_t>(kMany));
   for (const auto& [id, n] : claims) EXPECT_EQ(n, 1) << id;
-  EXPECT_EQ(pg_.Query("SELECT count(*) FROM jobs WHERE status = 'done' AND finishes = 1 AND attempts = 1")[0][0],
-            std::to_string(kMany));
+  EXPECT_EQ(
+      pg_.Query("SELECT count(*) FROM jobs WHERE status = 'done' AND finishes = 1 AND attempts = 1")[0][0],
+      std::to_string(kMany));
 }
 
 TEST_F(MultiWorkerTest, KilledWorkerJobsCompleteExactlyOnce) {
   ServerProcess w[2];
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(w[i].Start(WorkerArgs(i), dir_ + "/w" + std::to_string(i) + ".log")) << w[i].log();
-  for (int i = 0; i < 2; ++i) EXPECT_NE(w[i].log().find("job store: postgresql"), std::string::npos) << w[i].log();
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(w[i].Start(WorkerArgs(i), dir_ + "/w" + std::to_string(i) + ".log")) << w[i].log();
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NE(w[i].log().find("job store: postgresql"), std::string::npos) << w[i].log();
   Nginx ng;
   std::string err;
   ASSERT_TRUE(ng.Start(dir_, w[0].port(), w[1].port(), &err)) << err;
@@ -501,11 +527,14 @@ TEST_F(MultiWorkerTest, KilledWorkerJobsCompleteExactlyOnce) {
   std::vector<std::string> ids, names;
   auto submit = [&](int i, bool keyed) {
     std::vector<PdfPage> pages;
-    for (int k = 0; k < kPages; ++k) pages.push_back(TextPage("Doc " + std::to_string(i) + " page " + std::to_string(k)));
+    for (int k = 0; k < kPages; ++k)
+      pages.push_back(TextPage("Doc " + std::to_string(i) + " page " + std::to_string(k)));
     const std::string name = "doc" + std::to_string(i);
     httplib::Headers h = {{"X-Document-Id", "document-" + std::to_string(i)}};
     if (keyed) h.insert({"Idempotency-Key", "key-" + std::to_string(::getpid()) + "-" + std::to_string(i)});
-    auto r = lb.Post("/tasks", h, httplib::MultipartFormDataItems{{"files", MakePdf(pages), name + ".pdf", "application/pdf"}});
+    auto r =
+        lb.Post("/tasks", h,
+                httplib::MultipartFormDataItems{{"files", MakePdf(pages), name + ".pdf", "application/pdf"}});
     ASSERT_TRUE(r) << "no response from nginx";
     ASSERT_EQ(r->status, 202) << r->body;
     ids.push_back(Json::parse(r->body)["task_id"]);
@@ -519,8 +548,9 @@ TEST_F(MultiWorkerTest, KilledWorkerJobsCompleteExactlyOnce) {
   for (int i = 0; i < 2; ++i) {
     auto c = w[i].Client();
     httplib::Headers h = {{"Idempotency-Key", "key-" + std::to_string(::getpid()) + "-0"}};
-    auto r = c.Post("/tasks", h, httplib::MultipartFormDataItems{{"files", MakePdf({TextPage("x")}), "doc0.pdf",
-                                                                 "application/pdf"}});
+    auto r = c.Post(
+        "/tasks", h,
+        httplib::MultipartFormDataItems{{"files", MakePdf({TextPage("x")}), "doc0.pdf", "application/pdf"}});
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 202);
     EXPECT_EQ(Json::parse(r->body)["task_id"], ids[0]);
@@ -532,11 +562,14 @@ TEST_F(MultiWorkerTest, KilledWorkerJobsCompleteExactlyOnce) {
   std::string victim_id;
   const auto end = Clock::now() + std::chrono::seconds(60);
   while (victim_id.empty() && Clock::now() < end) {
-    auto rows = pg_.Query("SELECT worker_id FROM jobs WHERE status = 'running' AND pages_done >= 1 AND pages_done < $1 "
-                          "ORDER BY created LIMIT 1",
-                          {std::to_string(kPages)});
-    if (!rows.empty()) victim_id = rows[0][0];
-    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto rows = pg_.Query(
+        "SELECT worker_id FROM jobs WHERE status = 'running' AND pages_done >= 1 AND pages_done < $1 "
+        "ORDER BY created LIMIT 1",
+        {std::to_string(kPages)});
+    if (!rows.empty())
+      victim_id = rows[0][0];
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_FALSE(victim_id.empty()) << "no job was seen running";
   const pid_t victim_pid = WorkerPid(victim_id);
@@ -545,7 +578,8 @@ TEST_F(MultiWorkerTest, KilledWorkerJobsCompleteExactlyOnce) {
   w[victim].Stop(SIGKILL);
   // The jobs it held when it died.
   std::set<std::string> orphaned;
-  for (const auto& row : pg_.Query("SELECT id FROM jobs WHERE status = 'running' AND worker_id = $1", {victim_id})) {
+  for (const auto& row :
+       pg_.Query("SELECT id FROM jobs WHERE status = 'running' AND worker_id = $1", {victim_id})) {
     orphaned.insert(row[0]);
   }
   EXPECT_FALSE(orphaned.empty());
@@ -584,8 +618,8 @@ TEST_F(MultiWorkerTest, DrainingWorkerHandsItsJobOver) {
   }
   std::vector<PdfPage> pages;
   for (int k = 0; k < kPages; ++k) pages.push_back(TextPage("Drained page " + std::to_string(k)));
-  auto r = w[0].Client().Post("/tasks", httplib::MultipartFormDataItems{{"files", MakePdf(pages), "drained.pdf",
-                                                                         "application/pdf"}});
+  auto r = w[0].Client().Post(
+      "/tasks", httplib::MultipartFormDataItems{{"files", MakePdf(pages), "drained.pdf", "application/pdf"}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 202) << r->body;
   const std::string id = Json::parse(r->body)["task_id"];
@@ -593,8 +627,10 @@ TEST_F(MultiWorkerTest, DrainingWorkerHandsItsJobOver) {
   const auto end = Clock::now() + std::chrono::seconds(60);
   while (owner.empty() && Clock::now() < end) {
     auto row = Row(id);
-    if (row["status"] == "running" && std::atoi(row["pages_done"].c_str()) >= 1) owner = row["worker_id"];
-    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (row["status"] == "running" && std::atoi(row["pages_done"].c_str()) >= 1)
+      owner = row["worker_id"];
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_FALSE(owner.empty()) << "the job was not seen running";
   const int drained = WorkerPid(owner) == w[0].pid() ? 0 : 1;
@@ -615,11 +651,13 @@ TEST_F(MultiWorkerTest, DrainingWorkerHandsItsJobOver) {
 
 TEST_F(MultiWorkerTest, FrozenWorkerIsOvertakenAndItsLateFinishIsDiscarded) {
   ServerProcess w[2];
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(w[i].Start(WorkerArgs(i), dir_ + "/z" + std::to_string(i) + ".log")) << w[i].log();
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(w[i].Start(WorkerArgs(i), dir_ + "/z" + std::to_string(i) + ".log")) << w[i].log();
   std::vector<PdfPage> pages;
   for (int k = 0; k < kPages; ++k) pages.push_back(TextPage("Frozen page " + std::to_string(k)));
   auto c0 = w[0].Client();
-  auto r = c0.Post("/tasks", httplib::MultipartFormDataItems{{"files", MakePdf(pages), "frozen.pdf", "application/pdf"}});
+  auto r = c0.Post(
+      "/tasks", httplib::MultipartFormDataItems{{"files", MakePdf(pages), "frozen.pdf", "application/pdf"}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 202) << r->body;
   const std::string id = Json::parse(r->body)["task_id"];
@@ -628,8 +666,10 @@ TEST_F(MultiWorkerTest, FrozenWorkerIsOvertakenAndItsLateFinishIsDiscarded) {
   auto end = Clock::now() + std::chrono::seconds(60);
   while (owner.empty() && Clock::now() < end) {
     auto row = Row(id);
-    if (row["status"] == "running" && std::atoi(row["pages_done"].c_str()) >= 1) owner = row["worker_id"];
-    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (row["status"] == "running" && std::atoi(row["pages_done"].c_str()) >= 1)
+      owner = row["worker_id"];
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_FALSE(owner.empty()) << "the job was not seen running";
   const int frozen = WorkerPid(owner) == w[0].pid() ? 0 : 1;

@@ -67,7 +67,8 @@ PdfPage TextPage(const std::string& title, int lines) {
   PdfPage p;
   p.texts.push_back({72, 50, 20, title});
   for (int i = 0; i < lines; ++i) {
-    p.texts.push_back({72, 110.0 + 14 * i, 10, "The quick brown fox jumps over the lazy dog, line " + std::to_string(i + 1) + "."});
+    p.texts.push_back({72, 110.0 + 14 * i, 10,
+                       "The quick brown fox jumps over the lazy dog, line " + std::to_string(i + 1) + "."});
   }
   p.rects.push_back({72, 600, 200, 120, 0.6});
   return p;
@@ -97,9 +98,14 @@ Json ReplayPage(const std::string& title) {
 
 TEST(DocumentE2E, ReplayTwoPagePdfWritesAllOutputs) {
   const std::string d = TmpDir("replay");
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/report.pdf", MakePdf({TextPage("First", 10), TextPage("Second", 5)})).ok());
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Title One"), ReplayPage("Title Two")}).dump()).ok());
-  Result r = Exec({"parse", d + "/report.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
+  EXPECT_TRUE(
+      mineru::WriteStringToFile(d + "/report.pdf", MakePdf({TextPage("First", 10), TextPage("Second", 5)}))
+          .ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(
+                  d + "/replay.json", Json::array({ReplayPage("Title One"), ReplayPage("Title Two")}).dump())
+                  .ok());
+  Result r = Exec({"parse", d + "/report.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                   d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string o = d + "/out/report/report";
   ASSERT_TRUE(Exists(o + ".md"));
@@ -113,7 +119,8 @@ TEST(DocumentE2E, ReplayTwoPagePdfWritesAllOutputs) {
   EXPECT_EQ(p0[2]["bbox"][0].get<double>(), 0.52);  // swapped x reordered
   EXPECT_EQ(p0[2]["bbox"][2].get<double>(), 0.9);
   EXPECT_EQ(p0[3]["type"], "table");
-  EXPECT_EQ(p0[3]["content"], "<table><tr><td>A</td><td>B</td></tr><tr><td colspan=\"2\">1</td></tr></table>");
+  EXPECT_EQ(p0[3]["content"],
+            "<table><tr><td>A</td><td>B</td></tr><tr><td colspan=\"2\">1</td></tr></table>");
   EXPECT_EQ(p0[4]["type"], "equation");
   EXPECT_EQ(p0[4]["content"], "\\[E = mc^2\\]");  // already bracketed: unchanged
   EXPECT_EQ(p0[5]["type"], "image");
@@ -144,12 +151,17 @@ TEST(DocumentE2E, ReplayTwoPagePdfWritesAllOutputs) {
 
 TEST(DocumentE2E, PageRangeAndPerPageIsolation) {
   const std::string d = TmpDir("isolation");
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)})).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf",
+                                        MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)}))
+                  .ok());
   // Page 2's entry has too few block outputs: that page fails, the others complete.
   Json bad = ReplayPage("B");
   bad["blocks"] = Json::array({"only one"});
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("A"), bad, ReplayPage("C")}).dump()).ok());
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--json"});
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json",
+                                        Json::array({ReplayPage("A"), bad, ReplayPage("C")}).dump())
+                  .ok());
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                   d + "/replay.json", "--json"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_FALSE(r.signaled);
   Json model = LoadJson(d + "/out/doc/doc_model.json");
@@ -161,17 +173,19 @@ TEST(DocumentE2E, PageRangeAndPerPageIsolation) {
 
   // --pages 3: only the third page, which consumes the first replay entry.
   const std::string d2 = TmpDir("range");
-  EXPECT_TRUE(mineru::WriteStringToFile(d2 + "/doc.pdf", MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)})).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(d2 + "/doc.pdf",
+                                        MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)}))
+                  .ok());
   EXPECT_TRUE(mineru::WriteStringToFile(d2 + "/replay.json", Json::array({ReplayPage("only")}).dump()).ok());
-  Result r2 = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay", d2 + "/replay.json", "--pages", "3",
-                    "--quiet"});
+  Result r2 = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay",
+                    d2 + "/replay.json", "--pages", "3", "--quiet"});
   ASSERT_EQ(r2.code, 0) << r2.err;
   Json m2 = LoadJson(d2 + "/out/doc/doc_model.json");
   ASSERT_EQ(m2.size(), 1u);
   EXPECT_EQ(CountFiles(d2 + "/out/doc/layout", ".png"), 1);
   EXPECT_TRUE(Exists(d2 + "/out/doc/layout/page_0003.png"));
-  Result bad_range = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay", d2 + "/replay.json", "--pages",
-                           "9-12", "--quiet"});
+  Result bad_range = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay",
+                           d2 + "/replay.json", "--pages", "9-12", "--quiet"});
   EXPECT_NE(bad_range.code, 0);
 }
 
@@ -181,10 +195,13 @@ TEST(DocumentE2E, PageRenderPastItsDeadlineFailsThatPageOnly) {
   const std::string d = TmpDir("render_deadline");
   PdfPage slow = TextPage("B", 1);
   slow.slow_strokes = 1500;  // ~10 s against a deadline of 2 s; the text pages take tens of ms
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 3), slow, TextPage("C", 3)})).ok());
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("A"), ReplayPage("B"), ReplayPage("C")}).dump()).ok());
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json",
-                   "--page-render-timeout-s", "2", "--json"});
+  EXPECT_TRUE(
+      mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 3), slow, TextPage("C", 3)})).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(
+                  d + "/replay.json", Json::array({ReplayPage("A"), ReplayPage("B"), ReplayPage("C")}).dump())
+                  .ok());
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                   d + "/replay.json", "--page-render-timeout-s", "2", "--json"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_FALSE(r.signaled);
   EXPECT_NE(r.out.find("took longer than 2 s"), std::string::npos) << r.out;
@@ -198,8 +215,8 @@ TEST(DocumentE2E, PageRenderPastItsDeadlineFailsThatPageOnly) {
 TEST(DocumentE2E, FixtureModelParsesGeneratedPdf) {
   const std::string d = TmpDir("model");
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/page.pdf", MakePdf({TextPage("Model run", 6)})).ok());
-  Result r = Exec({"parse", d + "/page.pdf", "-o", d + "/out", "--model", kFx + "/tinyvocab", "--max-block-tokens",
-                   "24", "--quiet"});
+  Result r = Exec({"parse", d + "/page.pdf", "-o", d + "/out", "--model", kFx + "/tinyvocab",
+                   "--max-block-tokens", "24", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string o = d + "/out/page/page";
   for (const char* suffix : {".md", "_model.json", "_middle.json", "_content_list.json"}) {
@@ -214,10 +231,13 @@ TEST(DocumentE2E, FixtureModelParsesGeneratedPdf) {
 TEST(DocumentE2E, ImageInputAndDirectory) {
   const std::string d = TmpDir("images");
   ::mkdir((d + "/in").c_str(), 0755);
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/in/scan.png", mineru::ReadFileToString(kFx + "/image2.png").value()).ok());
+  EXPECT_TRUE(
+      mineru::WriteStringToFile(d + "/in/scan.png", mineru::ReadFileToString(kFx + "/image2.png").value())
+          .ok());
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/in/notes.txt", "ignored").ok());
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Scan")}).dump()).ok());
-  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
+  Result r = Exec(
+      {"parse", d + "/in", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   Json middle = LoadJson(d + "/out/scan/scan_middle.json");
   EXPECT_EQ(middle["pdf_info"][0]["page_size"], Json::array({200, 200}));  // 1 px = 1 pt
@@ -226,7 +246,9 @@ TEST(DocumentE2E, ImageInputAndDirectory) {
 
 TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
   const std::string d = TmpDir("hostile");
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("x"), ReplayPage("y")}).dump()).ok());
+  EXPECT_TRUE(
+      mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("x"), ReplayPage("y")}).dump())
+          .ok());
   struct Case {
     std::string name, bytes;
   };
@@ -236,7 +258,8 @@ TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
   std::string enc = pdf;
   const size_t tr = enc.find("trailer\n<<");
   enc.insert(tr + 10, " /Encrypt << /Filter /Standard /V 1 /R 2 /O <" + std::string(64, 'a') + "> /U <" +
-                          std::string(64, 'b') + "> /P -4 >> /ID [<0123456789abcdef0123456789abcdef> "
+                          std::string(64, 'b') +
+                          "> /P -4 >> /ID [<0123456789abcdef0123456789abcdef> "
                           "<0123456789abcdef0123456789abcdef>]");
   PdfPage huge;
   huge.width = 14400;
@@ -246,12 +269,14 @@ TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
                              {"corrupt.pdf", corrupt},
                              {"encrypted.pdf", enc},
                              {"broken.png", "\x89PNG\r\n\x1a\n garbage garbage"},
-                             {"zero_pages.pdf", "%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
-                                                "2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n"
-                                                "trailer << /Root 1 0 R >>\n%%EOF\n"}};
+                             {"zero_pages.pdf",
+                              "%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+                              "2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n"
+                              "trailer << /Root 1 0 R >>\n%%EOF\n"}};
   for (const Case& c : cases) {
     EXPECT_TRUE(mineru::WriteStringToFile(d + "/" + c.name, c.bytes).ok());
-    Result r = Exec({"parse", d + "/" + c.name, "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
+    Result r = Exec({"parse", d + "/" + c.name, "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                     d + "/replay.json", "--quiet"});
     EXPECT_FALSE(r.signaled) << c.name;
     EXPECT_EQ(r.code, 1) << c.name << ": " << r.err;
     EXPECT_NE(r.err.find("error: "), std::string::npos) << c.name << ": " << r.err;
@@ -259,17 +284,20 @@ TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
   }
   // An enormous page renders capped at 3500 px and completes.
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/huge.pdf", MakePdf({huge})).ok());
-  Result r = Exec({"parse", d + "/huge.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
+  Result r = Exec({"parse", d + "/huge.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                   d + "/replay.json", "--quiet"});
   EXPECT_EQ(r.code, 0) << r.err;
   // One bad file among good ones: the good one is still parsed, the exit code reports the failure.
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/good.pdf", pdf).ok());
-  Result mixed = Exec({"parse", d + "/corrupt.pdf", d + "/good.pdf", "-o", d + "/out2", "--vl-utils", "0.1", "--replay",
-                       d + "/replay.json", "--quiet"});
+  Result mixed = Exec({"parse", d + "/corrupt.pdf", d + "/good.pdf", "-o", d + "/out2", "--vl-utils", "0.1",
+                       "--replay", d + "/replay.json", "--quiet"});
   EXPECT_EQ(mixed.code, 1);
   EXPECT_TRUE(Exists(d + "/out2/good/good_model.json"));
-  Result missing = Exec({"parse", d + "/nope.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json"});
+  Result missing =
+      Exec({"parse", d + "/nope.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json"});
   EXPECT_EQ(missing.code, 1);
-  Result bad_replay = Exec({"parse", d + "/good.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/hostile_missing.json"});
+  Result bad_replay = Exec({"parse", d + "/good.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                            d + "/hostile_missing.json"});
   EXPECT_EQ(bad_replay.code, 1);
   EXPECT_FALSE(bad_replay.signaled);
 }
@@ -282,12 +310,12 @@ TEST(DocumentE2E, TextSourcePdfTakesTextLayer) {
       "<|box_start|>100 130 900 330<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
       "<|box_start|>100 740 600 920<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>";
   // Only the table goes to the model: one block output.
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json",
-                                        Json::array({{{"layout", layout}, {"blocks", {"<fcel>x<nl>"}}}}).dump())
+  EXPECT_TRUE(mineru::WriteStringToFile(
+                  d + "/replay.json", Json::array({{{"layout", layout}, {"blocks", {"<fcel>x<nl>"}}}}).dump())
                   .ok());
   for (const char* source : {"pdf", "auto"}) {
-    Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_" + source, "--vl-utils", "0.1", "--replay", d + "/replay.json",
-                     "--text-source", source, "--quiet"});
+    Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_" + source, "--vl-utils", "0.1", "--replay",
+                     d + "/replay.json", "--text-source", source, "--quiet"});
     ASSERT_EQ(r.code, 0) << source << ": " << r.err;
     Json m = LoadJson(d + "/out_" + std::string(source) + "/doc/doc_model.json");
     ASSERT_EQ(m[0].size(), 3u);
@@ -298,7 +326,8 @@ TEST(DocumentE2E, TextSourcePdfTakesTextLayer) {
     EXPECT_EQ(m[0][2]["content"], "<table><tr><td>x</td></tr></table>");
   }
   // model: all three blocks go to the model, and this replay has only one output -> page fails.
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_model", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
+  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_model", "--vl-utils", "0.1", "--replay",
+                   d + "/replay.json", "--quiet"});
   EXPECT_EQ(r.code, 1);
 }
 
@@ -336,7 +365,8 @@ TEST(DocumentE2E, ReplayV12ModelJsonMatchesReference) {
     char name[32];
     std::snprintf(name, sizeof(name), "/p%03zu.png", i);
     ASSERT_TRUE(mineru::WritePngFile(blank, d + "/in" + name).ok());
-    replay.push_back({{"layout", pages[i]["layout"]}, {"blocks", pages[i]["outputs"]}, {"merges", Json::array()}});
+    replay.push_back(
+        {{"layout", pages[i]["layout"]}, {"blocks", pages[i]["outputs"]}, {"merges", Json::array()}});
   }
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
   Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
@@ -346,7 +376,8 @@ TEST(DocumentE2E, ReplayV12ModelJsonMatchesReference) {
     char name[32];
     std::snprintf(name, sizeof(name), "p%03zu", i);
     const std::string stem = d + "/out/" + name + "/" + name;
-    EXPECT_EQ(LoadJson(stem + "_model.json")[0], pages[i]["model"]) << "page " << i << ": " << pages[i]["layout"];
+    EXPECT_EQ(LoadJson(stem + "_model.json")[0], pages[i]["model"])
+        << "page " << i << ": " << pages[i]["layout"];
   }
 }
 
@@ -355,20 +386,27 @@ TEST(DocumentE2E, ReplayV12ModelJsonMatchesReference) {
 // cell_merge on that table in NAME_model.json (a malformed one leaves the table as it was).
 TEST(DocumentE2E, ReplayV12CrossPageTableGetsCellMerge) {
   const std::string d = TmpDir("v12_cross_page");
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 1), TextPage("B", 1), TextPage("C", 1)})).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf",
+                                        MakePdf({TextPage("A", 1), TextPage("B", 1), TextPage("C", 1)}))
+                  .ok());
   const std::string table = "<|ref_start|>table<|ref_end|><|rotate_up|>";
   // Different rows on each page: identical leading rows would be taken for a repeated header.
   const std::string cells = "<fcel>a<fcel>b<nl><fcel>c<fcel>d<nl>";
   const std::string cells2 = "<fcel>e<fcel>f<nl><fcel>g<fcel>h<nl>";
   const std::string cells3 = "<fcel>i<fcel>j<nl>";
-  const Json replay = Json::array(
-      {{{"layout", "<|box_start|>100 050 900 100<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>"
-                   "<|box_start|>100 600 900 950<|box_end|>" + table},
-        {"blocks", {"Intro.", cells}}},
-       {{"layout", "<|box_start|>100 050 900 300<|box_end|>" + table + "<|box_start|>100 600 900 950<|box_end|>" + table},
-        {"blocks", {cells2, cells}},
-        {"merges", {"The first cell continues: [1, 0]"}}},
-       {{"layout", "<|box_start|>100 050 900 300<|box_end|>" + table}, {"blocks", {cells3}}, {"merges", {"[1, 0, 1]"}}}});
+  const Json replay =
+      Json::array({{{"layout",
+                     "<|box_start|>100 050 900 100<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>"
+                     "<|box_start|>100 600 900 950<|box_end|>" +
+                         table},
+                    {"blocks", {"Intro.", cells}}},
+                   {{"layout", "<|box_start|>100 050 900 300<|box_end|>" + table +
+                                   "<|box_start|>100 600 900 950<|box_end|>" + table},
+                    {"blocks", {cells2, cells}},
+                    {"merges", {"The first cell continues: [1, 0]"}}},
+                   {{"layout", "<|box_start|>100 050 900 300<|box_end|>" + table},
+                    {"blocks", {cells3}},
+                    {"merges", {"[1, 0, 1]"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
   Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
                    "--no-layout-pictures"});
@@ -388,8 +426,8 @@ TEST(DocumentE2E, ReplayV12CrossPageTableGetsCellMerge) {
 TEST(DocumentE2E, SampleReportShowsTheNewContent) {
   const std::string d = TmpDir("sample_report");
   const std::string src = MINERU_SOURCE_DIR;
-  Result r = Exec({"parse", src + "/samples/report.pdf", "-o", d + "/out", "--replay", src + "/samples/report_replay.json",
-                   "--quiet"});
+  Result r = Exec({"parse", src + "/samples/report.pdf", "-o", d + "/out", "--replay",
+                   src + "/samples/report_replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string stem = d + "/out/report/report";
   const Json model = LoadJson(stem + "_model.json");
@@ -401,7 +439,8 @@ TEST(DocumentE2E, SampleReportShowsTheNewContent) {
   auto md = mineru::ReadFileToString(stem + ".md");
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("```mermaid\nflowchart LR"), std::string::npos) << *md;
-  EXPECT_NE(md->find("<td>CPU q8, multi-threaded</td>"), std::string::npos) << *md;  // merged across the page break
+  EXPECT_NE(md->find("<td>CPU q8, multi-threaded</td>"), std::string::npos)
+      << *md;  // merged across the page break
   EXPECT_EQ(md->find("<td>threaded</td>"), std::string::npos) << *md;
   EXPECT_NE(md->find("so the cost of a page"), std::string::npos) << *md;  // the continued paragraph
   EXPECT_TRUE(Exists(stem + "_content_list_v2.json"));
@@ -419,11 +458,11 @@ TEST(DocumentE2E, ReplayV12TableImageComesBackAsImg) {
   page.height = 300;
   page.pixels.assign(static_cast<size_t>(page.width) * page.height * 3, 255);
   ASSERT_TRUE(mineru::WritePngFile(page, d + "/in/page.png").ok());
-  const Json replay = Json::array(
-      {{{"layout",
-         "<|box_start|>100 100 900 900<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>"
-         "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
-        {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
+  const Json replay =
+      Json::array({{{"layout",
+                     "<|box_start|>100 100 900 900<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>"
+                     "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
+                    {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
   Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -446,11 +485,11 @@ TEST(DocumentE2E, ReplayV12WritesMinerU344Files) {
   page.height = 300;
   page.pixels.assign(static_cast<size_t>(page.width) * page.height * 3, 255);
   ASSERT_TRUE(mineru::WritePngFile(page, d + "/in/page.png").ok());
-  const Json replay = Json::array(
-      {{{"layout",
-         "<|box_start|>100 100 900 900<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>"
-         "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
-        {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
+  const Json replay =
+      Json::array({{{"layout",
+                     "<|box_start|>100 100 900 900<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>"
+                     "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
+                    {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
   Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;

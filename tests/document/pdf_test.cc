@@ -1,7 +1,7 @@
 // Unit tests of the PDF layer: page sizes, rendering scale and colours, the text layer, errors.
+#include <gtest/gtest.h>
 #include <chrono>
 #include <thread>
-#include <gtest/gtest.h>
 
 #include "../util/pdf_writer.h"
 #include "pdf/pdf.h"
@@ -13,7 +13,7 @@ using testing::MakePdf;
 using testing::PdfPage;
 
 TEST(PdfTest, RendersAt200DpiWithCorrectColours) {
-  PdfPage p;  // US letter
+  PdfPage p;                                  // US letter
   p.rects.push_back({72, 72, 144, 72, 0.0});  // black box 1in from the top-left, 2in x 1in
   p.texts.push_back({72, 300, 12, "Hello PDF world"});
   auto doc = PdfDocument::OpenFromMemory(MakePdf({p}));
@@ -88,7 +88,8 @@ TEST(PdfTest, OutOfMemoryRetriesOnceAtHalfTheDpi) {
   EXPECT_EQ(r.status().code(), StatusCode::kOutOfMemory);
   EXPECT_NE(r.status().message().find("out of memory rendering page 1 at 200 DPI"), std::string::npos)
       << r.status().message();
-  EXPECT_NE(r.status().message().find("at half the resolution too"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("at half the resolution too"), std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace
@@ -122,7 +123,8 @@ TEST(PdfTest, RenderPastItsDeadlineIsAbandonedAndTheDocumentGoesOn) {
   // The document may go before its abandoned renders end: they own what they use.
   doc = InvalidArgumentError("closed");
   // They end on their own (bounded wait, so a hung render fails the test instead of hanging it).
-  for (int i = 0; i < 6000 && AbandonedRenders() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 6000 && AbandonedRenders() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(AbandonedRenders(), 0);
 }
 

@@ -65,12 +65,12 @@ std::string ReadAll(const std::string& path) {
 struct FakeFile {
   std::shared_ptr<const std::string> data;  // bytes served
   bool lfs = false;
-  std::string listed_sha;                   // sha256 advertised (listing + X-Linked-Etag)
-  std::optional<uint64_t> listed_size;      // size advertised
-  int drops = 0;                            // the next `drops` bodies break after drop_after bytes
+  std::string listed_sha;               // sha256 advertised (listing + X-Linked-Etag)
+  std::optional<uint64_t> listed_size;  // size advertised
+  int drops = 0;                        // the next `drops` bodies break after drop_after bytes
   size_t drop_after = 0;
-  int stalls = 0;                           // the next `stalls` bodies stop after drop_after bytes and hang
-  int errors = 0;                           // the next `errors` requests get 503
+  int stalls = 0;  // the next `stalls` bodies stop after drop_after bytes and hang
+  int errors = 0;  // the next `errors` requests get 503
 };
 
 struct LoggedRequest {
@@ -85,15 +85,12 @@ class FakeHub {
   FakeHub() {
     using httplib::Request;
     using httplib::Response;
-    svr_.Get(R"(/api/models/([^/]+/[^/]+)/revision/([^/]+))", [this](const Request& q, Response& r) {
-      HfList(q, r, q.matches[1], q.matches[2]);
-    });
-    svr_.Get(R"(/api/v1/models/([^/]+/[^/]+)/repo/files)", [this](const Request& q, Response& r) {
-      MsList(q, r, q.matches[1]);
-    });
-    svr_.Get(R"(/api/v1/models/([^/]+/[^/]+)/repo)", [this](const Request& q, Response& r) {
-      MsFile(q, r, q.matches[1]);
-    });
+    svr_.Get(R"(/api/models/([^/]+/[^/]+)/revision/([^/]+))",
+             [this](const Request& q, Response& r) { HfList(q, r, q.matches[1], q.matches[2]); });
+    svr_.Get(R"(/api/v1/models/([^/]+/[^/]+)/repo/files)",
+             [this](const Request& q, Response& r) { MsList(q, r, q.matches[1]); });
+    svr_.Get(R"(/api/v1/models/([^/]+/[^/]+)/repo)",
+             [this](const Request& q, Response& r) { MsFile(q, r, q.matches[1]); });
     svr_.Get(R"(/cdn/([^/]+))", [this](const Request& q, Response& r) { Serve(q, r, q.matches[1]); });
     svr_.Get(R"(/([^/]+/[^/]+)/resolve/([^/]+)/(.+))", [this](const Request& q, Response& r) {
       HfResolve(q, r, q.matches[1], q.matches[2], q.matches[3]);
@@ -175,7 +172,8 @@ class FakeHub {
     log_.push_back({q.path, file, q.get_header_value("Range"), status});
   }
 
-  void HfList(const httplib::Request& q, httplib::Response& r, const std::string& repo, const std::string& rev) {
+  void HfList(const httplib::Request& q, httplib::Response& r, const std::string& repo,
+              const std::string& rev) {
     std::lock_guard<std::mutex> lk(mu_);
     Log(q, "", 0);
     if (repo != hf_repo_) {
@@ -206,8 +204,8 @@ class FakeHub {
     r.set_content(j.dump(), "application/json");
   }
 
-  void HfResolve(const httplib::Request& q, httplib::Response& r, const std::string& repo, const std::string& rev,
-                 const std::string& path) {
+  void HfResolve(const httplib::Request& q, httplib::Response& r, const std::string& repo,
+                 const std::string& rev, const std::string& path) {
     {
       std::lock_guard<std::mutex> lk(mu_);
       auto it = files_.find(path);
@@ -243,12 +241,18 @@ class FakeHub {
       return;
     }
     nlohmann::json files = nlohmann::json::array();
-    files.push_back({{"Name", "examples"}, {"Path", "examples"}, {"Type", "tree"}, {"Size", 0}, {"Sha256", ""}});
+    files.push_back(
+        {{"Name", "examples"}, {"Path", "examples"}, {"Type", "tree"}, {"Size", 0}, {"Sha256", ""}});
     for (const auto& [name, f] : files_) {
-      files.push_back({{"Name", name}, {"Path", name}, {"Type", "blob"}, {"Size", *f.listed_size},
-                       {"Sha256", f.listed_sha}, {"Revision", std::string(40, 'c')}});
+      files.push_back({{"Name", name},
+                       {"Path", name},
+                       {"Type", "blob"},
+                       {"Size", *f.listed_size},
+                       {"Sha256", f.listed_sha},
+                       {"Revision", std::string(40, 'c')}});
     }
-    nlohmann::json j = {{"Code", 200}, {"Data", {{"Files", files}}}, {"Message", "success"}, {"Success", true}};
+    nlohmann::json j = {
+        {"Code", 200}, {"Data", {{"Files", files}}}, {"Message", "success"}, {"Success", true}};
     r.set_content(j.dump(), "application/json");
   }
 
@@ -320,7 +324,8 @@ class FakeHub {
     r.status = partial ? 206 : 200;
     Log(q, name, r.status);
     if (partial) {
-      r.set_header("Content-Range", "bytes " + std::to_string(start) + "-" + std::to_string(data->size() - 1) + "/" +
+      r.set_header("Content-Range", "bytes " + std::to_string(start) + "-" +
+                                        std::to_string(data->size() - 1) + "/" +
                                         std::to_string(data->size()));
     }
     lk.unlock();
@@ -358,7 +363,8 @@ uint64_t RangeStart(const std::string& range) {
   return std::strtoull(range.c_str() + 6, nullptr, 10);
 }
 
-const char* const kEngineFiles[] = {"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors"};
+const char* const kEngineFiles[] = {"config.json", "preprocessor_config.json", "tokenizer.json",
+                                    "model.safetensors"};
 
 class DownloadTest : public ::testing::Test {
  protected:
@@ -414,17 +420,20 @@ TEST_F(DownloadTest, HuggingFaceFullDownloadYieldsIdenticalFiles) {
   hub.PutFixtureDir(fixture_);
   std::vector<DownloadProgress> events;
   DownloadSummary sum;
-  Status s = DownloadModel(Options(hub), [&](const DownloadProgress& p) { events.push_back(p); }, &sum);
+  Status s = DownloadModel(
+      Options(hub), [&](const DownloadProgress& p) { events.push_back(p); }, &sum);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectEngineFilesIdentical();
-  ExpectOnly({"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors", kDownloadRecord});
+  ExpectOnly(
+      {"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors", kDownloadRecord});
   EXPECT_TRUE(ModelLooksComplete(dir_));
   EXPECT_EQ(sum.files_fetched, 4);
   EXPECT_EQ(sum.files_skipped, 0);
   // LFS files went through the redirect; files the engine does not need were never requested.
   EXPECT_GE(hub.requests_to("/cdn/model.safetensors"), 1);
   EXPECT_GE(hub.requests_to("/cdn/tokenizer.json"), 1);
-  for (const char* skip : {"golden_one_image.safetensors", "golden_text_only.json", "README.md", "TOKENIZER_LICENSE"}) {
+  for (const char* skip :
+       {"golden_one_image.safetensors", "golden_text_only.json", "README.md", "TOKENIZER_LICENSE"}) {
     EXPECT_TRUE(hub.served(skip).empty()) << skip;
   }
   // The listing asked for sizes and hashes.
@@ -450,7 +459,8 @@ TEST_F(DownloadTest, ModelScopeFullDownloadYieldsIdenticalFiles) {
   Status s = DownloadModel(o);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectEngineFilesIdentical();
-  ExpectOnly({"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors", kDownloadRecord});
+  ExpectOnly(
+      {"config.json", "preprocessor_config.json", "tokenizer.json", "model.safetensors", kDownloadRecord});
   EXPECT_GE(hub.requests_to("/api/v1/models/" + kMsRepo + "/repo/files"), 1);
   EXPECT_GE(hub.requests_to("/cdn/model.safetensors"), 1);
   EXPECT_EQ(hub.requests_to("/api/models/"), 0);
@@ -482,7 +492,13 @@ TEST_F(DownloadTest, PresentVerifiedFilesAreSkippedAndBadOnesFetchedAgain) {
   ExpectEngineFilesIdentical();
 
   // --force fetches everything again.
-  s = DownloadModel([&] { DownloadOptions o = Options(hub); o.force = true; return o; }(), {}, &sum);
+  s = DownloadModel(
+      [&] {
+        DownloadOptions o = Options(hub);
+        o.force = true;
+        return o;
+      }(),
+      {}, &sum);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(sum.files_fetched, 4);
   ExpectEngineFilesIdentical();
@@ -492,7 +508,10 @@ TEST_F(DownloadTest, DroppedTransferResumesWithRangeInTheSameRun) {
   FakeHub hub;
   hub.PutFixtureDir(fixture_);
   const size_t cut = 3 * 1000 * 1000 + 17;
-  hub.Edit("model.safetensors", [&](FakeFile& f) { f.drops = 2; f.drop_after = cut; });
+  hub.Edit("model.safetensors", [&](FakeFile& f) {
+    f.drops = 2;
+    f.drop_after = cut;
+  });
   DownloadSummary sum;
   Status s = DownloadModel(Options(hub), {}, &sum);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -517,7 +536,10 @@ TEST_F(DownloadTest, DroppedTransferResumesWithRangeInTheSameRun) {
 TEST_F(DownloadTest, InterruptedDownloadResumesFromThePartFileOnTheNextRun) {
   FakeHub hub;
   hub.PutFixtureDir(fixture_);
-  hub.Edit("model.safetensors", [&](FakeFile& f) { f.drops = 1; f.drop_after = 2500000; });
+  hub.Edit("model.safetensors", [&](FakeFile& f) {
+    f.drops = 1;
+    f.drop_after = 2500000;
+  });
   DownloadOptions o = Options(hub);
   o.max_attempts = 1;
   Status s = DownloadModel(o);
@@ -550,7 +572,10 @@ TEST_F(DownloadTest, ServerThatIgnoresRangeRestartsFromZero) {
   fs::create_directories(dir_);
   ASSERT_TRUE(WriteStringToFile(dir_ + "/model.safetensors.part", std::string(1000, 'x')).ok());
   // And a drop in the middle, so the retry's Range is ignored as well.
-  hub.Edit("model.safetensors", [&](FakeFile& f) { f.drops = 1; f.drop_after = 1234567; });
+  hub.Edit("model.safetensors", [&](FakeFile& f) {
+    f.drops = 1;
+    f.drop_after = 1234567;
+  });
   Status s = DownloadModel(Options(hub));
   ASSERT_TRUE(s.ok()) << s.ToString();
   const auto reqs = hub.served("model.safetensors");
@@ -565,7 +590,10 @@ TEST_F(DownloadTest, ServerThatIgnoresRangeRestartsFromZero) {
 TEST_F(DownloadTest, StalledTransferIsAbortedByTheLowSpeedLimitAndResumed) {
   FakeHub hub;
   hub.PutFixtureDir(fixture_);
-  hub.Edit("model.safetensors", [&](FakeFile& f) { f.stalls = 1; f.drop_after = 1 << 20; });
+  hub.Edit("model.safetensors", [&](FakeFile& f) {
+    f.stalls = 1;
+    f.drop_after = 1 << 20;
+  });
   DownloadOptions o = Options(hub);
   o.low_speed_time_s = 1;  // < 1 KB/s for 1 s
   Status s = DownloadModel(o);
@@ -841,8 +869,8 @@ TEST(DownloadUnit, RepoChoicesFollowMinerU) {
 
 TEST(DownloadUnit, GgufPairPicksQ8AndItsProjector) {
   auto p = PickGgufPair({"README.md", "MinerU2.5-Pro-2605-1.2B-F16.gguf", "MinerU2.5-Pro-2605-1.2B-Q8_0.gguf",
-                         "mmproj-MinerU2.5-Pro-2605-1.2B-F16.gguf", "mmproj-MinerU2.5-Pro-2605-1.2B-Q8_0.gguf",
-                         "sub/other-Q8_0.gguf"});
+                         "mmproj-MinerU2.5-Pro-2605-1.2B-F16.gguf",
+                         "mmproj-MinerU2.5-Pro-2605-1.2B-Q8_0.gguf", "sub/other-Q8_0.gguf"});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->first, "MinerU2.5-Pro-2605-1.2B-Q8_0.gguf");
   EXPECT_EQ(p->second, "mmproj-MinerU2.5-Pro-2605-1.2B-Q8_0.gguf");
@@ -850,7 +878,7 @@ TEST(DownloadUnit, GgufPairPicksQ8AndItsProjector) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->first, "m-bf16.gguf");
   EXPECT_EQ(p->second, "mmproj-m-f16.gguf");
-  EXPECT_FALSE(PickGgufPair({"m-Q8_0.gguf"}).ok());                                   // no projector
+  EXPECT_FALSE(PickGgufPair({"m-Q8_0.gguf"}).ok());                                 // no projector
   EXPECT_FALSE(PickGgufPair({"a-F16.gguf", "b-Q4_0.gguf", "mmproj-x.gguf"}).ok());  // which LM?
 }
 
@@ -870,7 +898,8 @@ TEST_F(DownloadTest, DownloadRecordsTheRepositoryAndTheModelIsNamedAfterIt) {
   o.model_dir = dir_ + "-2509";
   s = DownloadModel(o);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(nlohmann::json::parse(ReadAll(o.model_dir + "/" + kDownloadRecord))["repo"], "OpenDataLab/MinerU2.5-2509-1.2B");
+  EXPECT_EQ(nlohmann::json::parse(ReadAll(o.model_dir + "/" + kDownloadRecord))["repo"],
+            "OpenDataLab/MinerU2.5-2509-1.2B");
   EXPECT_GE(hub.requests_to("/api/v1/models/OpenDataLab/MinerU2.5-2509-1.2B/repo/files"), 1);
   std::error_code ec;
   fs::remove_all(o.model_dir, ec);
@@ -909,8 +938,8 @@ struct RunResult {
 
 RunResult RunCli(const std::string& args, const std::string& tmp) {
   const std::string out_path = tmp + "/stdout.txt", err_path = tmp + "/stderr.txt";
-  const std::string cmd = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp " + args + " </dev/null >" + out_path +
-                          " 2>" + err_path;
+  const std::string cmd = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp " + args + " </dev/null >" +
+                          out_path + " 2>" + err_path;
   const int st = std::system(cmd.c_str());
   RunResult r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;

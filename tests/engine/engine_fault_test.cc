@@ -70,8 +70,8 @@ TEST(EngineFaultTest, WeightsTruncatedWhileRunning) {
   ASSERT_TRUE(done) << "the request did not finish after its weights were truncated";
   EXPECT_EQ(c.finish_reason, "error");
   EXPECT_LT(c.ids.size(), 16000u);
-  for (const std::string& want :
-       std::vector<std::string>{"model file " + weights, "changed on disk while mapped", "restart or reload"}) {
+  for (const std::string& want : std::vector<std::string>{
+           "model file " + weights, "changed on disk while mapped", "restart or reload"}) {
     EXPECT_NE(c.error.find(want), std::string::npos) << c.error;
   }
 
@@ -116,7 +116,8 @@ TEST(EngineFaultTest, WeightsRewrittenInPlaceRefuseNewRequests) {
   auto refused = (*engine)->Submit(small);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(refused.status().message().find("modified in place"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("modified in place"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST(EngineFaultTest, WeightsTruncatedBeforeLoadAreAOneLineError) {

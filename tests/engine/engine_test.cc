@@ -83,11 +83,14 @@ TEST_P(EngineGoldenTest, GoldensReproduceInAnyBatchComposition) {
   auto engine = Engine::Create(*model, nullptr, cfg).value();
   // Seeded requests alone first: their outputs must not change when batched with others.
   std::vector<std::vector<int32_t>> alone;
-  for (int i = 0; i < 3; ++i) alone.push_back(engine->Submit(Unrelated(i, model->config().text.vocab_size)).value()->Wait().ids);
+  for (int i = 0; i < 3; ++i)
+    alone.push_back(engine->Submit(Unrelated(i, model->config().text.vocab_size)).value()->Wait().ids);
   std::vector<std::shared_ptr<RequestHandle>> golden, noise;
-  for (int i = 0; i < 3; ++i) noise.push_back(engine->Submit(Unrelated(i, model->config().text.vocab_size)).value());
+  for (int i = 0; i < 3; ++i)
+    noise.push_back(engine->Submit(Unrelated(i, model->config().text.vocab_size)).value());
   for (const auto& c : cases) golden.push_back(engine->Submit(GreedyRequest(c)).value());
-  for (const auto& c : cases) golden.push_back(engine->Submit(GreedyRequest(c)).value());  // duplicates share prefixes
+  for (const auto& c : cases)
+    golden.push_back(engine->Submit(GreedyRequest(c)).value());  // duplicates share prefixes
   for (size_t i = 0; i < golden.size(); ++i) {
     Completion r = golden[i]->Wait();
     EXPECT_EQ(r.finish_reason, "length") << r.error;
@@ -98,18 +101,18 @@ TEST_P(EngineGoldenTest, GoldensReproduceInAnyBatchComposition) {
   EXPECT_EQ(st.kv_blocks_used, 0);  // every block returned
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Compositions, EngineGoldenTest,
-    ::testing::Combine(::testing::Values("tiny", "tinyvocab"),
-                       ::testing::Values(Variant{512, 0, 64},   // everything at once
-                                         Variant{7, 0, 64},     // tiny chunks of prefill
-                                         Variant{64, 24, 3},    // small KV pool: preemption
-                                         Variant{33, 0, 1})),   // one sequence at a time
-    [](const auto& i) {
-      const Variant v = std::get<1>(i.param);
-      return std::get<0>(i.param) + "_b" + std::to_string(v.max_batch_tokens) + "_kv" + std::to_string(v.kv_blocks) +
-             "_s" + std::to_string(v.max_seqs);
-    });
+INSTANTIATE_TEST_SUITE_P(Compositions, EngineGoldenTest,
+                         ::testing::Combine(::testing::Values("tiny", "tinyvocab"),
+                                            ::testing::Values(Variant{512, 0, 64},  // everything at once
+                                                              Variant{7, 0, 64},    // tiny chunks of prefill
+                                                              Variant{64, 24,
+                                                                      3},  // small KV pool: preemption
+                                                              Variant{33, 0, 1})),  // one sequence at a time
+                         [](const auto& i) {
+                           const Variant v = std::get<1>(i.param);
+                           return std::get<0>(i.param) + "_b" + std::to_string(v.max_batch_tokens) + "_kv" +
+                                  std::to_string(v.kv_blocks) + "_s" + std::to_string(v.max_seqs);
+                         });
 
 class EngineTest : public ::testing::Test {
  protected:
@@ -194,7 +197,8 @@ TEST_F(EngineTest, FollowUpTurnReusesImageAndPrefix) {
   EXPECT_FALSE(first.image_cache_hit);
   // The follow-up conversation: first turn, its answer, a new question.
   EngineRequest second;
-  ChatMessage u1{"user", {{ChatPart::kImage, "", 0}, {ChatPart::kText, "Extract all text on this page.", -1}}};
+  ChatMessage u1{"user",
+                 {{ChatPart::kImage, "", 0}, {ChatPart::kText, "Extract all text on this page.", -1}}};
   ChatMessage a1{"assistant", {{ChatPart::kText, first.text, -1}}};
   ChatMessage u2{"user", {{ChatPart::kText, "Summarize the page in three sentences.", -1}}};
   second.messages = {{"system", {{ChatPart::kText, kDefaultSystemPrompt, -1}}}, u1, a1, u2};
@@ -240,7 +244,9 @@ TEST_F(EngineTest, ManyConcurrentClientsFromManyThreads) {
   std::vector<std::thread> threads;
   std::vector<std::vector<int32_t>> results(8);
   for (int i = 0; i < 8; ++i) {
-    threads.emplace_back([&, i] { results[i] = e->Submit(Chat("Say something " + std::to_string(i % 2), false, 6)).value()->Wait().ids; });
+    threads.emplace_back([&, i] {
+      results[i] = e->Submit(Chat("Say something " + std::to_string(i % 2), false, 6)).value()->Wait().ids;
+    });
   }
   for (auto& t : threads) t.join();
   for (int i = 2; i < 8; ++i) EXPECT_EQ(results[i], results[i % 2]);

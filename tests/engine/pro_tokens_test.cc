@@ -26,9 +26,11 @@ struct ProToken {
 };
 
 std::vector<ProToken> ProTokens() {
-  const auto j = nlohmann::json::parse(ReadFileToString(FixturePath("tinyvocab_pro/pro_tokens.json")).value());
+  const auto j =
+      nlohmann::json::parse(ReadFileToString(FixturePath("tinyvocab_pro/pro_tokens.json")).value());
   std::vector<ProToken> out;
-  for (const auto& t : j) out.push_back({t["id"].get<int32_t>(), t["content"].get<std::string>(), t["special"].get<bool>()});
+  for (const auto& t : j)
+    out.push_back({t["id"].get<int32_t>(), t["content"].get<std::string>(), t["special"].get<bool>()});
   return out;
 }
 

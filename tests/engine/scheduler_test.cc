@@ -101,7 +101,7 @@ TEST(SchedulerTest, StalledVictimIsTheWaitingSequenceNextInLine) {
   StepPlan p = s.Schedule();
   ASSERT_EQ(p.seqs.size(), 1u);
   s.Commit(p);
-  EXPECT_EQ(s.StalledVictim(), 10);  // none waiting: the running one
+  EXPECT_EQ(s.StalledVictim(), 10);         // none waiting: the running one
   s.Add(5, Keys(12, 100), /*priority=*/1);  // needs 3 more blocks, 2 are free
   s.Add(7, Keys(12, 200), /*priority=*/0);  // the better rank: next in line
   EXPECT_TRUE(s.Running(10));
@@ -258,8 +258,10 @@ TEST(SchedulerPriorityTest, NoStarvationAfterMaxOvertakes) {
   for (int step = 0; step < 3 * kMaxOvertakes && admitted_at < 0; ++step) {
     s.Add(1000 + step, Keys(10, 1000 * (step + 1)), 0);
     const int64_t id = AdmitOne(s);
-    if (id == 1) admitted_at = step;
-    else EXPECT_EQ(s.Overtaken(1), std::min(step + 1, kMaxOvertakes));
+    if (id == 1)
+      admitted_at = step;
+    else
+      EXPECT_EQ(s.Overtaken(1), std::min(step + 1, kMaxOvertakes));
   }
   // Overtaken exactly kMaxOvertakes times, then it goes next.
   EXPECT_EQ(admitted_at, kMaxOvertakes);

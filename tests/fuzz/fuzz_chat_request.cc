@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   mineru::EngineRequest req;
   bool stream = false;
-  (void)mineru::server::ParseChatCompletionBody(std::string(reinterpret_cast<const char*>(data), size), opt, &req,
-                                                &stream);
+  (void)mineru::server::ParseChatCompletionBody(std::string(reinterpret_cast<const char*>(data), size), opt,
+                                                &req, &stream);
   return 0;
 }

@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const size_t end = fr::FindHeadEnd(req, 0);
       if (end == std::string::npos) std::abort();
       fr::Head h;
-      if (fr::ParseHead(std::string_view(req).substr(0, end), lim, &h) != 0) std::abort();  // canonical re-parses
+      if (fr::ParseHead(std::string_view(req).substr(0, end), lim, &h) != 0)
+        std::abort();  // canonical re-parses
       if (h.body == fr::Head::Body::kChunked) std::abort();
       const uint64_t body = req.size() - end;
       if (h.body == fr::Head::Body::kNone ? body != 0 : h.length != body) std::abort();

@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)FixEquationV12(s);
   (void)ProcessImageAnalysis(s);
   std::vector<LayoutBlock> v12 = ParseLayoutOutputV12(s);
-  const ExtractPlan plan = PlanExtractV12(v12, 37 + static_cast<int>(size % 2000), 1 + static_cast<int>(size % 97));
+  const ExtractPlan plan =
+      PlanExtractV12(v12, 37 + static_cast<int>(size % 2000), 1 + static_cast<int>(size % 97));
   std::vector<std::optional<std::string>> rec12(v12.size());
   for (const auto& r : plan.requests) rec12[r.index] = s;
   (void)DumpJson(ModelJson({PostProcessPageV12(v12, rec12, plan.absorbed)}));

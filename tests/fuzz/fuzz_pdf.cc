@@ -7,7 +7,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mineru::PdfLimits limits;
   limits.max_pages = 50;
-  auto doc = mineru::PdfDocument::OpenFromMemory(std::string(reinterpret_cast<const char*>(data), size), limits);
+  auto doc =
+      mineru::PdfDocument::OpenFromMemory(std::string(reinterpret_cast<const char*>(data), size), limits);
   if (!doc.ok()) return 0;
   (void)(*doc)->RenderPage(0, 10, 200);
   (void)(*doc)->PageText(0);

@@ -7,7 +7,8 @@
 #include "tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static auto tok = mineru::Tokenizer::LoadFromFile(std::string(MINERU_FIXTURES_DIR) + "/tinyvocab/tokenizer.json");
+  static auto tok =
+      mineru::Tokenizer::LoadFromFile(std::string(MINERU_FIXTURES_DIR) + "/tinyvocab/tokenizer.json");
   if (!tok.ok()) return 0;
   const std::string s(reinterpret_cast<const char*>(data), size);
   auto ids = (*tok)->Encode(s);

@@ -2,9 +2,9 @@
 // and each re-decodes the image): refused past the scan limit instead of holding a decoder.
 #include <gtest/gtest.h>
 
+#include <jpeglib.h>
 #include <cstddef>
 #include <cstdio>
-#include <jpeglib.h>
 
 #include <string>
 #include <vector>

@@ -70,8 +70,8 @@ void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f
       if (pad ? a != 0.0f : !(std::fabs(a - b) <= rel * (std::fabs(b) + 0.2f))) {
         if (++bad <= 5) {
           ADD_FAILURE() << "n_q=" << c.n_q << " n_kv=" << c.n_kv << " H=" << c.heads << " KV=" << c.kv_heads
-                        << " hd=" << c.head_dim << " causal=" << c.causal << " at (" << i << "," << j << ") got " << a
-                        << " want " << b;
+                        << " hd=" << c.head_dim << " causal=" << c.causal << " at (" << i << "," << j
+                        << ") got " << a << " want " << b;
         }
       }
     }
@@ -81,10 +81,10 @@ void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f
 
 TEST_P(AttentionTest, SmallAndOddShapes) {
   const Case cases[] = {
-      {1, 1, 1, 1, 8, false, false},    {1, 1, 1, 1, 8, true, false},     {3, 3, 2, 1, 5, true, false},
-      {7, 7, 2, 2, 13, false, false},   {7, 20, 4, 2, 16, true, false},   {17, 17, 3, 3, 80, false, true},
-      {33, 70, 4, 2, 64, true, false},  {50, 50, 2, 2, 80, true, false},  {1, 37, 14, 2, 64, true, false},
-      {2, 40, 14, 2, 64, true, false},  {1, 129, 2, 1, 24, false, false}, {5, 300, 7, 7, 17, true, false},
+      {1, 1, 1, 1, 8, false, false},   {1, 1, 1, 1, 8, true, false},     {3, 3, 2, 1, 5, true, false},
+      {7, 7, 2, 2, 13, false, false},  {7, 20, 4, 2, 16, true, false},   {17, 17, 3, 3, 80, false, true},
+      {33, 70, 4, 2, 64, true, false}, {50, 50, 2, 2, 80, true, false},  {1, 37, 14, 2, 64, true, false},
+      {2, 40, 14, 2, 64, true, false}, {1, 129, 2, 1, 24, false, false}, {5, 300, 7, 7, 17, true, false},
   };
   uint32_t seed = 1;
   for (const Case& c : cases) RunCase(c, nullptr, seed++);
@@ -123,7 +123,9 @@ TEST_P(AttentionTest, PeakedSoftmaxIsStable) {
 TEST_P(AttentionTest, PagedKvEqualsContiguous) {
   ThreadPool pool(4);
   const Case cases[] = {
-      {1, 383, 14, 2, 64, true, false}, {1, 1500, 14, 2, 64, true, false}, {9, 70, 4, 2, 16, true, false},
+      {1, 383, 14, 2, 64, true, false},
+      {1, 1500, 14, 2, 64, true, false},
+      {9, 70, 4, 2, 16, true, false},
       {33, 100, 2, 1, 80, false, false},
   };
   uint32_t seed = 200;

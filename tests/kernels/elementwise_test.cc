@@ -33,8 +33,10 @@ TEST_P(ElementwiseTest, RmsNormAndLayerNorm) {
   ThreadPool pool(2);
   for (int64_t n : {1, 7, 8, 17, 64, 896, 1283}) {
     for (int64_t m : {1, 3, 40}) {
-      std::vector<float> xb = RandomVec(static_cast<size_t>(m * n + 1), static_cast<uint32_t>(n * 10 + m), -4.0f, 6.0f);
-      const std::vector<float> w = RandomVec(static_cast<size_t>(n), 3), b = RandomVec(static_cast<size_t>(n), 4);
+      std::vector<float> xb =
+          RandomVec(static_cast<size_t>(m * n + 1), static_cast<uint32_t>(n * 10 + m), -4.0f, 6.0f);
+      const std::vector<float> w = RandomVec(static_cast<size_t>(n), 3),
+                               b = RandomVec(static_cast<size_t>(n), 4);
       const float* x = xb.data() + 1;
       const std::string what = "n=" + std::to_string(n) + " m=" + std::to_string(m);
       std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
@@ -54,7 +56,8 @@ TEST_P(ElementwiseTest, RmsNormAndLayerNorm) {
 
 std::vector<float> ActivationInputs(size_t n, uint32_t seed) {
   std::vector<float> x = RandomVec(n, seed, -12.0f, 12.0f);
-  const float extremes[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 100.0f, -100.0f, 88.0f, -60.0f, 5e4f, -5e4f, 0.5f, -3.0f};
+  const float extremes[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 100.0f, -100.0f,
+                            88.0f, -60.0f, 5e4f,   -5e4f,   0.5f,   -3.0f};
   for (size_t i = 0; i < std::min(n, std::size(extremes)); ++i) x[i] = extremes[i];
   return x;
 }
@@ -94,11 +97,13 @@ TEST_P(ElementwiseTest, ActivationsMatchReference) {
 TEST_P(ElementwiseTest, RopeRotateHalf) {
   for (int64_t hd : {2, 8, 18, 64, 80, 130}) {
     std::vector<float> xb = RandomVec(static_cast<size_t>(hd + 1), static_cast<uint32_t>(hd));
-    const std::vector<float> c = RandomVec(static_cast<size_t>(hd), 1), s = RandomVec(static_cast<size_t>(hd), 2);
+    const std::vector<float> c = RandomVec(static_cast<size_t>(hd), 1),
+                             s = RandomVec(static_cast<size_t>(hd), 2);
     std::vector<float> want(xb.begin() + 1, xb.end());
     ref::RopeRotateHalf(want.data(), hd, c.data(), s.data());
     cpu::RopeRotateHalf(xb.data() + 1, hd, c.data(), s.data());
-    ExpectNear(std::vector<float>(xb.begin() + 1, xb.end()), want, 1e-6f, 1e-7f, "rope hd=" + std::to_string(hd));
+    ExpectNear(std::vector<float>(xb.begin() + 1, xb.end()), want, 1e-6f, 1e-7f,
+               "rope hd=" + std::to_string(hd));
   }
 }
 
@@ -108,7 +113,8 @@ TEST_P(ElementwiseTest, RopeRotateHalfRowsMatchesPerHeadCalls) {
   for (int64_t hd : {8, 80}) {
     const int64_t n = 300, heads = 4, stride = 3 * heads * hd + 1;
     std::vector<float> x = RandomVec(static_cast<size_t>(n * stride), 3);
-    const std::vector<float> c = RandomVec(static_cast<size_t>(n * hd), 4), s = RandomVec(static_cast<size_t>(n * hd), 5);
+    const std::vector<float> c = RandomVec(static_cast<size_t>(n * hd), 4),
+                             s = RandomVec(static_cast<size_t>(n * hd), 5);
     std::vector<float> want = x;
     ref::RopeRotateHalfRows(want.data(), n, stride, heads, hd, c.data(), s.data());
     RopeRotateHalfRows(x.data(), n, stride, heads, hd, c.data(), s.data(), &pool);

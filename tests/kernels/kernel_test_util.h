@@ -66,14 +66,15 @@ class PerTarget : public ::testing::TestWithParam<int64_t> {
  protected:
   void SetUp() override {
     hwy::SetSupportedTargetsForTest(GetParam());
-    SetBackend(Backend::kHighway);
+    SetKernelPath(KernelPath::kHighway);
     ASSERT_STREQ(cpu::DispatchedTargetName(), hwy::TargetName(GetParam()));
   }
   void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
 };
 
-#define MINERU_INSTANTIATE_PER_TARGET(suite)                                                       \
-  INSTANTIATE_TEST_SUITE_P(Targets, suite, ::testing::ValuesIn(::mineru::kernels::cpu::SupportedCompiledTargets()), \
+#define MINERU_INSTANTIATE_PER_TARGET(suite)                                                        \
+  INSTANTIATE_TEST_SUITE_P(Targets, suite,                                                          \
+                           ::testing::ValuesIn(::mineru::kernels::cpu::SupportedCompiledTargets()), \
                            ::mineru::kernels::testing::TargetParamName)
 
 }  // namespace testing

@@ -62,9 +62,9 @@ struct Shape {
 };
 // Linear layers of the ViT (E=1280, MLP 5120), the merger and the Qwen2-0.5B decoder.
 const Shape kShapes[] = {
-    {"vit_qkv", 3840, 1280},  {"vit_proj", 1280, 1280}, {"vit_fc1", 5120, 1280},   {"vit_fc2", 1280, 5120},
-    {"merger_fc1", 5120, 5120}, {"merger_fc2", 896, 5120}, {"dec_q", 896, 896},   {"dec_kv", 128, 896},
-    {"dec_gate", 4864, 896},  {"dec_down", 896, 4864},  {"lm_head", 151936, 896},
+    {"vit_qkv", 3840, 1280},    {"vit_proj", 1280, 1280},  {"vit_fc1", 5120, 1280},  {"vit_fc2", 1280, 5120},
+    {"merger_fc1", 5120, 5120}, {"merger_fc2", 896, 5120}, {"dec_q", 896, 896},      {"dec_kv", 128, 896},
+    {"dec_gate", 4864, 896},    {"dec_down", 896, 4864},   {"lm_head", 151936, 896},
 };
 enum WType { kBf16, kQ8, kQ4, kQ4G128, kF32 };
 const char* const kWTypeNames[] = {"bf16", "q8_0", "q4_0", "q4_g128", "f32"};
@@ -93,7 +93,9 @@ Weights& GetWeights(int shape, int wtype) {
       for (size_t i = 0; i < v.size(); ++i) slot->bf16[i] = F32ToBf16(v[i]);
       slot->view = WeightView{DType::kBF16, slot->bf16.data(), s.n, s.k};
       if (wtype != kBf16) {
-        const QuantType qt = wtype == kQ8 ? QuantType::kQ8_0 : wtype == kQ4 ? QuantType::kQ4_0 : QuantType::kQ4_G128;
+        const QuantType qt = wtype == kQ8   ? QuantType::kQ8_0
+                             : wtype == kQ4 ? QuantType::kQ4_0
+                                            : QuantType::kQ4_G128;
         slot->q = Quantize(slot->view, qt, &Pool());
         slot->view = slot->q.view();
         std::vector<uint16_t>().swap(slot->bf16);
@@ -111,11 +113,11 @@ class TargetScope {
     if (target == 1) hwy::SetSupportedTargetsForTest(HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
     if (target == 3) hwy::SetSupportedTargetsForTest(HWY_AVX3 | HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
 #endif  // elsewhere (ARM: NEON only) the x86 caps do not apply and the best target runs
-    SetBackend(target == 2 ? Backend::kReference : Backend::kHighway);
+    SetKernelPath(target == 2 ? KernelPath::kReference : KernelPath::kHighway);
   }
   ~TargetScope() {
     hwy::SetSupportedTargetsForTest(0);
-    SetBackend(Backend::kHighway);
+    SetKernelPath(KernelPath::kHighway);
   }
 };
 
@@ -160,7 +162,7 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
     for (int64_t m : {1, 16, 256, 1369}) {
       if (std::string(kShapes[shape].name) == "lm_head" && m > 16) continue;
       for (int wt : {kBf16, kQ8, kQ4, kQ4G128}) b->Args({shape, wt, m, 0});
-      b->Args({shape, kBf16, m, 1});  // the same on AVX2 (for machines with AVX-512)
+      b->Args({shape, kBf16, m, 1});             // the same on AVX2 (for machines with AVX-512)
       if (m <= 16) b->Args({shape, kQ8, m, 3});  // int8 without VNNI (for machines with it)
       if (m == 16) b->Args({shape, kQ8, m, 5});  // batched decode: panels packed at load
       if (m > 16) b->Args({shape, kQ8, m, 4});   // the integer path where MatMul dequantizes
@@ -171,14 +173,18 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
     for (int64_t m : {1, 256}) b->Args({shape, kBf16, m, 2});
   }
 }
-BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->ArgNames({"shape", "w", "m", "tgt"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MatMul)
+    ->Apply(MatMulArgs)
+    ->ArgNames({"shape", "w", "m", "tgt"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Attention. Vision: one 1036x1036 layout image = 5476 patches, 16 heads of 80, q/k/v rows
 // interleaved as in the ViT's qkv buffer. Prefill: causal, 14 heads / 2 KV heads of 64.
 // Decode: n_q = 1 over n_kv cached keys.
 void BM_Attention(benchmark::State& state) {
-  const int64_t n_q = state.range(0), n_kv = state.range(1), heads = state.range(2), kv_heads = state.range(3),
-                hd = state.range(4);
+  const int64_t n_q = state.range(0), n_kv = state.range(1), heads = state.range(2),
+                kv_heads = state.range(3), hd = state.range(4);
   const bool causal = state.range(5) != 0;
   TargetScope scope(static_cast<int>(state.range(6)));
   AttentionShape s;
@@ -217,7 +223,8 @@ void BM_Attention(benchmark::State& state) {
   const double flops = 4.0 * pairs * static_cast<double>(hd * heads);
   state.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   const double kv_bytes = 2.0 * static_cast<double>(n_kv * kv_heads * hd) * 4.0;
-  state.counters["KVGBs"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["KVGBs"] =
+      benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(ActiveTargetName());
 }
 BENCHMARK(BM_Attention)
@@ -253,10 +260,15 @@ void BM_Elementwise(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["GBs"] = benchmark::Counter(static_cast<double>(m * n) * 8e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GBs"] =
+      benchmark::Counter(static_cast<double>(m * n) * 8e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(op == 0 ? "quick_gelu" : op == 1 ? "layer_norm" : "silu_mul");
 }
-BENCHMARK(BM_Elementwise)->ArgNames({"op", "tgt"})->ArgsProduct({{0, 1, 2}, {0, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Elementwise)
+    ->ArgNames({"op", "tgt"})
+    ->ArgsProduct({{0, 1, 2}, {0, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // Quantizing one decoder MLP matrix (4864 x 896, bf16) — the cost of --quant at load.
 void BM_Quantize(benchmark::State& state) {
@@ -300,7 +312,9 @@ void BM_QuantAccuracy(benchmark::State& state) {
   for (float& c : chan) c = tails && ud(rng) < 0.01f ? 20.0f : 1.0f;
   for (size_t i = 0; i < x.size(); ++i) x[i] = nd(rng) * chan[i % static_cast<size_t>(k)];
   const WeightView dense{DType::kBF16, wb.data(), n, k};
-  const QuantType qt = wtype == kQ8 ? QuantType::kQ8_0 : wtype == kQ4 ? QuantType::kQ4_0 : QuantType::kQ4_G128;
+  const QuantType qt = wtype == kQ8   ? QuantType::kQ8_0
+                       : wtype == kQ4 ? QuantType::kQ4_0
+                                      : QuantType::kQ4_G128;
   const QuantizedMatrix q = Quantize(dense, qt);
   std::vector<float> y(static_cast<size_t>(m * n));
   for (auto _ : state) MatMul(x.data(), m, q.view(), nullptr, y.data(), &Pool());
@@ -314,7 +328,8 @@ void BM_QuantAccuracy(benchmark::State& state) {
     }
   }
   state.counters["rel_rmse"] = std::sqrt(err / ref);
-  state.SetLabel(std::string(kWTypeNames[wtype]) + (m < QuantDequantMinRows() ? "/int8-acts" : "/dequant-panels") +
+  state.SetLabel(std::string(kWTypeNames[wtype]) +
+                 (m < QuantDequantMinRows() ? "/int8-acts" : "/dequant-panels") +
                  (tails ? "/outliers" : "/gaussian"));
 }
 BENCHMARK(BM_QuantAccuracy)

@@ -31,8 +31,8 @@ std::vector<float> AbsDot(const float* x, int64_t m, const WeightView& w, const 
   return out;
 }
 
-void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& scale,
-                 float rel, const char* what) {
+void ExpectClose(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::vector<float>& scale, float rel, const char* what) {
   ASSERT_EQ(got.size(), want.size());
   int bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -48,7 +48,8 @@ struct Case {
   int64_t m, n, k;
 };
 
-void RunCase(const Case& c, DType dtype, bool with_bias, ThreadPool* pool, cpu::MatMulPath path, uint32_t seed) {
+void RunCase(const Case& c, DType dtype, bool with_bias, ThreadPool* pool, cpu::MatMulPath path,
+             uint32_t seed) {
   // Misaligned x (+1 float) and W (+1 element).
   std::vector<float> xbuf = RandomVec(static_cast<size_t>(c.m * c.k + 1), seed);
   const float* x = xbuf.data() + 1;
@@ -59,8 +60,9 @@ void RunCase(const Case& c, DType dtype, bool with_bias, ThreadPool* pool, cpu::
   std::vector<float> want(static_cast<size_t>(c.m * c.n)), got(want.size(), NAN);
   ref::MatMul(x, c.m, w.view(), b, want.data(), nullptr);
   cpu::MatMul(x, c.m, w.view(), b, got.data(), pool, path);
-  const std::string what = "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
-                           " dtype=" + DTypeName(dtype) + " path=" + std::to_string(static_cast<int>(path));
+  const std::string what = "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+                           " k=" + std::to_string(c.k) + " dtype=" + DTypeName(dtype) +
+                           " path=" + std::to_string(static_cast<int>(path));
   ExpectClose(got, want, AbsDot(x, c.m, w.view(), b), 5e-6f, what.c_str());
 }
 
@@ -86,7 +88,7 @@ TEST_P(MatMulTest, OddSizesAllPathsMatchReference) {
 TEST_P(MatMulTest, PanelAndDepthBlockingWithPool) {
   ThreadPool pool(3);
   // k > 256 crosses the packed depth blocks; n spans several panels and tasks.
-  const Case cases[] = {{1, 300, 257}, {6, 200, 513},  {47, 97, 300},  {50, 130, 600},
+  const Case cases[] = {{1, 300, 257},  {6, 200, 513},  {47, 97, 300},   {50, 130, 600},
                         {64, 896, 300}, {13, 40, 1176}, {3, 2000, 1000}, {20, 300, 1000}};
   uint32_t seed = 100;
   for (const Case& c : cases) {
@@ -112,7 +114,7 @@ TEST_P(MatMulTest, PublicEntryPointMatchesReference) {
 MINERU_INSTANTIATE_PER_TARGET(MatMulTest);
 
 TEST(BackendTest, ReferenceBackendIsSelectable) {
-  SetBackend(Backend::kReference);
+  SetKernelPath(KernelPath::kReference);
   EXPECT_STREQ(ActiveTargetName(), "reference");
   const Case c{3, 5, 7};
   std::vector<float> x = RandomVec(21, 1);
@@ -121,7 +123,7 @@ TEST(BackendTest, ReferenceBackendIsSelectable) {
   ref::MatMul(x.data(), c.m, w.view(), nullptr, want.data(), nullptr);
   MatMul(x.data(), c.m, w.view(), nullptr, got.data(), nullptr);
   EXPECT_EQ(want, got);  // the very same code
-  SetBackend(Backend::kHighway);
+  SetKernelPath(KernelPath::kHighway);
   EXPECT_STRNE(ActiveTargetName(), "reference");
 }
 

@@ -29,7 +29,7 @@ TEST(F16Test, RoundTripsEveryHalfAndRoundsToNearestEven) {
     }
     ASSERT_EQ(F32ToF16(f), h) << h;
   }
-  EXPECT_EQ(F32ToF16(1.0f + 1.0f / 2048), F32ToF16(1.0f));             // tie -> even
+  EXPECT_EQ(F32ToF16(1.0f + 1.0f / 2048), F32ToF16(1.0f));                // tie -> even
   EXPECT_EQ(F32ToF16(1.0f + 3.0f / 2048), F32ToF16(1.0f + 4.0f / 2048));  // tie -> even (up)
   EXPECT_EQ(F32ToF16(70000.0f), 0x7c00);
   EXPECT_EQ(F32ToF16(-1e-10f), 0x8000);
@@ -71,8 +71,8 @@ TEST(QuantLayoutTest, Q4_0NibbleOrderMatchesGguf) {
   std::memcpy(&d, q.data(), 2);
   EXPECT_EQ(F16ToF32(d), 1.0f);
   const uint8_t* qs = q.data() + 2;
-  EXPECT_EQ(qs[0], 0x80);  // lo: -8+8 = 0, hi (value 16 = 0): 8
-  EXPECT_EQ(qs[1], 0x6b);  // lo: 3+8 = 11, hi (value 17 = -2): 6
+  EXPECT_EQ(qs[0], 0x80);   // lo: -8+8 = 0, hi (value 16 = 0): 8
+  EXPECT_EQ(qs[1], 0x6b);   // lo: 3+8 = 11, hi (value 17 = -2): 6
   EXPECT_EQ(qs[15], 0xf8);  // lo: value 15 = 0 -> 8, hi (value 31 = 7): 15
   std::vector<float> back(32);
   DequantizeRow(q.view(), 0, back.data());
@@ -92,12 +92,14 @@ TEST(QuantTest, RoundTripErrorWithinHalfAStep) {
         DequantizeRow(q.view(), r, back.data());
         for (int64_t b0 = 0; b0 < cols; b0 += bs) {
           float amax = 0.0f;
-          for (int64_t i = b0; i < std::min(cols, b0 + bs); ++i) amax = std::max(amax, std::fabs(x[r * cols + i]));
+          for (int64_t i = b0; i < std::min(cols, b0 + bs); ++i)
+            amax = std::max(amax, std::fabs(x[r * cols + i]));
           // q8: step amax/127; q4: step amax/8 (nibbles reach +7 only: |err| <= step).
           const float step = t == QuantType::kQ8_0 ? amax / 127.0f : amax / 8.0f;
           const float tol = (t == QuantType::kQ8_0 ? 0.5f : 1.0f) * step * 1.002f + 1e-7f;
           for (int64_t i = b0; i < std::min(cols, b0 + bs); ++i) {
-            ASSERT_LE(std::fabs(back[i] - x[r * cols + i]), tol) << QuantTypeName(t) << " cols=" << cols << " i=" << i;
+            ASSERT_LE(std::fabs(back[i] - x[r * cols + i]), tol)
+                << QuantTypeName(t) << " cols=" << cols << " i=" << i;
           }
         }
       }
@@ -147,7 +149,7 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
       simd_int(base.size(), NAN);
   ref::MatMul(x, c.m, wd, bias.data(), base.data(), nullptr);
   ref::MatMul(x, c.m, w, bias.data(), twin.data(), nullptr);
-  MatMul(x, c.m, w, bias.data(), simd.data(), pool);                  // the auto rule
+  MatMul(x, c.m, w, bias.data(), simd.data(), pool);                   // the auto rule
   cpu::MatMulQuantInt(x, c.m, w, bias.data(), simd_int.data(), pool);  // integer path at any m
 
   // Scale of each output: sum |x| |w| + |b|.
@@ -173,7 +175,8 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
     if (!(std::fabs(simd_int[i] - (int_path ? twin[i] : simd_int[i])) <= 5e-6f * s + 1e-6f)) ++bad;
     if (bad && bad < 4) {
       ADD_FAILURE() << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k << " i=" << i
-                    << " simd=" << simd[i] << " twin=" << twin[i] << " base=" << base[i] << " int=" << simd_int[i];
+                    << " simd=" << simd[i] << " twin=" << twin[i] << " base=" << base[i]
+                    << " int=" << simd_int[i];
       bad = 4;
     }
   }
@@ -181,7 +184,7 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
 }
 
 TEST_P(QuantMatMulTest, MatchesTwinAndDequantizedReference) {
-  const Case cases[] = {{1, 1, 32},  {1, 5, 33},  {2, 33, 100}, {3, 7, 128},  {4, 9, 300},  {5, 5, 257},
+  const Case cases[] = {{1, 1, 32},  {1, 5, 33},    {2, 33, 100}, {3, 7, 128},  {4, 9, 300},   {5, 5, 257},
                         {7, 33, 64}, {1, 40, 1176}, {47, 6, 160}, {48, 17, 96}, {50, 33, 300}, {9, 3, 1}};
   uint32_t seed = 40;
   for (QuantType t : kTypes) {
@@ -205,11 +208,13 @@ TEST_P(QuantMatMulTest, IntegerPathAgreesWithTwinForAllRowCounts) {
   for (QuantType t : kTypes) {
     const Case c{53, 11, 200};
     std::vector<float> x = RandomVec(static_cast<size_t>(c.m * c.k), 5);
-    const QuantizedMatrix qm = Quantize(DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), 6), c.n, c.k, DType::kF32).view(), t);
+    const QuantizedMatrix qm =
+        Quantize(DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), 6), c.n, c.k, DType::kF32).view(), t);
     std::vector<float> a(static_cast<size_t>(c.m * c.n)), b(a.size());
     cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, a.data(), nullptr);
     // Twin: row by row (m = 1 always takes the integer path in the reference).
-    for (int64_t i = 0; i < c.m; ++i) ref::MatMul(x.data() + i * c.k, 1, qm.view(), nullptr, b.data() + i * c.n, nullptr);
+    for (int64_t i = 0; i < c.m; ++i)
+      ref::MatMul(x.data() + i * c.k, 1, qm.view(), nullptr, b.data() + i * c.n, nullptr);
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f) << QuantTypeName(t) << " " << i;
   }
 }
@@ -220,10 +225,11 @@ TEST_P(QuantMatMulTest, PrepackedPanelsGiveTheSameBitsAsPackingPerCall) {
   ThreadPool pool(2);
   uint32_t seed = 900;
   for (QuantType t : kTypes) {
-    for (const Case& c : {Case{1, 33, 300}, Case{4, 17, 1176}, Case{7, 700, 256}, Case{16, 48, 96}, Case{50, 31, 160}}) {
+    for (const Case& c :
+         {Case{1, 33, 300}, Case{4, 17, 1176}, Case{7, 700, 256}, Case{16, 48, 96}, Case{50, 31, 160}}) {
       const std::vector<float> x = RandomVec(static_cast<size_t>(c.m * c.k), seed++);
-      const QuantizedMatrix qm =
-          Quantize(DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
+      const QuantizedMatrix qm = Quantize(
+          DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
       const PackedPanels panels = PackIntegerPanels(qm.view(), &pool);
       EXPECT_EQ(panels.empty(), !IntegerPanelsAvailable());
       WeightView packed = qm.view();

@@ -6,19 +6,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hwy/targets.h>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <hwy/targets.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "../util/sanitizers.h"
 #include "base/gguf.h"
 #include "base/mapped_file.h"
 #include "engine/generate.h"
 #include "engine/model_tokenizer.h"
-#include "../util/sanitizers.h"
 #include "golden_util.h"
 #include "kernels/quant.h"
 #include "model/gguf_model.h"
@@ -38,8 +38,8 @@ std::string ReadAll(const std::string& path) { return ReadFileToString(path).val
 
 std::string TempFile(const std::string& bytes) {
   static int n = 0;
-  const std::string p = ::testing::TempDir() + "/gguf_test_" + std::to_string(::getpid()) + "_" +
-                        std::to_string(n++) + ".gguf";
+  const std::string p =
+      ::testing::TempDir() + "/gguf_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".gguf";
   EXPECT_TRUE(WriteStringToFile(p, bytes).ok());
   return p;
 }
@@ -80,22 +80,22 @@ TEST(GgufReaderTest, LiesInTheHeaderAreRefused) {
     std::memcpy(&b[off], &v, width);
     return GgufFile::Open(TempFile(b));
   };
-  EXPECT_FALSE(patched(0, 0x12345678, 4).ok());           // magic
-  EXPECT_FALSE(patched(4, 1, 4).ok());                    // version 1 (32-bit counts)
-  EXPECT_FALSE(patched(4, 99, 4).ok());                   // unknown version
-  EXPECT_FALSE(patched(8, uint64_t{1} << 62, 8).ok());    // tensor count
-  EXPECT_FALSE(patched(16, uint64_t{1} << 62, 8).ok());   // key count
-  EXPECT_FALSE(patched(24, uint64_t{1} << 62, 8).ok());   // first key's length
+  EXPECT_FALSE(patched(0, 0x12345678, 4).ok());          // magic
+  EXPECT_FALSE(patched(4, 1, 4).ok());                   // version 1 (32-bit counts)
+  EXPECT_FALSE(patched(4, 99, 4).ok());                  // unknown version
+  EXPECT_FALSE(patched(8, uint64_t{1} << 62, 8).ok());   // tensor count
+  EXPECT_FALSE(patched(16, uint64_t{1} << 62, 8).ok());  // key count
+  EXPECT_FALSE(patched(24, uint64_t{1} << 62, 8).ok());  // first key's length
   // The first tensor info follows the metadata; find it by its name and corrupt its fields.
   const std::string name = "v.blk.0.attn_out.weight";
   const size_t at = good.find(name);
   ASSERT_NE(at, std::string::npos);
   const size_t dims = at + name.size();
-  EXPECT_FALSE(patched(dims, 9, 4).ok());                        // 9 dimensions
-  EXPECT_FALSE(patched(dims + 4, 0, 8).ok());                     // a zero dimension
-  EXPECT_FALSE(patched(dims + 4, uint64_t{1} << 63, 8).ok());     // overflowing dimension
-  EXPECT_FALSE(patched(dims + 4 + 16, 77, 4).ok());               // unknown ggml type
-  EXPECT_FALSE(patched(dims + 4 + 20, 3, 8).ok());                // misaligned offset
+  EXPECT_FALSE(patched(dims, 9, 4).ok());                           // 9 dimensions
+  EXPECT_FALSE(patched(dims + 4, 0, 8).ok());                       // a zero dimension
+  EXPECT_FALSE(patched(dims + 4, uint64_t{1} << 63, 8).ok());       // overflowing dimension
+  EXPECT_FALSE(patched(dims + 4 + 16, 77, 4).ok());                 // unknown ggml type
+  EXPECT_FALSE(patched(dims + 4 + 20, 3, 8).ok());                  // misaligned offset
   EXPECT_FALSE(patched(dims + 4 + 20, uint64_t{1} << 40, 8).ok());  // offset past the end
 }
 
@@ -139,10 +139,11 @@ TEST(GgufModelTest, WrongFilesGiveClearErrors) {
 // A folder as MinerU 4 downloads it (one LM, one mmproj) loads without --mmproj.
 TEST(GgufModelTest, FolderWithOnePairLoads) {
   const std::string dir = ::testing::TempDir() + "/gguf_pair_" + std::to_string(::getpid());
-  ASSERT_EQ(::system(("mkdir -p " + dir + " && cp " + Gguf("model-q8_0.gguf") + " " + dir + "/Pro-Q8_0.gguf && cp " +
-                      Gguf("mmproj-q8_0.gguf") + " " + dir + "/mmproj-Pro-Q8_0.gguf")
-                         .c_str()),
-            0);
+  ASSERT_EQ(
+      ::system(("mkdir -p " + dir + " && cp " + Gguf("model-q8_0.gguf") + " " + dir +
+                "/Pro-Q8_0.gguf && cp " + Gguf("mmproj-q8_0.gguf") + " " + dir + "/mmproj-Pro-Q8_0.gguf")
+                   .c_str()),
+      0);
   auto m = Qwen2VLModel::Load(dir);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_TRUE((*m)->files().gguf());
@@ -152,7 +153,9 @@ TEST(GgufModelTest, FolderWithOnePairLoads) {
   auto tok = LoadModelTokenizer((*m)->files());
   ASSERT_TRUE(tok.ok() && *tok) << tok.status().ToString();
   // A preprocessor_config.json beside the files wins over the defaults.
-  ASSERT_TRUE(WriteStringToFile(dir + "/preprocessor_config.json", R"({"min_pixels": 3136, "max_pixels": 50176})").ok());
+  ASSERT_TRUE(
+      WriteStringToFile(dir + "/preprocessor_config.json", R"({"min_pixels": 3136, "max_pixels": 50176})")
+          .ok());
   auto m2 = Qwen2VLModel::Load(dir);
   ASSERT_TRUE(m2.ok()) << m2.status().ToString();
   EXPECT_EQ((*m2)->image_config().max_pixels, 50176);
@@ -286,15 +289,16 @@ struct CaseRun {
   std::vector<int32_t> ids;
 };
 std::vector<float> LastLogits(const Qwen2VLModel& m, const std::vector<int32_t>& ids,
-                              const std::vector<float>& image_embeds, const MropePositions& pos, ThreadPool* pool) {
+                              const std::vector<float>& image_embeds, const MropePositions& pos,
+                              ThreadPool* pool) {
   const int64_t H = m.config().text.hidden_size, V = m.config().text.vocab_size, n = ids.size();
   auto embeds = m.BuildInputEmbeddings(ids, image_embeds);
   EXPECT_TRUE(embeds.ok());
   if (!embeds.ok()) return {};
   KvCache cache;
   std::vector<float> hidden(n * H), logits(V);
-  m.decoder().Forward(embeds->data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(), pool,
-                      nullptr);
+  m.decoder().Forward(embeds->data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(),
+                      pool, nullptr);
   m.decoder().Logits(hidden.data() + (n - 1) * H, 1, logits.data(), pool);
   return logits;
 }
@@ -328,14 +332,16 @@ CaseRun RunCase(const Qwen2VLModel& m, const std::string& golden_case) {
       px.insert(px.end(), im.pixel_values.begin(), im.pixel_values.end());
       grids.push_back(im.grid);
     }
-    auto e = m.vision().Encode(px.data(), static_cast<int64_t>(px.size()) / m.config().vision.patch_dim(), grids,
-                               &pool, nullptr);
+    auto e = m.vision().Encode(px.data(), static_cast<int64_t>(px.size()) / m.config().vision.patch_dim(),
+                               grids, &pool, nullptr);
     EXPECT_TRUE(e.ok());
     if (e.ok()) image_embeds = std::move(e).value();
-    auto pos = ComputeMropePositions(ids, grids, m.config().vision.spatial_merge_size, m.config().image_token_id);
+    auto pos =
+        ComputeMropePositions(ids, grids, m.config().vision.spatial_merge_size, m.config().image_token_id);
     r.logits = LastLogits(m, ids, image_embeds, *pos, &pool);
   } else {
-    auto pos = ComputeMropePositions(ids, {}, m.config().vision.spatial_merge_size, m.config().image_token_id);
+    auto pos =
+        ComputeMropePositions(ids, {}, m.config().vision.spatial_merge_size, m.config().image_token_id);
     r.logits = LastLogits(m, ids, image_embeds, *pos, &pool);
   }
   GenerateOptions opt;

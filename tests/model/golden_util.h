@@ -13,14 +13,18 @@
 
 namespace mineru::testing {
 
-inline std::string FixturePath(const std::string& rel) { return std::string(MINERU_FIXTURES_DIR) + "/" + rel; }
+inline std::string FixturePath(const std::string& rel) {
+  return std::string(MINERU_FIXTURES_DIR) + "/" + rel;
+}
 
 class Golden {
  public:
   explicit Golden(const std::string& model, const std::string& golden_case) {
     auto f = SafetensorsFile::Open(FixturePath(model + "/golden_" + golden_case + ".safetensors"));
-    if (!f.ok()) ADD_FAILURE() << f.status().ToString();
-    else file_ = std::move(f).value();
+    if (!f.ok())
+      ADD_FAILURE() << f.status().ToString();
+    else
+      file_ = std::move(f).value();
   }
   bool Has(const std::string& name) const { return file_ && file_->Find(name) != nullptr; }
   std::vector<float> F32(const std::string& name) const {

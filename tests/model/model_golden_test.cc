@@ -31,7 +31,8 @@ class ModelGoldenTest : public ::testing::TestWithParam<Case> {
     auto m = Qwen2VLModel::Load(FixturePath(GetParam().model), o);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(m).value();
-    golden_ = std::make_unique<Golden>(GetParam().golden ? GetParam().golden : GetParam().model, GetParam().name);
+    golden_ =
+        std::make_unique<Golden>(GetParam().golden ? GetParam().golden : GetParam().model, GetParam().name);
     atol_ = GetParam().atol;
     for (int64_t id : golden_->I64("input_ids")) ids_.push_back(static_cast<int32_t>(id));
     if (golden_->Has("image_grid_thw")) {
@@ -83,8 +84,8 @@ TEST_P(ModelGoldenTest, ActivationsAndLogitsMatch) {
   KvCache cache;
   DecoderTrace dtrace;
   std::vector<float> hidden(n * H);
-  model_->decoder().Forward(embeds->data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(),
-                            &pool_, &dtrace);
+  model_->decoder().Forward(embeds->data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache,
+                            hidden.data(), &pool_, &dtrace);
   ExpectClose(dtrace.layer0, golden_->F32("act.lm.layer0"), atol_, atol_, "lm layer0");
   ExpectClose(hidden, golden_->F32("act.lm.final_norm"), atol_, atol_, "final norm");
 
@@ -146,16 +147,16 @@ constexpr const char* kF32 = "gguf/tinyvocab/model-f32.gguf";
 constexpr const char* kF32Proj = "gguf/tinyvocab/mmproj-f32.gguf";
 constexpr const char* kF16 = "gguf/tinyvocab/model-f16.gguf";
 constexpr const char* kF16Proj = "gguf/tinyvocab/mmproj-f16.gguf";
-INSTANTIATE_TEST_SUITE_P(
-    Gguf, ModelGoldenTest,
-    ::testing::Values(Case{kF32, "one_image", kF32Proj, "tinyvocab"}, Case{kF32, "two_images", kF32Proj, "tinyvocab"},
-                      Case{kF32, "text_only", kF32Proj, "tinyvocab"},
-                      Case{kF16, "one_image", kF16Proj, "tinyvocab", 3e-2f},
-                      Case{kF16, "two_images", kF16Proj, "tinyvocab", 3e-2f},
-                      Case{kF16, "text_only", kF16Proj, "tinyvocab", 3e-2f}),
-    [](const ::testing::TestParamInfo<Case>& i) {
-      return std::string(i.param.model == kF32 ? "f32_" : "f16_") + i.param.name;
-    });
+INSTANTIATE_TEST_SUITE_P(Gguf, ModelGoldenTest,
+                         ::testing::Values(Case{kF32, "one_image", kF32Proj, "tinyvocab"},
+                                           Case{kF32, "two_images", kF32Proj, "tinyvocab"},
+                                           Case{kF32, "text_only", kF32Proj, "tinyvocab"},
+                                           Case{kF16, "one_image", kF16Proj, "tinyvocab", 3e-2f},
+                                           Case{kF16, "two_images", kF16Proj, "tinyvocab", 3e-2f},
+                                           Case{kF16, "text_only", kF16Proj, "tinyvocab", 3e-2f}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(i.param.model == kF32 ? "f32_" : "f16_") + i.param.name;
+                         });
 
 }  // namespace
 }  // namespace mineru

@@ -70,11 +70,15 @@ TEST(ConfigTest, ParsesFlatFixtureConfig) {
 
 TEST(ConfigTest, ParsesNestedTextConfigAndInChannels) {
   Json flat = Json::parse(Slurp(FixturePath("tinyvocab/config.json")));
-  Json nested = {{"model_type", "qwen2_vl"}, {"image_token_id", 151655}, {"vision_start_token_id", 151652},
-                 {"vision_end_token_id", 151653}, {"eos_token_id", {151645, 151643}}};
+  Json nested = {{"model_type", "qwen2_vl"},
+                 {"image_token_id", 151655},
+                 {"vision_start_token_id", 151652},
+                 {"vision_end_token_id", 151653},
+                 {"eos_token_id", {151645, 151643}}};
   Json text = Json::object();
-  for (const char* k : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                        "num_key_value_heads", "rms_norm_eps", "tie_word_embeddings"}) {
+  for (const char* k :
+       {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "rms_norm_eps", "tie_word_embeddings"}) {
     text[k] = flat[k];
   }
   text["rope_parameters"] = {{"rope_type", "default"}, {"mrope_section", {2, 3, 3}}, {"rope_theta", 5000.0}};
@@ -93,7 +97,8 @@ TEST(ConfigTest, ParsesNestedTextConfigAndInChannels) {
 
 TEST(ConfigTest, MissingOrBadFieldsAreErrors) {
   Json base = Json::parse(Slurp(FixturePath("tiny/config.json")));
-  for (const char* field : {"hidden_size", "num_hidden_layers", "vocab_size", "vision_config", "rope_scaling"}) {
+  for (const char* field :
+       {"hidden_size", "num_hidden_layers", "vocab_size", "vision_config", "rope_scaling"}) {
     Json j = base;
     j.erase(field);
     auto c = ParseModelConfig(j.dump());
@@ -243,8 +248,10 @@ TEST(WeightsTest, NewerNamingSchemeAndBf16GiveSameModel) {
   const std::vector<int32_t> want = GreedyIds(*ref, 8);
   std::string dir = RewriteTiny("newnames", [](std::vector<TensorToWrite>* ts) {
     for (auto& t : *ts) {
-      if (t.name.rfind("visual.", 0) == 0) t.name = "model." + t.name;
-      else if (t.name.rfind("model.", 0) == 0) t.name = "model.language_model." + t.name.substr(6);
+      if (t.name.rfind("visual.", 0) == 0)
+        t.name = "model." + t.name;
+      else if (t.name.rfind("model.", 0) == 0)
+        t.name = "model.language_model." + t.name.substr(6);
     }
   });
   auto m = Qwen2VLModel::Load(dir);
@@ -269,7 +276,8 @@ TEST(WeightsTest, ShardedCheckpointWithIndex) {
   }
   ASSERT_TRUE(WriteSafetensors(dir + "/model-00001-of-00002.safetensors", a).ok());
   ASSERT_TRUE(WriteSafetensors(dir + "/model-00002-of-00002.safetensors", b).ok());
-  ASSERT_TRUE(WriteStringToFile(dir + "/model.safetensors.index.json", Json{{"weight_map", map}}.dump()).ok());
+  ASSERT_TRUE(
+      WriteStringToFile(dir + "/model.safetensors.index.json", Json{{"weight_map", map}}.dump()).ok());
   auto m = Qwen2VLModel::Load(dir);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(GreedyIds(**m, 8), want);
@@ -419,9 +427,8 @@ std::vector<int32_t> ReferenceKept(const std::vector<float>& logits, const Sampl
   const int32_t v = static_cast<int32_t>(logits.size());
   std::vector<int32_t> idx(logits.size());
   std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
+  std::sort(idx.begin(), idx.end(),
+            [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   if (p.top_k > 0 && p.top_k < v) idx.resize(static_cast<size_t>(p.top_k));
   std::vector<double> w;
   double sum = 0;
@@ -462,7 +469,8 @@ TEST(SamplerTest, KeptCandidatesMatchAFullSort) {
             std::sort(got.begin(), got.end());
             std::sort(want.begin(), want.end());
           }
-          ASSERT_EQ(got, want) << "vocab " << vocab << " T " << temperature << " top_k " << top_k << " top_p " << top_p;
+          ASSERT_EQ(got, want) << "vocab " << vocab << " T " << temperature << " top_k " << top_k << " top_p "
+                               << top_p;
         }
       }
     }

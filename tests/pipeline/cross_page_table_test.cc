@@ -83,14 +83,16 @@ TEST(CrossPageTable, AnswerParserFollowsTheRegexAndJson) {
   EXPECT_EQ(ParseCellMergeAnswer("[[1, 0]]"), (std::vector<int>{1, 0}));
   EXPECT_EQ(ParseCellMergeAnswer("x [1] y [0, 0]"), (std::vector<int>{1}));  // the first match only
   EXPECT_EQ(ParseCellMergeAnswer("[a] [ 1 ,\t0 ]"), (std::vector<int>{1, 0}));
-  for (const char* bad : {"[1.0, 0]", "[0,1,]", "[01]", "[2]", "[1 0]", "[ ]", "[]", "", "1, 0", "[1, 0",
-                          "[0,1,] [1]", "[10]", "[1,\xC2\xA0" "0]"}) {
+  for (const char* bad :
+       {"[1.0, 0]", "[0,1,]", "[01]", "[2]", "[1 0]", "[ ]", "[]", "", "1, 0", "[1, 0", "[0,1,] [1]", "[10]",
+        "[1,\xC2\xA0"
+        "0]"}) {
     EXPECT_FALSE(ParseCellMergeAnswer(bad).has_value()) << bad;
   }
 }
 
 TEST(CrossPageTable, SamplingIsTheClientsCrossPageParams) {
-  const SamplingParams s = CrossPageSampling();
+  const MinerUSampling s = CrossPageSampling();
   EXPECT_EQ(s.temperature, 0.0f);
   EXPECT_EQ(s.top_k, 1);
   EXPECT_FLOAT_EQ(s.top_p, 0.01f);
@@ -127,15 +129,16 @@ TEST(CrossPageTable, SpanAttributesReadAsPythonInt) {
 
 TEST(CrossPageTable, HostileTablesEndQuickly) {
   // Spans past the limit, unparsable spans and deep nesting: no task, no crash, no blow-up.
-  for (const std::string& html :
-       {std::string("<table><tr><td colspan=\"100000\">a</td></tr></table>"),
-        std::string("<table><tr><td rowspan=\"x\">a</td></tr></table>"),
-        std::string(20000, '<') + "table><tr><td>a</td></tr></table>",
-        "<table>" + std::string(5000, ' ') + [] {
-          std::string s;
-          for (int i = 0; i < 2000; ++i) s += "<div>";
-          return s;
-        }() + "<tr><td>a</td></tr></table>"}) {
+  for (const std::string& html : {std::string("<table><tr><td colspan=\"100000\">a</td></tr></table>"),
+                                  std::string("<table><tr><td rowspan=\"x\">a</td></tr></table>"),
+                                  std::string(20000, '<') + "table><tr><td>a</td></tr></table>",
+                                  "<table>" + std::string(5000, ' ') +
+                                      [] {
+                                        std::string s;
+                                        for (int i = 0; i < 2000; ++i) s += "<div>";
+                                        return s;
+                                      }() +
+                                      "<tr><td>a</td></tr></table>"}) {
     std::vector<std::vector<ContentBlock>> pages(2);
     ContentBlock t;
     t.type = "table";

@@ -35,21 +35,21 @@ TEST(Layout, MultiColumnPageKeepsReadingOrderAndScalesBoxes) {
 
 TEST(Layout, MalformedOutOfRangeSwappedDegenerateUnknownLines) {
   std::vector<std::string> lines = {
-      "garbage before the layout",                                    // no match: skipped
-      Line("100 200 1001 300", "text"),                               // 1001 > 1000: skipped
-      Line("900 800 100 200", "Table"),                               // swapped + uppercase: kept
-      Line("100 200 100 300", "text"),                                // x1 == x2: degenerate, skipped
-      Line("100 200 300 200", "text"),                                // y1 == y2: degenerate, skipped
-      Line("100 200 300 400", "figure"),                              // unknown type: skipped
-      Line("100 200 300 400", "text2"),                               // unknown type: skipped
-      " " + Line("100 200 300 400", "text"),                          // re.match anchors at ^: skipped
-      Line("100 200 300 400", "text", ""),                            // no rotation token: angle None
-      Line("100 200 300 400", "text", "<|rotate_left|><|rotate_up|>"),  // up is tested first -> 0
-      Line("100 200 300 400", "table", "<|rotate_right|>"),           // 90
-      Line("100 200 300 400", "text", "<|rotate_down|>\r"),           // CR stays in the tail: 180
+      "garbage before the layout",                                        // no match: skipped
+      Line("100 200 1001 300", "text"),                                   // 1001 > 1000: skipped
+      Line("900 800 100 200", "Table"),                                   // swapped + uppercase: kept
+      Line("100 200 100 300", "text"),                                    // x1 == x2: degenerate, skipped
+      Line("100 200 300 200", "text"),                                    // y1 == y2: degenerate, skipped
+      Line("100 200 300 400", "figure"),                                  // unknown type: skipped
+      Line("100 200 300 400", "text2"),                                   // unknown type: skipped
+      " " + Line("100 200 300 400", "text"),                              // re.match anchors at ^: skipped
+      Line("100 200 300 400", "text", ""),                                // no rotation token: angle None
+      Line("100 200 300 400", "text", "<|rotate_left|><|rotate_up|>"),    // up is tested first -> 0
+      Line("100 200 300 400", "table", "<|rotate_right|>"),               // 90
+      Line("100 200 300 400", "text", "<|rotate_down|>\r"),               // CR stays in the tail: 180
       Line("100 200 300 400", "text", "<|rotate_left|> trailing words"),  // extra text ignored: 270
       "<|box_start|>100 200 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>",  // 3 numbers
-      "",                                                             // empty line
+      "",                                                                              // empty line
   };
   std::string raw;
   for (size_t i = 0; i < lines.size(); ++i) raw += (i ? "\n" : "") + lines[i];
@@ -104,7 +104,7 @@ TEST(Layout, RecognitionDecisionsPromptsAndSampling) {
   EXPECT_EQ(PromptForType("title"), "\nText Recognition:");
   EXPECT_EQ(PromptForTask(Task::kLayout), "\nLayout Detection:");
 
-  const SamplingParams text = SamplingForType("text");
+  const MinerUSampling text = SamplingForType("text");
   EXPECT_FLOAT_EQ(text.presence_penalty, 1.0f);
   EXPECT_FLOAT_EQ(text.frequency_penalty, 0.05f);
   EXPECT_FLOAT_EQ(text.temperature, 0.0f);
@@ -112,12 +112,12 @@ TEST(Layout, RecognitionDecisionsPromptsAndSampling) {
   EXPECT_EQ(text.top_k, 1);
   EXPECT_FLOAT_EQ(text.repetition_penalty, 1.0f);
   EXPECT_EQ(text.no_repeat_ngram_size, 100);
-  const SamplingParams table = SamplingForType("table");
+  const MinerUSampling table = SamplingForType("table");
   EXPECT_FLOAT_EQ(table.presence_penalty, 1.0f);
   EXPECT_FLOAT_EQ(table.frequency_penalty, 0.005f);
-  const SamplingParams eq = SamplingForType("equation");
+  const MinerUSampling eq = SamplingForType("equation");
   EXPECT_FLOAT_EQ(eq.frequency_penalty, 0.05f);
-  const SamplingParams layout = SamplingForTask(Task::kLayout);
+  const MinerUSampling layout = SamplingForTask(Task::kLayout);
   EXPECT_FLOAT_EQ(layout.presence_penalty, 0.0f);
   EXPECT_FLOAT_EQ(layout.frequency_penalty, 0.0f);
   EXPECT_EQ(layout.no_repeat_ngram_size, 100);
@@ -161,7 +161,7 @@ TEST(CropGeometry, ResizeByNeedPadsLongStripsAndUpscalesSmallCrops) {
   p = PlanResizeByNeed(7, 400);
   EXPECT_EQ(p->pad_w, 8);
   EXPECT_EQ(p->paste_x, 0);
-  EXPECT_EQ(p->out_w, 28);   // 8 * 3.5
+  EXPECT_EQ(p->out_w, 28);    // 8 * 3.5
   EXPECT_EQ(p->out_h, 1400);  // 400 * 3.5
   // 8 x 13: scale 3.5; 13 * 3.5 = 45.5 -> round half even -> 46 (0.1.x uses round, not ceil).
   p = PlanResizeByNeed(8, 13);

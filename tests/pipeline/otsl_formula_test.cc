@@ -19,10 +19,11 @@ TEST(Otsl, RowAndColumnSpans) {
       "<fcel>Region<fcel>2019<lcel><fcel>Total<nl>"
       "<ucel><fcel>Q1<fcel>Q2<ucel><nl>"
       "<fcel>North<fcel>10<fcel>12<fcel>22<nl>";
-  EXPECT_EQ(OtslToHtml(otsl),
-            "<table><tr><td rowspan=\"2\">Region</td><td colspan=\"2\">2019</td><td rowspan=\"2\">Total</td></tr>"
-            "<tr><td>Q1</td><td>Q2</td></tr>"
-            "<tr><td>North</td><td>10</td><td>12</td><td>22</td></tr></table>");
+  EXPECT_EQ(
+      OtslToHtml(otsl),
+      "<table><tr><td rowspan=\"2\">Region</td><td colspan=\"2\">2019</td><td rowspan=\"2\">Total</td></tr>"
+      "<tr><td>Q1</td><td>Q2</td></tr>"
+      "<tr><td>North</td><td>10</td><td>12</td><td>22</td></tr></table>");
 }
 
 TEST(Otsl, CrossCellSpansBothWays) {
@@ -64,10 +65,11 @@ TEST(Formula, SimpleFixes) {
   EXPECT_EQ(FixEquationDoubleSubscript("x_{1}_{2}+y"), "x+y");
   EXPECT_EQ(FixEquationDoubleSubscript("a_ {b{c}} _{d} = 1"), "a = 1");
   EXPECT_EQ(FixEquationDoubleSubscript("a_{i}^{2}"), "a_{i}^{2}");
-  EXPECT_EQ(FixEquationDoubleSubscript("a_{b{c{d}}}_{e}"), "a_{b{c{d}}}_{e}");  // two nesting levels: no match
+  EXPECT_EQ(FixEquationDoubleSubscript("a_{b{c{d}}}_{e}"),
+            "a_{b{c{d}}}_{e}");  // two nesting levels: no match
   EXPECT_EQ(FixUnbalancedBraces("\\frac{a}{b}}"), "\\frac{a}{b}");
   EXPECT_EQ(FixUnbalancedBraces("{x"), "x");
-  EXPECT_EQ(FixUnbalancedBraces("\\{ a"), "\\{ a");     // escaped brace is ignored
+  EXPECT_EQ(FixUnbalancedBraces("\\{ a"), "\\{ a");      // escaped brace is ignored
   EXPECT_EQ(FixUnbalancedBraces("\\\\{a}"), "\\\\{a}");  // "\\" then a real brace pair
 }
 
@@ -76,8 +78,8 @@ TEST(Formula, BigFamily) {
   EXPECT_EQ(FixEquationBig("\\bigl {[} x \\bigr{]}"), "\\bigl[ x \\bigr]");
   EXPECT_EQ(FixEquationBig("\\Bigg{\\{} y \\Bigg{\\}}"), "\\Bigg\\{ y \\Bigg\\}");
   EXPECT_EQ(FixEquationBig("\\biggm{|} \\Big{\\|}"), "\\biggm| \\Big\\|");
-  EXPECT_EQ(FixEquationBig("\\biggm{[}"), "\\biggm\\[");              // template keeps "\["
-  EXPECT_EQ(FixEquationBig("\\Big{\\langle}x"), "\\Big\\langle x");  // trailing space added
+  EXPECT_EQ(FixEquationBig("\\biggm{[}"), "\\biggm\\[");                // template keeps "\["
+  EXPECT_EQ(FixEquationBig("\\Big{\\langle}x"), "\\Big\\langle x");     // trailing space added
   EXPECT_EQ(FixEquationBig("\\Biggm{\\langle}"), "\\Biggm{\\langle}");  // no Biggm entry
   EXPECT_EQ(FixEquationBig("A \\bigtimes B"), "A \\times B");
 }
@@ -93,7 +95,8 @@ TEST(Formula, LeftRightBalancing) {
   EXPECT_EQ(MatchEquationLeftRight("\\begin{array}{l} \\left\\{ x \\\\ y \\end{array}").value(),
             "\\begin{array}{l}\\left\\{ \\right. x\\\\y\\end{array}");
   // Whitespace-only pieces between tokens are dropped when a span is repaired.
-  EXPECT_EQ(MatchEquationLeftRight("\\left( \\left[ x \\right]").value(), "\\left( \\right.\\left[ x \\right]");
+  EXPECT_EQ(MatchEquationLeftRight("\\left( \\left[ x \\right]").value(),
+            "\\left( \\right.\\left[ x \\right]");
   // An unmatched \right gets "\left. " in front.
   EXPECT_EQ(MatchEquationLeftRight("x \\right)").value(), "x \\left. \\right)");
   // Balanced input is returned as is (not even stripped).

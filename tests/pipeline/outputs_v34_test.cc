@@ -64,7 +64,8 @@ AssembleV34Options RecorderOptions(std::vector<std::string>* inline_images, bool
   o.cross_page_table_merge = table_merge;
   o.image_path = [](const CropRequest& r) {
     return r.span_type + "_" + std::to_string(r.page_idx) + "_" + std::to_string(r.bbox[0]) + "_" +
-           std::to_string(r.bbox[1]) + "_" + std::to_string(r.bbox[2]) + "_" + std::to_string(r.bbox[3]) + ".jpg";
+           std::to_string(r.bbox[1]) + "_" + std::to_string(r.bbox[2]) + "_" + std::to_string(r.bbox[3]) +
+           ".jpg";
   };
   o.guess_code_language = [](std::string_view code) {
     return std::string(code.find("def ") != std::string_view::npos ? "python" : "txt");
@@ -83,7 +84,8 @@ std::string FirstDiff(const Json& ours, const Json& want) {
   std::string out;
   for (size_t i = 0; i < d.size() && i < 4; ++i) {
     const std::string path = d[i]["path"];
-    out += d[i]["op"].get<std::string>() + " " + path + " want=" + (d[i].contains("value") ? d[i]["value"].dump() : "-");
+    out += d[i]["op"].get<std::string>() + " " + path +
+           " want=" + (d[i].contains("value") ? d[i]["value"].dump() : "-");
     try {
       out += " ours=" + a.at(nlohmann::json::json_pointer(path)).dump();
     } catch (...) {
@@ -104,17 +106,20 @@ TEST_P(OutputsV34, MatchesReference) {
   const pipeline::OutputsV34 out = MakeOutputsV34(middle, "images");  // normalises middle's text spans
   EXPECT_EQ(out.markdown, c["md"].get<std::string>());
   EXPECT_TRUE(out.content_list == c["content_list"]) << FirstDiff(out.content_list, c["content_list"]);
-  EXPECT_TRUE(out.content_list_v2 == c["content_list_v2"]) << FirstDiff(out.content_list_v2, c["content_list_v2"]);
+  EXPECT_TRUE(out.content_list_v2 == c["content_list_v2"])
+      << FirstDiff(out.content_list_v2, c["content_list_v2"]);
   EXPECT_TRUE(middle == c["middle"]) << FirstDiff(middle, c["middle"]);
 }
 
-constexpr size_t kCases = 95;  // 9 ex* cases + 86 merge_* cases (45 of them seeded random) (tests/tools/make_merge344_cases.py)
+constexpr size_t kCases =
+    95;  // 9 ex* cases + 86 merge_* cases (45 of them seeded random) (tests/tools/make_merge344_cases.py)
 INSTANTIATE_TEST_SUITE_P(Cases, OutputsV34, ::testing::Range<size_t>(0, kCases));
 
 TEST(OutputsV34Fixture, HasAllCases) {
   EXPECT_EQ(Goldens()["cases"].size(), kCases);
   size_t merged = 0;
-  for (const auto& c : Goldens()["cases"]) merged += c.contains("table_merge") && c["table_merge"].get<bool>();
+  for (const auto& c : Goldens()["cases"])
+    merged += c.contains("table_merge") && c["table_merge"].get<bool>();
   EXPECT_EQ(merged, 86u);
 }
 
@@ -162,7 +167,8 @@ namespace {
 // merge_table: worked examples of MinerU 3.4.4's utils/table_merge.py (exact outputs of the reference
 // code, /work/notes/crosspage_spec.md section 7). The recorded merge_* cases above run the reference
 // itself with bs4; these stay as readable spot checks. Two pages, one table each, at [0.1, 0.1, 0.9, 0.9].
-Json MergeTwoTables(const std::string& prev_html, const std::string& cur_html, std::optional<std::vector<int>> cm) {
+Json MergeTwoTables(const std::string& prev_html, const std::string& cur_html,
+                    std::optional<std::vector<int>> cm) {
   std::vector<PageInput> pages(2);
   for (int p = 0; p < 2; ++p) {
     ContentBlock b;
@@ -188,13 +194,15 @@ TEST(OutputsV34TableMerge, HeaderRepeatedMiddleCellContinues) {  // example A
   Json m = MergeTwoTables(
       "<table><tr><th>Name</th><th>Desc</th><th>Qty</th></tr><tr><td>A</td><td>first</td><td>1</td></tr>"
       "<tr><td>B</td><td>second part</td><td>2</td></tr></table>",
-      "<table><tr><th>Name</th><th>Desc</th><th>Qty</th></tr><tr><td></td><td>continues here</td><td></td></tr>"
+      "<table><tr><th>Name</th><th>Desc</th><th>Qty</th></tr><tr><td></td><td>continues "
+      "here</td><td></td></tr>"
       "<tr><td>C</td><td>third</td><td>3</td></tr></table>",
       std::vector<int>{0, 1, 0});
-  EXPECT_EQ(MergedHtml(m),
-            "<table><tr><th>Name</th><th>Desc</th><th>Qty</th></tr><tr><td>A</td><td>first</td><td>1</td></tr><tr>"
-            "<td>B</td><td>second partcontinues here</td><td>2</td></tr><tr><td>C</td><td>third</td><td>3</td></tr>"
-            "</table>");
+  EXPECT_EQ(
+      MergedHtml(m),
+      "<table><tr><th>Name</th><th>Desc</th><th>Qty</th></tr><tr><td>A</td><td>first</td><td>1</td></tr><tr>"
+      "<td>B</td><td>second partcontinues here</td><td>2</td></tr><tr><td>C</td><td>third</td><td>3</td></tr>"
+      "</table>");
   const Json& emptied = m["pdf_info"][1]["para_blocks"][0];
   EXPECT_EQ(emptied["cell_merge"], Json::array({0, 1, 0}));
   EXPECT_TRUE(emptied["blocks"][0]["lines"].empty());
@@ -216,15 +224,19 @@ TEST(OutputsV34TableMerge, ColspanBoundaryWidensAppendedRows) {  // example B
   std::string first = "<tr>";
   for (int i = 0; i < 11; ++i) first += "<td>c" + std::to_string(i) + "</td>";
   first += "</tr>";
-  Json m = MergeTwoTables(
-      "<table>" + first + "<tr><td>分项目说明未达到计划进度、预计收益的情况和原因(含</td><td colspan=\"10\">不适用</td></tr></table>",
-      "<table><tr><td>“是否达到预计效益”选择“不适用”的原因)</td><td></td></tr><tr><td>项目可行性发生重大变化的情况说明</td>"
-      "<td>无</td></tr></table>",
-      std::vector<int>{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  Json m = MergeTwoTables("<table>" + first +
+                              "<tr><td>分项目说明未达到计划进度、预计收益的情况和原因(含</td><td "
+                              "colspan=\"10\">不适用</td></tr></table>",
+                          "<table><tr><td>“是否达到预计效益”选择“不适用”的原因)</td><td></td></"
+                          "tr><tr><td>项目可行性发生重大变化的情况说明</td>"
+                          "<td>无</td></tr></table>",
+                          std::vector<int>{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
   EXPECT_EQ(MergedHtml(m),
             "<table>" + first +
-                "<tr><td>分项目说明未达到计划进度、预计收益的情况和原因(含“是否达到预计效益”选择“不适用”的原因)</td>"
-                "<td colspan=\"10\">不适用</td></tr><tr><td>项目可行性发生重大变化的情况说明</td><td colspan=\"10\">无</td>"
+                "<tr><td>分项目说明未达到计划进度、预计收益的情况和原因("
+                "含“是否达到预计效益”选择“不适用”的原因)</td>"
+                "<td colspan=\"10\">不适用</td></tr><tr><td>项目可行性发生重大变化的情况说明</td><td "
+                "colspan=\"10\">无</td>"
                 "</tr></table>");
 }
 
@@ -236,24 +248,30 @@ TEST(OutputsV34TableMerge, MixedFlagsKeepTheRow) {  // example C, case 1
 
 TEST(OutputsV34TableMerge, RowspanColumnIsNotMapped) {  // example C, case 2
   Json m = MergeTwoTables(
-      "<table><tr><td>Group</td><td>Item</td><td>Val</td></tr><tr><td rowspan=\"2\">G1</td><td>a</td><td>1</td></tr>"
+      "<table><tr><td>Group</td><td>Item</td><td>Val</td></tr><tr><td "
+      "rowspan=\"2\">G1</td><td>a</td><td>1</td></tr>"
       "<tr><td>b is</td><td>2</td></tr></table>",
-      "<table><tr><td>G1 cont</td><td>long</td><td></td></tr><tr><td>G2</td><td>c</td><td>3</td></tr></table>",
+      "<table><tr><td>G1 "
+      "cont</td><td>long</td><td></td></tr><tr><td>G2</td><td>c</td><td>3</td></tr></table>",
       std::vector<int>{1, 1, 0});
-  EXPECT_EQ(MergedHtml(m),
-            "<table><tr><td>Group</td><td>Item</td><td>Val</td></tr><tr><td rowspan=\"2\">G1</td><td>a</td><td>1</td>"
-            "</tr><tr><td>b islong</td><td>2</td></tr><tr><td>G1 cont</td><td></td><td></td></tr><tr><td>G2</td>"
-            "<td>c</td><td>3</td></tr></table>");
+  EXPECT_EQ(
+      MergedHtml(m),
+      "<table><tr><td>Group</td><td>Item</td><td>Val</td></tr><tr><td "
+      "rowspan=\"2\">G1</td><td>a</td><td>1</td>"
+      "</tr><tr><td>b islong</td><td>2</td></tr><tr><td>G1 cont</td><td></td><td></td></tr><tr><td>G2</td>"
+      "<td>c</td><td>3</td></tr></table>");
 }
 
 TEST(OutputsV34TableMerge, ColspanCellTakesBothCells) {  // example D
-  Json m = MergeTwoTables("<table><tr><td>A</td><td>B</td><td>C</td></tr><tr><td colspan=\"2\">note text</td>"
-                          "<td>x</td></tr></table>",
-                          "<table><tr><td>more</td><td>y</td></tr><tr><td>1</td><td>2</td><td>3</td></tr></table>",
-                          std::vector<int>{1, 1, 0});
-  EXPECT_EQ(MergedHtml(m),
-            "<table><tr><td>A</td><td>B</td><td>C</td></tr><tr><td colspan=\"2\">note textmorey</td><td>x</td></tr>"
-            "<tr><td>1</td><td>2</td><td>3</td></tr></table>");
+  Json m = MergeTwoTables(
+      "<table><tr><td>A</td><td>B</td><td>C</td></tr><tr><td colspan=\"2\">note text</td>"
+      "<td>x</td></tr></table>",
+      "<table><tr><td>more</td><td>y</td></tr><tr><td>1</td><td>2</td><td>3</td></tr></table>",
+      std::vector<int>{1, 1, 0});
+  EXPECT_EQ(
+      MergedHtml(m),
+      "<table><tr><td>A</td><td>B</td><td>C</td></tr><tr><td colspan=\"2\">note textmorey</td><td>x</td></tr>"
+      "<tr><td>1</td><td>2</td><td>3</td></tr></table>");
 }
 
 TEST(OutputsV34TableMerge, AllZeroFlagsDropABlankRow) {  // example E
@@ -266,9 +284,9 @@ TEST(OutputsV34TableMerge, AllZeroFlagsDropABlankRow) {  // example E
 // A blank rowspan cell of the continuation under the previous table's hanging rowspan is clipped
 // (_clip_overlapped_blank_rowspan_cells), so it does not add a column to the merged table.
 TEST(OutputsV34TableMerge, BlankRowspanUnderHangingRowspanIsClipped) {
-  Json m = MergeTwoTables("<table><tr><td>h1</td><td>h2</td></tr><tr><td rowspan=\"3\">G</td><td>a</td></tr></table>",
-                          "<table><tr><td rowspan=\"2\"></td><td>b</td></tr><tr><td>c</td></tr></table>",
-                          std::nullopt);
+  Json m = MergeTwoTables(
+      "<table><tr><td>h1</td><td>h2</td></tr><tr><td rowspan=\"3\">G</td><td>a</td></tr></table>",
+      "<table><tr><td rowspan=\"2\"></td><td>b</td></tr><tr><td>c</td></tr></table>", std::nullopt);
   const std::string html = MergedHtml(m);
   EXPECT_EQ(html.find("rowspan=\"2\""), std::string::npos) << html;
   EXPECT_NE(html.find(">b</td>"), std::string::npos) << html;

@@ -10,28 +10,29 @@ namespace mineru::pipeline {
 namespace {
 
 std::string Line(const char* coords, const char* type, const char* rot = "<|rotate_up|>") {
-  return std::string("<|box_start|>") + coords + "<|box_end|><|ref_start|>" + type + "<|ref_end|>" + rot + "\n";
+  return std::string("<|box_start|>") + coords + "<|box_end|><|ref_start|>" + type + "<|ref_end|>" + rot +
+         "\n";
 }
 
 // Page 0 of the replay: 18 layout elements, in reading order.
 std::string Page0Layout() {
-  return Line("060 030 940 050", "header") +           // 0
-         Line("100 070 900 100", "title") +            // 1
-         Line("060 110 480 300", "text") +             // 2 left column
-         Line("100 310 900 420", "equation_block") +   // 3 (not recognised)
-         Line("120 315 880 360", "equation") +         // 4 inside 3
-         Line("120 365 880 410", "equation") +         // 5 inside 3
-         Line("200 430 800 470", "equation") +         // 6 standalone, \tag
-         Line("100 480 900 495", "table_caption") +    // 7
-         Line("100 500 900 600", "table") +            // 8
-         Line("520 110 940 290", "image") +            // 9 right column (not recognised)
-         Line("520 292 940 305", "image_caption") +    // 10
-         Line("100 610 900 700", "code") +             // 11
-         Line("100 710 900 800", "list") +             // 12 (not recognised)
-         Line("110 715 890 750", "text") +             // 13 inside the list
-         Line("110 755 890 795", "text") +             // 14 inside the list
-         Line("480 950 520 970", "page_number") +      // 15
-         Line("060 975 940 990", "footer") +           // 16
+  return Line("060 030 940 050", "header") +                        // 0
+         Line("100 070 900 100", "title") +                         // 1
+         Line("060 110 480 300", "text") +                          // 2 left column
+         Line("100 310 900 420", "equation_block") +                // 3 (not recognised)
+         Line("120 315 880 360", "equation") +                      // 4 inside 3
+         Line("120 365 880 410", "equation") +                      // 5 inside 3
+         Line("200 430 800 470", "equation") +                      // 6 standalone, \tag
+         Line("100 480 900 495", "table_caption") +                 // 7
+         Line("100 500 900 600", "table") +                         // 8
+         Line("520 110 940 290", "image") +                         // 9 right column (not recognised)
+         Line("520 292 940 305", "image_caption") +                 // 10
+         Line("100 610 900 700", "code") +                          // 11
+         Line("100 710 900 800", "list") +                          // 12 (not recognised)
+         Line("110 715 890 750", "text") +                          // 13 inside the list
+         Line("110 755 890 795", "text") +                          // 14 inside the list
+         Line("480 950 520 970", "page_number") +                   // 15
+         Line("060 975 940 990", "footer") +                        // 16
          Line("010 200 040 800", "aside_text", "<|rotate_left|>");  // 17 rotated margin text
 }
 
@@ -45,9 +46,9 @@ std::vector<std::string> Page0Outputs() {
       "d+e=f \\tag{2}",                                     // 5
       "E<mc^{2} \\tag{3}",                                  // 6
       "Table 1: Results",                                   // 7
-      "<fcel>Model<fcel>Score<nl><fcel>A<fcel>0.9<nl>",      // 8 OTSL
+      "<fcel>Model<fcel>Score<nl><fcel>A<fcel>0.9<nl>",     // 8 OTSL
       "Figure 1: Setup",                                    // 10
-      "```python\ndef f(x):\n    return x\n```",             // 11 fenced code
+      "```python\ndef f(x):\n    return x\n```",            // 11 fenced code
       "- first item",                                       // 13
       "- second \\(x_1\\) item",                            // 14
       "1",                                                  // 15
@@ -56,7 +57,8 @@ std::vector<std::string> Page0Outputs() {
   };
 }
 
-const char* kTableHtml = "<table><tr><td>Model</td><td>Score</td></tr><tr><td>A</td><td>0.9</td></tr></table>";
+const char* kTableHtml =
+    "<table><tr><td>Model</td><td>Score</td></tr><tr><td>A</td><td>0.9</td></tr></table>";
 const char* kMergedEq = "\\begin{array}{l} a+b=c (1) \\\\ d+e=f (2) \\\\ \\end{array}";
 
 std::vector<ContentBlock> Page0Blocks() {
@@ -79,10 +81,9 @@ TEST(PostProcess, ModelJsonOfTheReplayedPage) {
   // equation_block 3 absorbs equations 4 and 5 (each fully inside) and is replaced by one equation;
   // 18 - 2 = 16 blocks remain.
   ASSERT_EQ(blocks.size(), 16u);
-  const std::vector<std::string> types = {"header",        "title",         "text",     "equation",
-                                          "equation",      "table_caption", "table",    "image",
-                                          "image_caption", "code",          "list",     "text",
-                                          "text",          "page_number",   "footer",   "aside_text"};
+  const std::vector<std::string> types = {
+      "header",        "title", "text", "equation", "equation", "table_caption", "table",  "image",
+      "image_caption", "code",  "list", "text",     "text",     "page_number",   "footer", "aside_text"};
   for (size_t i = 0; i < types.size(); ++i) EXPECT_EQ(blocks[i].type, types[i]) << i;
 
   // Merged equation: bbox/angle of the equation_block, two \tag -> (1), (2), then \[ \n ... \n \].
@@ -104,14 +105,16 @@ TEST(PostProcess, ModelJsonOfTheReplayedPage) {
 
   const Json model = ModelJson({blocks});
   ASSERT_EQ(model.size(), 1u);
-  EXPECT_EQ(model[0][0].dump(), R"({"type":"header","bbox":[0.06,0.03,0.94,0.05],"angle":0,"content":"Running head"})");
+  EXPECT_EQ(model[0][0].dump(),
+            R"({"type":"header","bbox":[0.06,0.03,0.94,0.05],"angle":0,"content":"Running head"})");
   EXPECT_EQ(model[0][7].dump(), R"({"type":"image","bbox":[0.52,0.11,0.94,0.29],"angle":0,"content":null})");
 }
 
 TEST(PostProcess, OptionsAndAngleNone) {
   const auto layout = ParseLayoutOutput(Line("0 0 10 10", "header", "") + Line("0 0 10 10", "list") +
                                         Line("0 0 10 10", "equation_block") + Line("0 0 10 10", "text"));
-  const std::vector<std::optional<std::string>> rec = {std::string("h"), std::nullopt, std::nullopt, std::string("t")};
+  const std::vector<std::optional<std::string>> rec = {std::string("h"), std::nullopt, std::nullopt,
+                                                       std::string("t")};
   PostProcessOptions opt;
   opt.abandon_list = true;
   opt.abandon_paratext = true;
@@ -120,7 +123,8 @@ TEST(PostProcess, OptionsAndAngleNone) {
   EXPECT_EQ(out[0].type, "text");
   const auto kept = PostProcessPage(layout, rec);
   ASSERT_EQ(kept.size(), 3u);
-  EXPECT_EQ(ModelJson({kept})[0][0].dump(), R"({"type":"header","bbox":[0.0,0.0,0.01,0.01],"angle":null,"content":"h"})");
+  EXPECT_EQ(ModelJson({kept})[0][0].dump(),
+            R"({"type":"header","bbox":[0.0,0.0,0.01,0.01],"angle":null,"content":"h"})");
 }
 
 TEST(PostProcess, DumpMatchesPythonJsonDumpsIndent4) {
@@ -133,11 +137,12 @@ TEST(PostProcess, DumpMatchesPythonJsonDumpsIndent4) {
   b.angle = 0;
   b.content = "caf\xc3\xa9 \"q\"\n";
   // json.dumps([[block]], ensure_ascii=False, indent=4)
-  EXPECT_EQ(DumpJson(ModelJson({{b}, {}})),
-            "[\n    [\n        {\n            \"type\": \"text\",\n            \"bbox\": [\n                0.1,\n"
-            "                0.2,\n                0.3,\n                1.0\n            ],\n"
-            "            \"angle\": 0,\n            \"content\": \"caf\xc3\xa9 \\\"q\\\"\\n\"\n        }\n    ],\n"
-            "    []\n]");
+  EXPECT_EQ(
+      DumpJson(ModelJson({{b}, {}})),
+      "[\n    [\n        {\n            \"type\": \"text\",\n            \"bbox\": [\n                0.1,\n"
+      "                0.2,\n                0.3,\n                1.0\n            ],\n"
+      "            \"angle\": 0,\n            \"content\": \"caf\xc3\xa9 \\\"q\\\"\\n\"\n        }\n    ],\n"
+      "    []\n]");
 }
 
 // ---- assembly -------------------------------------------------------------------------------------
@@ -197,8 +202,9 @@ TEST(Assemble, MiddleJsonStructure) {
   // (indices are positions in the post-processed list: 3 = merged equation, 4 = equation 6, ...)
 
   const Json& title = para[0];
-  EXPECT_EQ(title.dump(),
-            R"({"bbox":[61,55,550,79],"type":"title","angle":0,"lines":[{"bbox":[61,55,550,79],"spans":[{"bbox":[61,55,550,79],"type":"text","content":"1 Introduction"}]}],"index":1})");
+  EXPECT_EQ(
+      title.dump(),
+      R"({"bbox":[61,55,550,79],"type":"title","angle":0,"lines":[{"bbox":[61,55,550,79],"spans":[{"bbox":[61,55,550,79],"type":"text","content":"1 Introduction"}]}],"index":1})");
 
   // Inline math split on balanced \( \): text / inline_equation spans, text kept unstripped.
   const Json& spans = para[1]["lines"][0]["spans"];
@@ -225,9 +231,11 @@ TEST(Assemble, MiddleJsonStructure) {
   EXPECT_EQ(table["blocks"][0]["type"], "table_body");
   EXPECT_EQ(table["blocks"][1]["type"], "table_caption");
   EXPECT_EQ(table["blocks"][1]["index"], 5);
-  EXPECT_EQ(table["blocks"][0].dump(),
-            std::string(R"({"bbox":[61,396,550,475],"lines":[{"bbox":[61,396,550,475],"spans":[{"bbox":[61,396,550,475],"type":"table","html":")") +
-                kTableHtml + R"(","image_path":"table-61.jpg"}]}],"index":6,"angle":0,"type":"table_body"})");
+  EXPECT_EQ(
+      table["blocks"][0].dump(),
+      std::string(
+          R"({"bbox":[61,396,550,475],"lines":[{"bbox":[61,396,550,475],"spans":[{"bbox":[61,396,550,475],"type":"table","html":")") +
+          kTableHtml + R"(","image_path":"table-61.jpg"}]}],"index":6,"angle":0,"type":"table_body"})");
 
   // Image group with its caption.
   const Json& image = para[5];
@@ -243,7 +251,8 @@ TEST(Assemble, MiddleJsonStructure) {
   EXPECT_FALSE(code["blocks"][0]["lines"][0].contains("extra"));
   std::vector<std::string> code_keys;
   for (auto it = code.begin(); it != code.end(); ++it) code_keys.push_back(it.key());
-  EXPECT_EQ(code_keys, (std::vector<std::string>{"type", "bbox", "blocks", "index", "sub_type", "guess_lang"}));
+  EXPECT_EQ(code_keys,
+            (std::vector<std::string>{"type", "bbox", "blocks", "index", "sub_type", "guess_lang"}));
 
   // List: children >= 80% inside, sub_type = most common child type, "lines" removed.
   const Json& list = para[7];
@@ -273,9 +282,13 @@ TEST(Assemble, Markdown) {
       "# 1 Introduction\n\n"
       // text spans joined with " " between spans: double spaces around inline math
       "The energy  $E=mc^2$  relates mass and  $c$ .\n\n"
-      "$$\n" + std::string(kMergedEq) + "\n$$\n\n"
+      "$$\n" +
+      std::string(kMergedEq) +
+      "\n$$\n\n"
       "$$\nE< mc^{2} \\tag{3}\n$$\n\n"
-      "Table 1: Results  \n\n" + kTableHtml + "\n\n"
+      "Table 1: Results  \n\n" +
+      kTableHtml +
+      "\n\n"
       "![](images/image-318.jpg)  \nFigure 1: Setup\n\n"
       "```python\ndef f(x):\n    return x\n```\n\n"
       "- first item  \n- second  $x_1$  item\n\n"
@@ -295,21 +308,28 @@ TEST(Assemble, ContentList) {
   const Json cl = ContentListFromMiddle(middle);
   // 8 para blocks + 4 discarded on page 0, 1 block on page 1.
   ASSERT_EQ(cl.size(), 13u);
-  EXPECT_EQ(cl[0].dump(), R"({"type":"text","text":"1 Introduction","text_level":1,"bbox":[99,69,898,99],"page_idx":0})");
+  EXPECT_EQ(cl[0].dump(),
+            R"({"type":"text","text":"1 Introduction","text_level":1,"bbox":[99,69,898,99],"page_idx":0})");
   EXPECT_EQ(cl[1]["text"], "The energy  $E=mc^2$  relates mass and  $c$ .");
   // Equation text keeps the newlines around $$ (not stripped in content_list).
   EXPECT_EQ(cl[2]["type"], "equation");
   EXPECT_EQ(cl[2]["text"], std::string("\n$$\n") + kMergedEq + "\n$$\n");
   EXPECT_EQ(cl[2]["text_format"], "latex");
   EXPECT_EQ(cl[2]["bbox"].dump(), "[99,309,898,419]");
-  EXPECT_EQ(cl[4].dump(), std::string(R"({"type":"table","img_path":"images/table-61.jpg","table_caption":["Table 1: Results"],"table_footnote":[],"table_body":")") +
-                              kTableHtml + R"(","bbox":[99,500,898,599],"page_idx":0})");
-  EXPECT_EQ(cl[5].dump(),
-            R"({"type":"image","img_path":"images/image-318.jpg","image_caption":["Figure 1: Setup"],"image_footnote":[],"bbox":[519,109,939,289],"page_idx":0})");
-  EXPECT_EQ(cl[6].dump(),
-            R"({"type":"code","sub_type":"code","code_caption":[],"code_body":"def f(x):\n    return x","guess_lang":"python","bbox":[99,609,898,699],"page_idx":0})");
-  EXPECT_EQ(cl[7].dump(),
-            R"({"type":"list","sub_type":"text","list_items":["- first item","- second  $x_1$  item"],"bbox":[99,709,898,799],"page_idx":0})");
+  EXPECT_EQ(
+      cl[4].dump(),
+      std::string(
+          R"({"type":"table","img_path":"images/table-61.jpg","table_caption":["Table 1: Results"],"table_footnote":[],"table_body":")") +
+          kTableHtml + R"(","bbox":[99,500,898,599],"page_idx":0})");
+  EXPECT_EQ(
+      cl[5].dump(),
+      R"({"type":"image","img_path":"images/image-318.jpg","image_caption":["Figure 1: Setup"],"image_footnote":[],"bbox":[519,109,939,289],"page_idx":0})");
+  EXPECT_EQ(
+      cl[6].dump(),
+      R"({"type":"code","sub_type":"code","code_caption":[],"code_body":"def f(x):\n    return x","guess_lang":"python","bbox":[99,609,898,699],"page_idx":0})");
+  EXPECT_EQ(
+      cl[7].dump(),
+      R"({"type":"list","sub_type":"text","list_items":["- first item","- second  $x_1$  item"],"bbox":[99,709,898,799],"page_idx":0})");
   EXPECT_EQ(cl[8].dump(), R"({"type":"header","text":"Running head","bbox":[58,29,939,49],"page_idx":0})");
   EXPECT_EQ(cl[9]["type"], "page_number");
   EXPECT_EQ(cl[10]["type"], "footer");
@@ -323,9 +343,10 @@ TEST(Assemble, CaptionsAttachByDistanceAndLeftoversBecomeText) {
   // 20 pt below the upper one, so it goes with the lower table. A table footnote far below the lower
   // table still attaches to its nearest table in the second pass. An image caption with no image is
   // left out of every group and becomes a text block.
-  const auto layout = ParseLayoutOutput(Line("100 100 900 300", "table") + Line("100 325 900 340", "table_caption") +
-                                        Line("100 345 900 600", "table") + Line("100 700 900 720", "table_footnote") +
-                                        Line("100 800 900 820", "image_caption"));
+  const auto layout =
+      ParseLayoutOutput(Line("100 100 900 300", "table") + Line("100 325 900 340", "table_caption") +
+                        Line("100 345 900 600", "table") + Line("100 700 900 720", "table_footnote") +
+                        Line("100 800 900 820", "image_caption"));
   std::vector<std::optional<std::string>> rec = {std::string("<fcel>u<nl>"), std::string("Table 2"),
                                                  std::string("<fcel>v<nl>"), std::string("note"),
                                                  std::string("orphan caption")};
@@ -352,8 +373,9 @@ TEST(Assemble, CaptionsAttachByDistanceAndLeftoversBecomeText) {
 }
 
 TEST(Assemble, CodeWithInlineMathAndAlgorithm) {
-  const auto layout = ParseLayoutOutput(Line("100 100 900 300", "algorithm") + Line("100 400 900 600", "code") +
-                                        Line("100 610 900 630", "code_caption"));
+  const auto layout =
+      ParseLayoutOutput(Line("100 100 900 300", "algorithm") + Line("100 400 900 600", "code") +
+                        Line("100 610 900 630", "code_caption"));
   std::vector<std::optional<std::string>> rec = {std::string("Input: \\(n\\)\nfor i in 1..n"),
                                                  std::string("```\nint main() { return 0; }\n```"),
                                                  std::string("Listing 1")};
@@ -385,10 +407,9 @@ TEST(Assemble, TextCleaningAndInlineSplitRules) {
   // leaves the text in one span; a formula across a newline is not matched by `.+?`.
   const auto layout = ParseLayoutOutput(Line("100 100 900 200", "text") + Line("100 300 900 400", "text") +
                                         Line("100 500 900 600", "title") + Line("100 700 900 800", "text"));
-  std::vector<std::optional<std::string>> rec = {std::string("see \\[a+b\\] and \\(x\\)"),
-                                                 std::string("open \\(x only"),
-                                                 std::string("2 Method \\(\\alpha\\)"),
-                                                 std::string("\\(a\nb\\) \\(c\\)")};
+  std::vector<std::optional<std::string>> rec = {
+      std::string("see \\[a+b\\] and \\(x\\)"), std::string("open \\(x only"),
+      std::string("2 Method \\(\\alpha\\)"), std::string("\\(a\nb\\) \\(c\\)")};
   PageInput page;
   page.blocks = PostProcessPage(layout, rec);
   page.width_pt = 1000;

@@ -29,7 +29,8 @@ void Paint(RgbImage* im, int x0, int y0, int x1, int y1, uint8_t r, uint8_t g, u
 
 int CountColor(const RgbImage& im, int r, int g, int b) {
   int n = 0;
-  for (size_t i = 0; i < im.pixels.size(); i += 3) n += im.pixels[i] == r && im.pixels[i + 1] == g && im.pixels[i + 2] == b;
+  for (size_t i = 0; i < im.pixels.size(); i += 3)
+    n += im.pixels[i] == r && im.pixels[i + 1] == g && im.pixels[i + 2] == b;
   return n;
 }
 
@@ -73,7 +74,8 @@ TEST(TableImages, TokensInTheTableOutputBecomeImages) {
   std::vector<LayoutBlock> layout = {{"table", 0.1, 0.1, 0.9, 0.9, 0}};
   const auto blocks = PostProcessPageV12(layout, {std::string("<fcel>[AAAA]<fcel>x<nl>")}, {}, {t});
   ASSERT_EQ(blocks.size(), 1u);
-  EXPECT_EQ(*blocks[0].content, "<table><tr><td><img src=\"data:image/jpeg;base64,XYZ\"/></td><td>x</td></tr></table>");
+  EXPECT_EQ(*blocks[0].content,
+            "<table><tr><td><img src=\"data:image/jpeg;base64,XYZ\"/></td><td>x</td></tr></table>");
 }
 
 }  // namespace

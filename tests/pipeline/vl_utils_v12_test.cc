@@ -35,7 +35,8 @@ bool UsesUnportedRepair(const std::string&) { return false; }
 nlohmann::json ParsedJson(const std::vector<LayoutBlock>& blocks) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& b : blocks) {
-    nlohmann::json j = {{"type", b.type}, {"bbox", {b.x1, b.y1, b.x2, b.y2}},
+    nlohmann::json j = {{"type", b.type},
+                        {"bbox", {b.x1, b.y1, b.x2, b.y2}},
                         {"angle", b.angle ? nlohmann::json(*b.angle) : nlohmann::json(nullptr)},
                         {"content", nullptr}};
     if (b.type == "text") j["merge_prev"] = b.merge_prev;
@@ -83,7 +84,8 @@ TEST(VlUtilsV12, RequestsMatchReference) {
       EXPECT_EQ(got[k]["prompt"], want[k]["prompt"]) << raw;
       EXPECT_EQ(got[k]["size"], want[k]["size"]) << raw << " request " << k;
       EXPECT_NEAR(got[k]["presence_penalty"].get<double>(), want[k]["presence_penalty"].get<double>(), 1e-6);
-      EXPECT_NEAR(got[k]["frequency_penalty"].get<double>(), want[k]["frequency_penalty"].get<double>(), 1e-6);
+      EXPECT_NEAR(got[k]["frequency_penalty"].get<double>(), want[k]["frequency_penalty"].get<double>(),
+                  1e-6);
     }
   }
 }
@@ -111,25 +113,40 @@ TEST(VlUtilsV12, PostProcessedPagesMatchReference) {
 TEST(VlUtilsV12, FunctionsMatchReference) {
   using Check = std::function<void(const std::string&, const nlohmann::json&)>;
   const std::map<std::string, Check> checks = {
-      {"display2inline", [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(TextDisplayToInline(in), w) << in; }},
-      {"macro_spacing", [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(TextMacroSpacing(in), w) << in; }},
-      {"underscores", [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(TextUnderscoresOutside(in), w) << in; }},
-      {"chart_repetition", [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(FixChartRepetition(in), w) << in; }},
+      {"display2inline",
+       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(TextDisplayToInline(in), w) << in; }},
+      {"macro_spacing",
+       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(TextMacroSpacing(in), w) << in; }},
+      {"underscores", [](const std::string& in,
+                         const nlohmann::json& w) { EXPECT_EQ(TextUnderscoresOutside(in), w) << in; }},
+      {"chart_repetition",
+       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(FixChartRepetition(in), w) << in; }},
       {"table_tokens",
        [](const std::string& in, const nlohmann::json& w) {
-         const TableImageTokens map = {{"[AC2K]", "data:image/jpeg;base64,QUJD"}, {"[ZZ78]", "data:image/jpeg;base64,REVG"}};
+         const TableImageTokens map = {{"[AC2K]", "data:image/jpeg;base64,QUJD"},
+                                       {"[ZZ78]", "data:image/jpeg;base64,REVG"}};
          EXPECT_EQ(ReplaceTableImageTokens(in, map), w) << in;
        }},
       {"mermaid_repetition",
-       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(MermaidHasRepetition(in), w.get<bool>()) << in; }},
-      {"mermaid_legalize", [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(MermaidNodeIdLegalize(in), w) << in; }},
-      {"mermaid_edges", [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(MermaidInvalidEdgeLines(in), w) << in; }},
+       [](const std::string& in, const nlohmann::json& w) {
+         EXPECT_EQ(MermaidHasRepetition(in), w.get<bool>()) << in;
+       }},
+      {"mermaid_legalize",
+       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(MermaidNodeIdLegalize(in), w) << in; }},
+      {"mermaid_edges", [](const std::string& in,
+                           const nlohmann::json& w) { EXPECT_EQ(MermaidInvalidEdgeLines(in), w) << in; }},
       {"mermaid_subgraphs",
-       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(MermaidInvalidSubgraphLines(in), w) << in; }},
-      {"mermaid_strict", [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(MermaidStrict(in), w) << in; }},
-      {"table_eq", [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(TableFormulaToEq(in), w) << in; }},
+       [](const std::string& in, const nlohmann::json& w) {
+         EXPECT_EQ(MermaidInvalidSubgraphLines(in), w) << in;
+       }},
+      {"mermaid_strict",
+       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(MermaidStrict(in), w) << in; }},
+      {"table_eq",
+       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(TableFormulaToEq(in), w) << in; }},
       {"malformed_md",
-       [](const std::string& in, const nlohmann::json& w) { EXPECT_EQ(HasMalformedMarkdownTable(in), w.get<bool>()) << in; }},
+       [](const std::string& in, const nlohmann::json& w) {
+         EXPECT_EQ(HasMalformedMarkdownTable(in), w.get<bool>()) << in;
+       }},
       {"md_to_html",
        [](const std::string& in, const nlohmann::json& w) {
          const auto html = MarkdownTableToHtml(in);

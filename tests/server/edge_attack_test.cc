@@ -1,9 +1,9 @@
 // Attack tests of the HTTP edge (issue 14): what one hostile client can send, on loopback, against
 // the real `mineru-cpp serve` (and nginx from deploy/nginx.conf in front of it for smuggling).
 // Every test is bounded in connections and time; deadlines are generous ("answers within").
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -19,10 +19,10 @@
 #include "../util/pdf_writer.h"
 #include "../util/sanitizers.h"
 #include "edge_socket.h"
-#include "server/http_framing.h"
-#include "server/job_store.h"
 #include "server/base64.h"
+#include "server/http_framing.h"
 #include "server/image_budget.h"
+#include "server/job_store.h"
 #include "server_harness.h"
 
 #include <zlib.h>
@@ -84,9 +84,10 @@ TEST(HttpFraming, AmbiguousFramingIsRefused) {
 
 TEST(HttpFraming, ChunkedBodiesAreDecodedAndLimitedInDecodedBytes) {
   int reject = 0;
-  auto got = Requests("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\n"
-                      "GET /b HTTP/1.1\r\n\r\n",
-                      &reject);
+  auto got = Requests(
+      "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\n"
+      "GET /b HTTP/1.1\r\n\r\n",
+      &reject);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(reject, 0);
   EXPECT_EQ(got[0], "POST /a HTTP/1.1\r\nContent-Length: 5\r\n\r\nabcde");
@@ -220,8 +221,11 @@ const std::string kNext = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
 
 TEST_F(EdgeServer, DuplicateContentLengthIsRefusedAndClosed) {
   bool closed = false;
-  const std::string got = Exchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
-                                   "Content-Length: 2\r\n\r\n{}" + kNext, &closed);
+  const std::string got = Exchange(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+      "Content-Length: 2\r\n\r\n{}" +
+          kNext,
+      &closed);
   EXPECT_EQ(FirstStatus(got), 400) << got;
   EXPECT_EQ(CountResponses(got), 1) << got;
   EXPECT_TRUE(closed);
@@ -229,8 +233,11 @@ TEST_F(EdgeServer, DuplicateContentLengthIsRefusedAndClosed) {
 
 TEST_F(EdgeServer, ContentLengthWithChunkedIsRefused) {
   bool closed = false;
-  const std::string got = Exchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
-                                   "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + kNext, &closed);
+  const std::string got = Exchange(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+          kNext,
+      &closed);
   EXPECT_EQ(FirstStatus(got), 400) << got;
   EXPECT_EQ(CountResponses(got), 1) << got;
   EXPECT_TRUE(closed);
@@ -238,19 +245,21 @@ TEST_F(EdgeServer, ContentLengthWithChunkedIsRefused) {
 
 TEST_F(EdgeServer, CodingsAreRefused) {
   bool closed = false;
-  std::string got = Exchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n",
-                             &closed);
+  std::string got = Exchange(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n", &closed);
   EXPECT_EQ(FirstStatus(got), 501) << got;
-  got = Exchange("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n"
-                 "abcd", &closed);
+  got = Exchange(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n"
+      "abcd",
+      &closed);
   EXPECT_EQ(FirstStatus(got), 415) << got;
   EXPECT_TRUE(closed);
 }
 
 TEST_F(EdgeServer, ChunkedBodyIsLimitedInDecodedBytes) {
   // 1023 chunks of 1 KiB, then one more chunk header that passes --max-body-mb 1.
-  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kKey) +
-                    "\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                    std::string(kKey) + "\r\nTransfer-Encoding: chunked\r\n\r\n";
   const std::string chunk = "400\r\n" + std::string(1024, 'a') + "\r\n";
   for (int i = 0; i < 1023; ++i) req += chunk;
   req += "800\r\n";
@@ -261,10 +270,13 @@ TEST_F(EdgeServer, ChunkedBodyIsLimitedInDecodedBytes) {
 }
 
 TEST_F(EdgeServer, ChunkedBodyReachesTheHandler) {
-  const std::string body =
-      Json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
-  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kKey) +
-                    "\r\nContent-Type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string body = Json{
+      {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+      {"max_tokens", 2},
+      {"temperature", 0}}.dump();
+  std::string req =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kKey) +
+      "\r\nContent-Type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (size_t i = 0; i < body.size(); i += 7) {
     const std::string part = body.substr(i, 7);
     char size[16];
@@ -284,11 +296,11 @@ TEST_F(EdgeServer, AnUnreadBodyIsNeverTheNextRequest) {
   for (const std::string& head : {std::string("GET /health HTTP/1.1\r\nHost: x\r\n"),
                                   std::string("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"),
                                   std::string("OPTIONS /v1/models HTTP/1.1\r\nHost: x\r\n")}) {
-    const std::string smuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kKey) +
-                                 "\r\n\r\n";
+    const std::string smuggled =
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kKey) + "\r\n\r\n";
     bool closed = false;
-    const std::string got =
-        Exchange(head + "Content-Length: " + std::to_string(smuggled.size()) + "\r\n\r\n" + smuggled, &closed);
+    const std::string got = Exchange(
+        head + "Content-Length: " + std::to_string(smuggled.size()) + "\r\n\r\n" + smuggled, &closed);
     EXPECT_EQ(CountResponses(got), 1) << head << got;
     EXPECT_EQ(got.find("\"object\":\"list\""), std::string::npos) << head << got;
     EXPECT_TRUE(closed) << head;
@@ -311,7 +323,8 @@ TEST_F(EdgeServer, ExpectContinueIsAnsweredByTheReader) {
   ASSERT_TRUE(c.ok());
   c.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kKey) +
          "\r\nExpect: 100-continue\r\nContent-Length: 1\r\nConnection: close\r\n\r\n");
-  const std::string first = c.ReadUntil(20, [](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+  const std::string first =
+      c.ReadUntil(20, [](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
   EXPECT_EQ(first, "HTTP/1.1 100 Continue\r\n\r\n");
   c.Send("{");
   const std::string got = c.ReadToClose(20);
@@ -322,8 +335,8 @@ TEST_F(EdgeServer, MultiRangeIsIgnored) {
   std::string ranges = "bytes=0-";
   for (int i = 0; i < 200; ++i) ranges += ",0-";
   bool closed = false;
-  const std::string got = Exchange("GET / HTTP/1.1\r\nHost: x\r\nRange: " + ranges + "\r\nConnection: close\r\n\r\n",
-                                   &closed);
+  const std::string got =
+      Exchange("GET / HTTP/1.1\r\nHost: x\r\nRange: " + ranges + "\r\nConnection: close\r\n\r\n", &closed);
   EXPECT_EQ(FirstStatus(got), 200) << got.substr(0, 300);
 }
 
@@ -357,7 +370,6 @@ TEST_F(EdgeServer, SlowBodiesFreezeNothing) {
   EXPECT_EQ(FirstStatus(got), 400) << got;
   EXPECT_TRUE(closed);
 }
-
 
 // ---- metrics ----------------------------------------------------------------------------------
 
@@ -395,13 +407,15 @@ std::string BitPng(int w, int h) {
   auto be32 = [](uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
   auto chunk = [&](const std::string& type, const std::string& data) {
     std::string td = type + data;
-    const uint32_t crc = static_cast<uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(td.data()), td.size()));
+    const uint32_t crc =
+        static_cast<uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(td.data()), td.size()));
     return be32(static_cast<uint32_t>(data.size())) + td + be32(crc);
   };
   const std::string raw(static_cast<size_t>(h) * (1 + (w + 7) / 8), '\0');
   uLongf n = ::compressBound(raw.size());
   std::string z(n, '\0');
-  ::compress2(reinterpret_cast<Bytef*>(z.data()), &n, reinterpret_cast<const Bytef*>(raw.data()), raw.size(), 9);
+  ::compress2(reinterpret_cast<Bytef*>(z.data()), &n, reinterpret_cast<const Bytef*>(raw.data()), raw.size(),
+              9);
   z.resize(n);
   const std::string ihdr = be32(w) + be32(h) + std::string{1, 0, 0, 0, 0};
   return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", z) + chunk("IEND", "");
@@ -422,13 +436,15 @@ TEST_F(EdgeServer, ManySmallImageBombsInOneBodyAreRefusedFromTheirHeaders) {
   ASSERT_LT(body.size(), 1u << 20);
   const long before_kb = ProcStatusKb(srv_->pid(), "VmHWM");
   auto c = srv_->Client();
-  auto r = c.Post("/v1/chat/completions", {{"Authorization", "Bearer " + std::string(kKey)}}, body, "application/json");
+  auto r = c.Post("/v1/chat/completions", {{"Authorization", "Bearer " + std::string(kKey)}}, body,
+                  "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413) << r->body;
   EXPECT_NE(r->body.find("pixels together"), std::string::npos) << r->body;
   const long after_kb = ProcStatusKb(srv_->pid(), "VmHWM");
 #ifndef MINERU_TEST_TSAN  // TSan's shadow memory grows with every heap page ever touched
-  EXPECT_LT(after_kb - before_kb, 300 * 1024) << "peak RSS grew from " << before_kb << " kB to " << after_kb << " kB";
+  EXPECT_LT(after_kb - before_kb, 300 * 1024)
+      << "peak RSS grew from " << before_kb << " kB to " << after_kb << " kB";
 #endif
   // Count: 17 tiny images.
   r = c.Post("/v1/chat/completions", {{"Authorization", "Bearer " + std::string(kKey)}},
@@ -440,7 +456,8 @@ TEST_F(EdgeServer, ManySmallImageBombsInOneBodyAreRefusedFromTheirHeaders) {
 
 // ---- small ones (item 10) -------------------------------------------------------------------
 
-std::string SubmitTask(ServerProcess& srv, const httplib::Headers& h, const std::string& end_page, int* status) {
+std::string SubmitTask(ServerProcess& srv, const httplib::Headers& h, const std::string& end_page,
+                       int* status) {
   PdfPage page;
   page.texts.push_back({72, 72, 12, "x"});
   httplib::MultipartFormDataItems items = {{"files", MakePdf({page}), "a.pdf", "application/pdf"}};
@@ -454,31 +471,33 @@ std::string SubmitTask(ServerProcess& srv, const httplib::Headers& h, const std:
 TEST_F(EdgeServer, IdempotencyKeysAreScopedToTheCaller) {
   const std::string auth = "Bearer " + std::string(kKey);
   int st = 0;
-  const std::string a = SubmitTask(*srv_, {{"Authorization", auth}, {"Idempotency-Key", "k1"},
-                                           {"X-Forwarded-For", "10.0.0.1"}}, "", &st);
+  const std::string a = SubmitTask(
+      *srv_, {{"Authorization", auth}, {"Idempotency-Key", "k1"}, {"X-Forwarded-For", "10.0.0.1"}}, "", &st);
   ASSERT_EQ(st, 202) << a;
-  const std::string b = SubmitTask(*srv_, {{"Authorization", auth}, {"Idempotency-Key", "k1"},
-                                           {"X-Forwarded-For", "10.0.0.2"}}, "", &st);
+  const std::string b = SubmitTask(
+      *srv_, {{"Authorization", auth}, {"Idempotency-Key", "k1"}, {"X-Forwarded-For", "10.0.0.2"}}, "", &st);
   ASSERT_EQ(st, 202) << b;
   EXPECT_NE(a, b) << "another caller's key returned the first caller's task";
-  const std::string again = SubmitTask(*srv_, {{"Authorization", auth}, {"Idempotency-Key", "k1"},
-                                               {"X-Forwarded-For", "10.0.0.1"}}, "", &st);
+  const std::string again = SubmitTask(
+      *srv_, {{"Authorization", auth}, {"Idempotency-Key", "k1"}, {"X-Forwarded-For", "10.0.0.1"}}, "", &st);
   EXPECT_EQ(again, a) << "the same caller's retry must get its task back";
 }
 
 TEST_F(EdgeServer, EndPageIdAtIntMaxIsAccepted) {
   int st = 0;
-  const std::string id = SubmitTask(*srv_, {{"Authorization", "Bearer " + std::string(kKey)}}, "2147483647", &st);
+  const std::string id =
+      SubmitTask(*srv_, {{"Authorization", "Bearer " + std::string(kKey)}}, "2147483647", &st);
   EXPECT_EQ(st, 202) << id;
-  const std::string huge = SubmitTask(*srv_, {{"Authorization", "Bearer " + std::string(kKey)}},
-                                      " 99999999999999999999999 ", &st);
+  const std::string huge =
+      SubmitTask(*srv_, {{"Authorization", "Bearer " + std::string(kKey)}}, " 99999999999999999999999 ", &st);
   EXPECT_EQ(st, 202) << huge;  // Python's int() takes it; we clamp
 }
 
 TEST_F(EdgeServer, MalformedPageIdIsA400NotTheDefault) {
   for (const std::string bad : {"abc", "1.5", "", "12x", "-"}) {
     int st = 0;
-    const std::string body = SubmitTask(*srv_, {{"Authorization", "Bearer " + std::string(kKey)}}, bad.empty() ? " " : bad, &st);
+    const std::string body =
+        SubmitTask(*srv_, {{"Authorization", "Bearer " + std::string(kKey)}}, bad.empty() ? " " : bad, &st);
     EXPECT_EQ(st, 400) << "'" << bad << "': " << body;
     EXPECT_NE(body.find("end_page_id must be an integer"), std::string::npos) << body;
   }
@@ -492,17 +511,20 @@ TEST(EdgeStart, ApiKeyFromFileOrEnvironmentAndLeftoverUploadsRemoved) {
   ASSERT_TRUE(WriteStringToFile(dir + "/key", "file-key\n").ok());
   {
     ServerProcess srv;
-    ASSERT_TRUE(srv.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data", "--api-key-file", dir + "/key"},
-                          dir + "/log"))
+    ASSERT_TRUE(srv.Start(
+        {"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data", "--api-key-file", dir + "/key"},
+        dir + "/log"))
         << srv.log();
-    EXPECT_FALSE(FileExists(dir + "/data/sync-0123456789abcdef0123456789abcdef")) << "leftover upload folder kept";
+    EXPECT_FALSE(FileExists(dir + "/data/sync-0123456789abcdef0123456789abcdef"))
+        << "leftover upload folder kept";
     auto c = srv.Client();
     EXPECT_EQ(c.Get("/v1/models")->status, 401);
     EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer file-key"}})->status, 200);
   }
   ::setenv("MINERU_API_KEY", "env-key", 1);
   ServerProcess srv;
-  const bool started = srv.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data2"}, dir + "/log2");
+  const bool started =
+      srv.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data2"}, dir + "/log2");
   ::unsetenv("MINERU_API_KEY");
   ASSERT_TRUE(started) << srv.log();
   auto c = srv.Client();
@@ -519,8 +541,8 @@ TEST_F(EdgeServer, LongTextIsRefusedByBytesBeforeTokenizing) {
   auto c = srv_->Client();
   c.set_read_timeout(10, 0);
   const httplib::Headers auth = {{"Authorization", "Bearer " + std::string(kKey)}};
-  auto r = c.Post("/v1/chat/completions", auth, Json{{"messages", {{{"role", "user"}, {"content", word}}}}}.dump(),
-                  "application/json");
+  auto r = c.Post("/v1/chat/completions", auth,
+                  Json{{"messages", {{{"role", "user"}, {"content", word}}}}}.dump(), "application/json");
   ASSERT_TRUE(r) << "no answer within 10 s";
   EXPECT_EQ(r->status, 413) << r->body;
   EXPECT_NE(r->body.find("bytes"), std::string::npos) << r->body;
@@ -551,9 +573,12 @@ TEST(EdgeStart, RemoteImagesNeverReachLoopbackOrPrivateAddresses) {
   auto c = srv.Client();
   for (const std::string host : {"127.0.0.1", "localhost", "[::ffff:127.0.0.1]"}) {
     const std::string url = "http://" + host + ":" + std::to_string(port) + "/a.png";
-    Json body = {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", url}}}},
-                                                                {{"type", "text"}, {"text", "x"}}}}}}},
-                 {"max_tokens", 1}};
+    Json body = {
+        {"messages",
+         {{{"role", "user"},
+           {"content",
+            {{{"type", "image_url"}, {"image_url", {{"url", url}}}}, {{"type", "text"}, {"text", "x"}}}}}}},
+        {"max_tokens", 1}};
     auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 400) << host << ": " << r->body;
@@ -568,7 +593,8 @@ TEST_F(EdgeServer, FileParseTakesAFewFilesPerRequest) {
   page.texts.push_back({72, 72, 12, "x"});
   const std::string pdf = MakePdf({page});
   httplib::MultipartFormDataItems items;
-  for (int i = 0; i < 17; ++i) items.push_back({"files", pdf, "a" + std::to_string(i) + ".pdf", "application/pdf"});
+  for (int i = 0; i < 17; ++i)
+    items.push_back({"files", pdf, "a" + std::to_string(i) + ".pdf", "application/pdf"});
   auto r = srv_->Client().Post("/file_parse", {{"Authorization", "Bearer " + std::string(kKey)}}, items);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413) << r->body;
@@ -582,7 +608,8 @@ class Nginx {
  public:
   bool Start(const std::string& dir, int upstream_port, std::string* err) {
     const std::string bin = FindNginx();
-    if (bin.empty()) return (*err = "nginx not found (scripts/setup.sh installs it; or set MINERU_NGINX)", false);
+    if (bin.empty())
+      return (*err = "nginx not found (scripts/setup.sh installs it; or set MINERU_NGINX)", false);
     auto conf = ReadFileToString(std::string(MINERU_SOURCE_DIR) + "/deploy/nginx.conf");
     if (!conf.ok()) return (*err = "cannot read deploy/nginx.conf", false);
     port_ = FreePort();

@@ -46,7 +46,8 @@ class RawConn {
   }
   // Reads until the peer closes; *closed tells whether it did before deadline_s.
   std::string ReadToClose(double deadline_s, bool* closed = nullptr) {
-    return ReadUntil(deadline_s, [](const std::string&) { return false; }, closed);
+    return ReadUntil(
+        deadline_s, [](const std::string&) { return false; }, closed);
   }
   // Reads until done(received) or the peer closes or deadline_s passes.
   template <typename Done>
@@ -56,7 +57,8 @@ class RawConn {
     if (closed) *closed = false;
     while (!done(got)) {
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+          std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now())
+              .count();
       if (left <= 0) break;
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
@@ -100,6 +102,8 @@ inline int CountResponses(const std::string& s) {
   return n;
 }
 
-inline int FirstStatus(const std::string& s) { return s.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(s.c_str() + 9) : -1; }
+inline int FirstStatus(const std::string& s) {
+  return s.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(s.c_str() + 9) : -1;
+}
 
 }  // namespace mineru::testing

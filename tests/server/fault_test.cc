@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../util/pdf_writer.h"
-#include "server/job_store.h"
 #include "edge_socket.h"
+#include "server/job_store.h"
 #include "server_harness.h"
 
 namespace mineru::testing {
@@ -44,7 +44,9 @@ bool Eventually(const std::function<bool()>& cond, double deadline_s) {
   return cond();
 }
 
-double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
 
 Json JsonOf(const httplib::Result& r) { return r ? Json::parse(r->body, nullptr, false) : Json(); }
 
@@ -92,7 +94,9 @@ std::string Pdf(int pages) {
   return MakePdf(v);
 }
 
-httplib::MultipartFormDataItems Upload(const std::string& pdf) { return {{"files", pdf, "doc.pdf", "application/pdf"}}; }
+httplib::MultipartFormDataItems Upload(const std::string& pdf) {
+  return {{"files", pdf, "doc.pdf", "application/pdf"}};
+}
 
 // The file size limit of a running process (as root any limit; otherwise up to the hard limit).
 bool LimitFileSize(pid_t pid, rlim_t bytes) {
@@ -116,7 +120,6 @@ std::string ClosedToOthers(const std::string& path) {
   return "";
 }
 
-
 class FaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -131,7 +134,8 @@ class FaultTest : public ::testing::Test {
   }
   std::vector<std::string> Args(std::vector<std::string> extra = {}) const {
     std::vector<std::string> a = {"--model", kFx + "/tinyvocab", "--data-dir", data_, "--replay", replay_};
-    if (std::find(extra.begin(), extra.end(), "--max-tokens") == extra.end()) a.insert(a.end(), {"--max-tokens", "24"});
+    if (std::find(extra.begin(), extra.end(), "--max-tokens") == extra.end())
+      a.insert(a.end(), {"--max-tokens", "24"});
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -156,10 +160,12 @@ class FaultTest : public ::testing::Test {
     if (!t || t->status != 202) return Json();
     const std::string id = Json::parse(t->body)["task_id"];
     Json st;
-    Eventually([&] {
-      st = JsonOf(cli.Get("/tasks/" + id));
-      return st.is_object() && (st["status"] == "done" || st["status"] == "failed");
-    }, deadline_s);
+    Eventually(
+        [&] {
+          st = JsonOf(cli.Get("/tasks/" + id));
+          return st.is_object() && (st["status"] == "done" || st["status"] == "failed");
+        },
+        deadline_s);
     return st;
   }
   std::string Metrics(const ServerProcess& srv) {
@@ -283,29 +289,37 @@ TEST_F(FaultTest, DiskFullSubmissionsGet507AndTheServerRecovers) {
 
 TEST_F(FaultTest, JobRunningWhenTheDiskFillsEndsFailed) {
   ServerProcess srv;
-  ASSERT_TRUE(srv.Start(Args({"--job-workers", "1", "--replay-delay-ms", "1000"}), dir_ + "/log")) << srv.log();
+  ASSERT_TRUE(srv.Start(Args({"--job-workers", "1", "--replay-delay-ms", "1000"}), dir_ + "/log"))
+      << srv.log();
   auto cli = srv.Client();
   auto t = cli.Post("/tasks", Upload(Pdf(6)));
   ASSERT_TRUE(t && t->status == 202);
   const std::string id = Json::parse(t->body)["task_id"];
   Json st;
-  ASSERT_TRUE(Eventually([&] {
-    st = JsonOf(cli.Get("/tasks/" + id));
-    return st.value("status", "") == "running" && st["progress"]["pages_done"].get<int>() >= 1;
-  }, 60)) << st.dump();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        st = JsonOf(cli.Get("/tasks/" + id));
+        return st.value("status", "") == "running" && st["progress"]["pages_done"].get<int>() >= 1;
+      },
+      60))
+      << st.dump();
   ASSERT_TRUE(LimitFileSize(srv.pid(), 1));
   // The outputs cannot be written and the store cannot record the outcome either: the job shows
   // as failed (from memory) with the reason, instead of "running" forever.
-  ASSERT_TRUE(Eventually([&] {
-    st = JsonOf(cli.Get("/tasks/" + id));
-    return st.value("status", "") == "failed";
-  }, 60)) << st.dump();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        st = JsonOf(cli.Get("/tasks/" + id));
+        return st.value("status", "") == "failed";
+      },
+      60))
+      << st.dump();
   EXPECT_NE(st.value("error", "").find("storage is full"), std::string::npos) << st.dump();
   EXPECT_TRUE(Alive(srv.pid()));
   EXPECT_EQ(Metric(Metrics(srv), "mineru_jobs_finished_total{status=\"failed\"}"), 0);  // not recorded yet
   // Space again: the failure is recorded, and the next job runs.
   ASSERT_TRUE(LimitFileSize(srv.pid(), RLIM_INFINITY));
-  EXPECT_TRUE(Eventually([&] { return Metric(Metrics(srv), "mineru_jobs_finished_total{status=\"failed\"}") == 1; }, 60));
+  EXPECT_TRUE(Eventually(
+      [&] { return Metric(Metrics(srv), "mineru_jobs_finished_total{status=\"failed\"}") == 1; }, 60));
   EXPECT_EQ(JsonOf(cli.Get("/tasks/" + id)).value("status", ""), "failed");
   EXPECT_EQ(RunJob(cli, Pdf(1)).value("status", ""), "done");
   srv.Stop(SIGTERM);
@@ -390,7 +404,8 @@ TEST_F(FaultTest, SlowlorisIsClosedAfterTheReadTimeout) {
     RawConn c(srv.port());
     const std::string head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
     for (size_t i = 0; Seconds(t0) < 30; ++i) {
-      if (!c.Send(std::string(1, i < head.size() ? head[i] : 'a')) || !c.Poll(0.1, &answer)) {  // the dribble pace
+      if (!c.Send(std::string(1, i < head.size() ? head[i] : 'a')) ||
+          !c.Poll(0.1, &answer)) {  // the dribble pace
         closed = true;
         break;
       }
@@ -411,8 +426,9 @@ TEST_F(FaultTest, SlowlorisIsClosedAfterTheReadTimeout) {
 
   // A body that stalls half-way is closed too.
   RawConn body(srv.port());
-  ASSERT_TRUE(body.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        "Content-Length: 100\r\n\r\n{\"messa"));
+  ASSERT_TRUE(
+      body.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                "Content-Length: 100\r\n\r\n{\"messa"));
   std::string got;
   EXPECT_TRUE(body.ReadUntilClosed(30, &got)) << "the stalled body's connection is still open";
   EXPECT_NE(got.find("HTTP/1.1 408"), std::string::npos) << got;
@@ -429,18 +445,21 @@ TEST_F(FaultTest, SlowlorisIsClosedAfterTheReadTimeout) {
 
 TEST_F(FaultTest, MoreStalledConnectionsThanThreadsDoNotBlockOthers) {
   ServerProcess srv;
-  ASSERT_TRUE(srv.Start(Args({"--http-threads", "8", "--read-timeout-s", "120"}), dir_ + "/log")) << srv.log();
+  ASSERT_TRUE(srv.Start(Args({"--http-threads", "8", "--read-timeout-s", "120"}), dir_ + "/log"))
+      << srv.log();
   // Three times the thread count stall in their heads, as many again in their bodies.
   std::vector<std::unique_ptr<RawConn>> stalled;
   for (int i = 0; i < 24; ++i) {
     stalled.push_back(std::make_unique<RawConn>(srv.port()));
     ASSERT_TRUE(stalled.back()->Send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
     stalled.push_back(std::make_unique<RawConn>(srv.port()));
-    ASSERT_TRUE(stalled.back()->Send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                     "Content-Length: 1000\r\n\r\n{\"messages\""));
+    ASSERT_TRUE(
+        stalled.back()->Send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             "Content-Length: 1000\r\n\r\n{\"messages\""));
   }
   double open = 0;
-  ASSERT_TRUE(Eventually([&] { return (open = Metric(Metrics(srv), "mineru_http_connections_open")) >= 49; }, 30))
+  ASSERT_TRUE(
+      Eventually([&] { return (open = Metric(Metrics(srv), "mineru_http_connections_open")) >= 49; }, 30))
       << open;
   // Everyone else is served (the stalled ones have 120 s before they time out).
   auto cli = srv.Client();
@@ -455,7 +474,8 @@ TEST_F(FaultTest, MoreStalledConnectionsThanThreadsDoNotBlockOthers) {
   auto p = cli.Post("/file_parse", Upload(Pdf(1)));
   ASSERT_TRUE(p);
   EXPECT_EQ(p->status, 200) << p->body;
-  EXPECT_GE(Metric(Metrics(srv), "mineru_http_connections_open"), 49) << "the stalled connections went away early";
+  EXPECT_GE(Metric(Metrics(srv), "mineru_http_connections_open"), 49)
+      << "the stalled connections went away early";
 }
 
 TEST_F(FaultTest, ConnectionsOverTheCapAreAnsweredAtOnce) {
@@ -467,19 +487,24 @@ TEST_F(FaultTest, ConnectionsOverTheCapAreAnsweredAtOnce) {
     ASSERT_TRUE(held.back()->Send("GET /health HTTP/1.1\r\n"));
   }
   std::string last = "no response";
-  EXPECT_TRUE(Eventually([&] {
-    httplib::Client cli("127.0.0.1", srv.port());
-    cli.set_read_timeout(10, 0);
-    auto r = cli.Get("/health");
-    last = r ? std::to_string(r->status) + " " + r->body : "no response";
-    return r && r->status == 503;
-  }, 30)) << last;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        httplib::Client cli("127.0.0.1", srv.port());
+        cli.set_read_timeout(10, 0);
+        auto r = cli.Get("/health");
+        last = r ? std::to_string(r->status) + " " + r->body : "no response";
+        return r && r->status == 503;
+      },
+      30))
+      << last;
   EXPECT_NE(last.find("too many open connections"), std::string::npos) << last;
   held.clear();
-  EXPECT_TRUE(Eventually([&] {
-    auto h = srv.Client().Get("/health");
-    return h && h->status == 200;
-  }, 30));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto h = srv.Client().Get("/health");
+        return h && h->status == 200;
+      },
+      30));
   EXPECT_GE(Metric(Metrics(srv), "mineru_http_connections_closed_total{reason=\"over_capacity\"}"), 1);
 }
 
@@ -487,13 +512,18 @@ TEST_F(FaultTest, StreamNobodyReadsIsCancelledAfterTheWriteTimeout) {
   ServerProcess srv;
   // Small socket buffers on both sides, so that they fill after a few hundred events even with a
   // slow machine's generation speed (the kernel would otherwise queue megabytes).
-  ASSERT_TRUE(srv.Start(Args({"--write-timeout-s", "2", "--send-buffer-kb", "16"}), dir_ + "/log")) << srv.log();
+  ASSERT_TRUE(srv.Start(Args({"--write-timeout-s", "2", "--send-buffer-kb", "16"}), dir_ + "/log"))
+      << srv.log();
   Json req = {{"messages", {{{"role", "user"}, {"content", "Never stop."}}}},
-              {"max_tokens", 16384}, {"ignore_eos", true}, {"stream", true}};  // minutes, unless cancelled
+              {"max_tokens", 16384},
+              {"ignore_eos", true},
+              {"stream", true}};  // minutes, unless cancelled
   const std::string body = req.dump();
   RawConn deaf(srv.port(), 4096);  // a small window, and nothing is ever read
-  ASSERT_TRUE(deaf.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(
+      deaf.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                "Content-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body));
   auto cli = srv.Client();
   auto running = [&] {
     auto h = cli.Get("/health");
@@ -524,9 +554,12 @@ TEST_F(FaultTest, DownloadNobodyReadsIsDroppedAfterTheWriteTimeout) {
   ASSERT_TRUE(deaf.Send("GET /big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   auto cli = srv.Client();
   EXPECT_EQ(cli.Get("/health")->status, 200);
-  EXPECT_TRUE(Eventually([&] {
-    return Metric(Metrics(srv), "mineru_http_connections_closed_total{reason=\"write_timeout\"}") >= 1;
-  }, 60)) << Metrics(srv);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Metric(Metrics(srv), "mineru_http_connections_closed_total{reason=\"write_timeout\"}") >= 1;
+      },
+      60))
+      << Metrics(srv);
   std::string got;  // what was queued before the server gave up, then the end
   EXPECT_TRUE(deaf.ReadUntilClosed(30, &got)) << "the dropped download's connection is still open";
   EXPECT_LT(got.size(), 64u << 20);

@@ -52,7 +52,8 @@ TEST(HttpFrontQueue, FullQueueIsRefusedAtOnceAndHealthStillAnswers) {
     release.Wait();
     res.set_content("done", "text/plain");
   });
-  http.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
+  http.Get("/health",
+           [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
   HttpFrontOptions opt;
   opt.workers = 1;
   opt.max_queued = 2;

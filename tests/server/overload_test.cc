@@ -123,8 +123,10 @@ TEST_F(OverloadTest, FullEngineQueuesInsteadOfFailing) {
       Json req = Json::parse(Deterministic(40));
       req["messages"][0]["content"] = "Client " + std::to_string(c);  // distinct: nothing shared
       auto r = cli.Post("/v1/chat/completions", req.dump(), "application/json");
-      if (r && r->status == 200) ++ok;
-      else ADD_FAILURE() << (r ? std::to_string(r->status) + " " + r->body : std::string("no response"));
+      if (r && r->status == 200)
+        ++ok;
+      else
+        ADD_FAILURE() << (r ? std::to_string(r->status) + " " + r->body : std::string("no response"));
     });
   }
   for (auto& t : clients) t.join();
@@ -180,8 +182,8 @@ std::string ModelFolder(const std::string& dir, const std::map<std::string, std:
 // parse, serve and the web page say which checkpoint runs: the downloaded repository's name.
 TEST_F(OverloadTest, ServerNamesTheCheckpoint) {
   const std::string base = TempDir("checkpoint_name");
-  const std::string model = ModelFolder(base + "/weights", {{"mineru-cpp-download.json",
-                                                            R"({"repo":"opendatalab/MinerU2.5-Pro-2605-1.2B"})"}});
+  const std::string model = ModelFolder(
+      base + "/weights", {{"mineru-cpp-download.json", R"({"repo":"opendatalab/MinerU2.5-Pro-2605-1.2B"})"}});
   ASSERT_TRUE(srv_.Start({"--model", model, "--data-dir", base + "/data"}, base + "/log")) << srv_.log();
   auto cli = srv_.Client();
   auto h = cli.Get("/health");
@@ -244,7 +246,8 @@ TEST_F(OverloadTest, ProTokensSurviveStreaming) {
     if (data == "[DONE]") break;
     const Json ev = Json::parse(data);
     const Json& ch = ev["choices"][0];
-    if (ch.contains("delta") && ch["delta"].contains("content")) text += ch["delta"]["content"].get<std::string>();
+    if (ch.contains("delta") && ch["delta"].contains("content"))
+      text += ch["delta"]["content"].get<std::string>();
     if (ch.contains("token_ids")) {
       for (const auto& id : ch["token_ids"]) ids.push_back(id.get<int64_t>());
     }
@@ -277,10 +280,13 @@ TEST(ChatBodyTest, PriorityReachesTheEngineRequest) {
   EngineRequest bad;
   EXPECT_FALSE(server::ParseChatCompletionBody(base + R"(,"priority":"high"})", opt, &bad, &stream).ok());
   EngineRequest biased;
-  ASSERT_TRUE(server::ParseChatCompletionBody(base + R"(,"logit_bias":{"151669":100,"7":-2.5}})", opt, &biased, &stream).ok());
+  ASSERT_TRUE(server::ParseChatCompletionBody(base + R"(,"logit_bias":{"151669":100,"7":-2.5}})", opt,
+                                              &biased, &stream)
+                  .ok());
   EXPECT_EQ(biased.sampling.logit_bias.size(), 2u);
   EXPECT_FALSE(server::ParseChatCompletionBody(base + R"(,"logit_bias":{"x":1}})", opt, &bad, &stream).ok());
-  EXPECT_FALSE(server::ParseChatCompletionBody(base + R"(,"logit_bias":{"5":101}})", opt, &bad, &stream).ok());
+  EXPECT_FALSE(
+      server::ParseChatCompletionBody(base + R"(,"logit_bias":{"5":101}})", opt, &bad, &stream).ok());
   EXPECT_FALSE(server::ParseChatCompletionBody(base + R"(,"priority":1.5})", opt, &bad, &stream).ok());
 }
 

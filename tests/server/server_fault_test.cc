@@ -19,7 +19,6 @@
 #include "server/base64.h"
 #include "server_harness.h"
 
-
 namespace mineru::testing {
 namespace {
 
@@ -30,7 +29,8 @@ std::string CopyModel(const std::string& model, const std::string& dir) {
   const std::string d = dir + "/model";
   ::mkdir(d.c_str(), 0755);
   for (const char* f : {"config.json", "preprocessor_config.json", "model.safetensors", "tokenizer.json"}) {
-    EXPECT_TRUE(WriteStringToFile(d + "/" + f, ReadFileToString(kFx + "/" + model + "/" + f).value()).ok()) << f;
+    EXPECT_TRUE(WriteStringToFile(d + "/" + f, ReadFileToString(kFx + "/" + model + "/" + f).value()).ok())
+        << f;
   }
   return d;
 }
@@ -45,10 +45,14 @@ Json ChatBody(const std::string& image_url, int max_tokens, bool stream) {
   if (!image_url.empty()) content.push_back({{"type", "image_url"}, {"image_url", {{"url", image_url}}}});
   content.push_back({{"type", "text"}, {"text", "Tell a long story."}});
   return {{"messages", {{{"role", "user"}, {"content", content}}}},
-          {"max_tokens", max_tokens}, {"ignore_eos", true}, {"stream", stream}};
+          {"max_tokens", max_tokens},
+          {"ignore_eos", true},
+          {"stream", stream}};
 }
 
-std::string PngDataUrl(const std::string& png) { return "data:image/png;base64," + server::Base64Encode(png); }
+std::string PngDataUrl(const std::string& png) {
+  return "data:image/png;base64," + server::Base64Encode(png);
+}
 
 // Polls /health until pred(status, body) holds or the deadline passes.
 template <typename Pred>
@@ -68,7 +72,8 @@ TEST(ServerFaultTest, ModelTruncatedWhileServing) {
   const std::string model = CopyModel("tinyvocab", dir);
   const std::string weights = model + "/model.safetensors";
   ServerProcess srv;
-  ASSERT_TRUE(srv.Start({"--model", model, "--data-dir", dir + "/data", "--threads", "2"}, dir + "/log")) << srv.log();
+  ASSERT_TRUE(srv.Start({"--model", model, "--data-dir", dir + "/data", "--threads", "2"}, dir + "/log"))
+      << srv.log();
 
   // A long streamed generation is running when the file is cut.
   int status = 0;
@@ -98,7 +103,8 @@ TEST(ServerFaultTest, ModelTruncatedWhileServing) {
   ASSERT_TRUE(last.is_object()) << body.substr(0, 500);
   EXPECT_EQ(last["choices"][0]["finish_reason"], "error") << last.dump();
   const std::string reason = last.value("error", Json::object()).value("message", "");
-  EXPECT_NE(reason.find("model file " + weights + " changed on disk while mapped"), std::string::npos) << last.dump();
+  EXPECT_NE(reason.find("model file " + weights + " changed on disk while mapped"), std::string::npos)
+      << last.dump();
   EXPECT_NE(reason.find("restart or reload"), std::string::npos) << reason;
 
   // Degraded, not dead: /health says why, new requests are refused with the reason.
@@ -108,14 +114,17 @@ TEST(ServerFaultTest, ModelTruncatedWhileServing) {
   EXPECT_EQ(h->status, 503);
   Json hj = Json::parse(h->body);
   EXPECT_EQ(hj["status"], "degraded");
-  EXPECT_NE(hj["error"].get<std::string>().find("changed on disk while mapped"), std::string::npos) << h->body;
+  EXPECT_NE(hj["error"].get<std::string>().find("changed on disk while mapped"), std::string::npos)
+      << h->body;
   auto r = cli.Post("/v1/chat/completions", ChatBody("", 4, false).dump(), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
-  EXPECT_NE(Json::parse(r->body)["error"]["message"].get<std::string>().find("restart or reload"), std::string::npos)
+  EXPECT_NE(Json::parse(r->body)["error"]["message"].get<std::string>().find("restart or reload"),
+            std::string::npos)
       << r->body;
-  auto fp = cli.Post("/file_parse", httplib::MultipartFormDataItems{
-                                        {"files", ReadFileToString(kFx + "/image0.png").value(), "p.png", "image/png"}});
+  auto fp = cli.Post("/file_parse",
+                     httplib::MultipartFormDataItems{
+                         {"files", ReadFileToString(kFx + "/image0.png").value(), "p.png", "image/png"}});
   ASSERT_TRUE(fp);
   EXPECT_EQ(fp->status, 503);
   EXPECT_NE(fp->body.find("changed on disk while mapped"), std::string::npos) << fp->body;
@@ -140,7 +149,8 @@ TEST(ServerFaultTest, ModelTruncatedBeforeLoadIsAClearError) {
   ASSERT_TRUE(srv.Start({"--model", model, "--data-dir", dir + "/data"}, dir + "/log", 60, 503)) << srv.log();
   Json hj = Json::parse(srv.health_body());
   EXPECT_EQ(hj["status"], "error");
-  EXPECT_NE(hj["error"].get<std::string>().find(weights + ": truncated"), std::string::npos) << srv.health_body();
+  EXPECT_NE(hj["error"].get<std::string>().find(weights + ": truncated"), std::string::npos)
+      << srv.health_body();
   auto r = srv.Client().Post("/v1/chat/completions", ChatBody("", 4, false).dump(), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
@@ -165,7 +175,8 @@ std::string BlankPng(uint32_t w, uint32_t h) {
     be32(out, static_cast<uint32_t>(data.size()));
     const std::string td = std::string(type, 4) + data;
     out->append(td);
-    be32(out, static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(td.data()), static_cast<uInt>(td.size()))));
+    be32(out, static_cast<uint32_t>(
+                  crc32(0, reinterpret_cast<const Bytef*>(td.data()), static_cast<uInt>(td.size()))));
   };
   std::string ihdr;
   be32(&ihdr, w);
@@ -199,17 +210,22 @@ TEST(ServerFaultTest, OversizedImageUnderAMemoryLimitIsAClearErrorAndTheServerGo
 #else
   const std::string dir = TempDir("oom");
   const std::string replay = dir + "/replay.json";
-  ASSERT_TRUE(WriteStringToFile(replay, R"([{"layout": "<|box_start|>100 100 900 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>", "blocks": ["Hello."]}])").ok());
+  ASSERT_TRUE(
+      WriteStringToFile(
+          replay,
+          R"([{"layout": "<|box_start|>100 100 900 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>", "blocks": ["Hello."]}])")
+          .ok());
   ServerProcess srv;
   ASSERT_TRUE(srv.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data", "--replay", replay,
-                         "--max-image-pixels", "250000000", "--max-request-pixels", "250000000", "--threads", "2",
-                         "--http-threads", "8", "--job-workers", "1"},
+                         "--max-image-pixels", "250000000", "--max-request-pixels", "250000000", "--threads",
+                         "2", "--http-threads", "8", "--job-workers", "1"},
                         dir + "/log"))
       << srv.log();
   auto cli = srv.Client();
   const std::string small_png = ReadFileToString(kFx + "/image0.png").value();
   auto small_chat = [&] {
-    return cli.Post("/v1/chat/completions", ChatBody(PngDataUrl(small_png), 4, false).dump(), "application/json");
+    return cli.Post("/v1/chat/completions", ChatBody(PngDataUrl(small_png), 4, false).dump(),
+                    "application/json");
   };
   auto parse = [&](const std::string& png) {
     return cli.Post("/file_parse", httplib::MultipartFormDataItems{{"files", png, "page.png", "image/png"}});

@@ -77,7 +77,8 @@ class ServerProcess {
       if (port_ != 0) {
         httplib::Client c("127.0.0.1", port_);
         auto r = c.Get("/health");
-        if (r && r->status == ready_status && (ready_status == 200 || r->body.find("loading") == std::string::npos)) {
+        if (r && r->status == ready_status &&
+            (ready_status == 200 || r->body.find("loading") == std::string::npos)) {
           health_body_ = r->body;
           return true;
         }

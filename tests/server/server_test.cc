@@ -39,8 +39,9 @@ const char* kLayout =
 std::string WriteReplay(const std::string& dir, int pages) {
   Json j = Json::array();
   for (int i = 0; i < pages; ++i) {
-    j.push_back({{"layout", kLayout},
-                 {"blocks", {"Page Title " + std::to_string(i + 1), "Some \\(x^2\\) text.", "<fcel>A<fcel>B<nl>"}}});
+    j.push_back(
+        {{"layout", kLayout},
+         {"blocks", {"Page Title " + std::to_string(i + 1), "Some \\(x^2\\) text.", "<fcel>A<fcel>B<nl>"}}});
   }
   const std::string p = dir + "/replay.json";
   EXPECT_TRUE(WriteStringToFile(p, j.dump()).ok());
@@ -56,8 +57,10 @@ std::vector<Json> SseEvents(const std::string& body, bool* done) {
     const size_t end = body.find("\n\n", pos);
     const std::string data = body.substr(pos + 6, end - pos - 6);
     pos = end;
-    if (data == "[DONE]") *done = true;
-    else out.push_back(Json::parse(data));
+    if (data == "[DONE]")
+      *done = true;
+    else
+      out.push_back(Json::parse(data));
   }
   return out;
 }
@@ -91,7 +94,8 @@ std::vector<Case> GoldenCases(const std::string& model, int32_t image_token) {
 struct GoldenServer {
   std::string model;  // fixture whose goldens are checked
   int32_t image_token;
-  std::string gguf = "";  // "" = serve the safetensors folder; else the GGUF pair of gguf/<model> in this format
+  std::string gguf =
+      "";  // "" = serve the safetensors folder; else the GGUF pair of gguf/<model> in this format
 };
 
 class GoldenServerTest : public ::testing::TestWithParam<GoldenServer> {};
@@ -103,15 +107,17 @@ TEST_P(GoldenServerTest, CompletionsReproduceGoldenIds) {
   std::vector<std::string> args = {"--model", kFx + "/" + model, "--data-dir", dir + "/data"};
   if (!gguf.empty()) {
     const std::string g = kFx + "/gguf/" + model + "/";
-    args = {"--model", g + "model-" + gguf + ".gguf", "--mmproj", g + "mmproj-" + gguf + ".gguf", "--data-dir", dir + "/data"};
+    args = {"--model",    g + "model-" + gguf + ".gguf",
+            "--mmproj",   g + "mmproj-" + gguf + ".gguf",
+            "--data-dir", dir + "/data"};
   }
   ServerProcess srv;
   ASSERT_TRUE(srv.Start(args, dir + "/log")) << srv.log();
   auto cli = srv.Client();
   for (const Case& c : GoldenCases(model, image_token)) {
     for (bool stream : {false, true}) {
-      Json body = {{"model", model}, {"prompt", c.prompt},      {"images", c.images},
-                   {"max_tokens", 16}, {"ignore_eos", true},    {"temperature", 0},
+      Json body = {{"model", model},   {"prompt", c.prompt},      {"images", c.images},
+                   {"max_tokens", 16}, {"ignore_eos", true},      {"temperature", 0},
                    {"stream", stream}, {"return_token_ids", true}};
       auto r = cli.Post("/v1/completions", body.dump(), "application/json");
       ASSERT_TRUE(r) << "no response";
@@ -138,14 +144,17 @@ TEST_P(GoldenServerTest, CompletionsReproduceGoldenIds) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenServerTest,
                          ::testing::Values(GoldenServer{"tiny", 2000}, GoldenServer{"tinyvocab", 151655},
                                            GoldenServer{"tinyvocab", 151655, "f32"}),
-                         [](const auto& i) { return i.param.model + (i.param.gguf.empty() ? "" : "_gguf_" + i.param.gguf); });
+                         [](const auto& i) {
+                           return i.param.model + (i.param.gguf.empty() ? "" : "_gguf_" + i.param.gguf);
+                         });
 
 class ServerTest : public ::testing::Test {
  protected:
   void StartServer(const std::vector<std::string>& extra = {}) {
     dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     replay_ = WriteReplay(dir_, 6);
-    std::vector<std::string> args = {"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data", "--replay", replay_};
+    std::vector<std::string> args = {"--model",      kFx + "/tinyvocab", "--data-dir",
+                                     dir_ + "/data", "--replay",         replay_};
     if (std::find(extra.begin(), extra.end(), "--max-tokens") == extra.end()) {
       args.insert(args.end(), {"--max-tokens", "24"});
     }
@@ -230,12 +239,10 @@ TEST_F(ServerTest, FileParseAndTasks) {
   StartServer();
   auto cli = srv_.Client();
   const std::string pdf = MakePdf({TextPage("One"), TextPage("Two")});
-  httplib::MultipartFormDataItems form = {{"files", pdf, "report.pdf", "application/pdf"},
-                                          {"return_md", "true", "", ""},
-                                          {"return_middle_json", "true", "", ""},
-                                          {"return_model_output", "true", "", ""},
-                                          {"return_content_list", "true", "", ""},
-                                          {"return_images", "true", "", ""}};
+  httplib::MultipartFormDataItems form = {
+      {"files", pdf, "report.pdf", "application/pdf"}, {"return_md", "true", "", ""},
+      {"return_middle_json", "true", "", ""},          {"return_model_output", "true", "", ""},
+      {"return_content_list", "true", "", ""},         {"return_images", "true", "", ""}};
   auto r = cli.Post("/file_parse", form);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -340,8 +347,8 @@ TEST_F(ServerTest, LargeJsonBodyIsHeldAboutOnce) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const long grown_kb = ProcStatusKb(srv_.pid(), "VmHWM") - before_kb;
-  std::printf("peak RSS grew by %.1f MB for a %.1f MB body (%.2fx)\n", grown_kb / 1024.0, text.size() / 1048576.0,
-              grown_kb * 1024.0 / text.size());
+  std::printf("peak RSS grew by %.1f MB for a %.1f MB body (%.2fx)\n", grown_kb / 1024.0,
+              text.size() / 1048576.0, grown_kb * 1024.0 / text.size());
 #ifndef MINERU_TEST_SANITIZED  // ASan keeps freed memory in quarantine; TSan adds shadow pages
   EXPECT_LT(grown_kb * 1024.0, 2.75 * text.size());
 #endif
@@ -362,9 +369,10 @@ TEST_F(ServerTest, AuthAndLimits) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);
   // Image over the pixel limit (200x200 = 40000 > 5000).
-  Json img = {{"messages",
-               {{{"role", "user"},
-                 {"content", {{{"type", "image_url"}, {"image_url", {{"url", DataUrl(kFx + "/image2.png")}}}}}}}}}};
+  Json img = {
+      {"messages",
+       {{{"role", "user"},
+         {"content", {{{"type", "image_url"}, {"image_url", {{"url", DataUrl(kFx + "/image2.png")}}}}}}}}}};
   r = cli.Post("/v1/chat/completions", auth, img.dump(), "application/json");
   EXPECT_TRUE(r->status == 413 || r->status == 400) << r->status << r->body;
   // A prompt longer than the limits is a 400, not a crash.
@@ -387,7 +395,9 @@ TEST_F(ServerTest, GracefulDrainOnSigterm) {
     httplib::Client cli("127.0.0.1", srv_.port());
     cli.set_read_timeout(600, 0);
     Json req = {{"messages", {{{"role", "user"}, {"content", "Tell a long story."}}}},
-                {"max_tokens", 120}, {"ignore_eos", true}, {"stream", true}};
+                {"max_tokens", 120},
+                {"ignore_eos", true},
+                {"stream", true}};
     httplib::Request r;
     r.method = "POST";
     r.path = "/v1/chat/completions";
@@ -419,7 +429,8 @@ TEST_F(ServerTest, GracefulDrainOnSigterm) {
 TEST_F(ServerTest, FileParsePastItsTimeoutIs504) {
   StartServer({"--replay-delay-ms", "400", "--file-parse-timeout-s", "0.3"});
   const std::string pdf = MakePdf({TextPage("A"), TextPage("B"), TextPage("C"), TextPage("D")});
-  auto r = srv_.Client().Post("/file_parse", httplib::MultipartFormDataItems{{"files", pdf, "long.pdf", "application/pdf"}});
+  auto r = srv_.Client().Post("/file_parse",
+                              httplib::MultipartFormDataItems{{"files", pdf, "long.pdf", "application/pdf"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 504) << r->body;
   EXPECT_NE(r->body.find("--file-parse-timeout-s"), std::string::npos) << r->body;
@@ -432,7 +443,8 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   auto one_round = [&](int i) -> int {
     auto cli = srv_.Client();
     if (i % 4 == 0) {
-      auto r = cli.Post("/file_parse", httplib::MultipartFormDataItems{{"files", pdf, "l.pdf", "application/pdf"}});
+      auto r = cli.Post("/file_parse",
+                        httplib::MultipartFormDataItems{{"files", pdf, "l.pdf", "application/pdf"}});
       return r ? r->status : -1;
     }
     Json req = {{"messages",
@@ -444,7 +456,7 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
     auto r = cli.Post("/v1/chat/completions", req.dump(), "application/json");
     return r ? r->status : -1;
   };
-  for (int i = 0; i < 8; ++i) ASSERT_EQ(one_round(i), 200);  // warm up
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(one_round(i), 200);                  // warm up
   [[maybe_unused]] const long baseline = ProcStatusKb(srv_.pid(), "VmRSS");  // see below
   std::atomic<int> ok{0}, failed{0};
   std::mutex codes_mu;
@@ -469,7 +481,8 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   }
   for (auto& t : clients) t.join();
   // Let the server go idle (it returns freed memory then), bounded by a deadline.
-  for (auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10);) {
+  for (auto t0 = std::chrono::steady_clock::now();
+       std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10);) {
     auto h = srv_.Client().Get("/health");
     if (h && h->status == 200 && Json::parse(h->body)["queue"]["running"] == 0 &&
         Json::parse(h->body)["queue"]["waiting"] == 0)
@@ -489,8 +502,8 @@ TEST_F(ServerTest, LoadThirtyTwoClientsAndOverflow) {
   // Overflow: a tiny queue with no admission wait answers 429, never an error or a hang (with the
   // default wait the burst would queue: overload_test.cc).
   ServerProcess small;
-  ASSERT_TRUE(small.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data2", "--max-queued-requests", "2",
-                           "--max-tokens", "200", "--admission-wait-s", "0"},
+  ASSERT_TRUE(small.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data2",
+                           "--max-queued-requests", "2", "--max-tokens", "200", "--admission-wait-s", "0"},
                           dir_ + "/log_small"));
   std::atomic<int> s200{0}, s429{0}, other{0};
   std::mutex mu;
@@ -523,7 +536,9 @@ TEST_F(ServerTest, ClientDisconnectCancelsGeneration) {
       httplib::Client cli("127.0.0.1", srv_.port());
       cli.set_read_timeout(stream ? 60 : 1, 0);  // the non-streaming client gives up after 1 s
       Json req = {{"messages", {{{"role", "user"}, {"content", "Never stop."}}}},
-                  {"max_tokens", 10000}, {"ignore_eos", true}, {"stream", stream}};
+                  {"max_tokens", 10000},
+                  {"ignore_eos", true},
+                  {"stream", stream}};
       size_t got = 0;
       httplib::Request r;
       r.method = "POST";
@@ -543,7 +558,8 @@ TEST_F(ServerTest, ClientDisconnectCancelsGeneration) {
     auto cli = srv_.Client();
     bool idle = false;
     int seen = -1;
-    for (auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60);) {
+    for (auto t0 = std::chrono::steady_clock::now();
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60);) {
       auto m = cli.Get("/metrics");
       const size_t at = m ? m->body.find("\nmineru_client_disconnects_total ") : std::string::npos;
       seen = at == std::string::npos ? 0 : std::atoi(m->body.c_str() + at + 33);
@@ -555,8 +571,8 @@ TEST_F(ServerTest, ClientDisconnectCancelsGeneration) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    EXPECT_TRUE(idle) << (stream ? "stream" : "non-stream") << ": disconnects seen " << seen << " (want " << want
-                      << "), or generation still running after the client left";
+    EXPECT_TRUE(idle) << (stream ? "stream" : "non-stream") << ": disconnects seen " << seen << " (want "
+                      << want << "), or generation still running after the client left";
     EXPECT_EQ(seen, want);
   }
 }
@@ -566,7 +582,8 @@ TEST_F(ServerTest, RemoteImagesOnlyWhenAllowed) {
   // A loopback server that hosts the image.
   httplib::Server images;
   const std::string png = ReadFileToString(kFx + "/image0.png").value();
-  images.Get("/image0.png", [&](const httplib::Request&, httplib::Response& res) { res.set_content(png, "image/png"); });
+  images.Get("/image0.png",
+             [&](const httplib::Request&, httplib::Response& res) { res.set_content(png, "image/png"); });
   const int port = images.bind_to_any_port("127.0.0.1");
   std::thread t([&] { images.listen_after_bind(); });
   for (auto t0 = std::chrono::steady_clock::now();
@@ -574,10 +591,12 @@ TEST_F(ServerTest, RemoteImagesOnlyWhenAllowed) {
     std::this_thread::yield();
   }
   auto ask = [&](const std::string& url) {
-    Json req = {{"messages",
-                 {{{"role", "user"},
-                   {"content", {{{"type", "image_url"}, {"image_url", {{"url", url}}}}, {{"type", "text"}, {"text", "Hi"}}}}}}},
-                {"max_tokens", 4}};
+    Json req = {
+        {"messages",
+         {{{"role", "user"},
+           {"content",
+            {{{"type", "image_url"}, {"image_url", {{"url", url}}}}, {{"type", "text"}, {"text", "Hi"}}}}}}},
+        {"max_tokens", 4}};
     return srv_.Client().Post("/v1/chat/completions", req.dump(), "application/json");
   };
   auto ok = ask("http://127.0.0.1:" + std::to_string(port) + "/image0.png");

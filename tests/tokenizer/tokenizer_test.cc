@@ -48,7 +48,8 @@ bool ValidUtf8(const std::string& s) {
       if ((cc & 0xC0) != 0x80) return false;
       cp = (cp << 6) | (cc & 0x3F);
     }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;  // overlong
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000))
+      return false;  // overlong
     if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
     i += n + 1;
   }
@@ -112,7 +113,8 @@ TEST_F(QwenTokenizerTest, GoldenDecode) {
   }
 }
 
-void CheckIncremental(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip, const std::string& label) {
+void CheckIncremental(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip,
+                      const std::string& label) {
   auto full = tok.Decode(ids, skip);
   ASSERT_TRUE(full.ok()) << full.status().ToString();
   IncrementalDecoder dec(tok, skip);
@@ -140,7 +142,8 @@ TEST_F(QwenTokenizerTest, GoldenIncrementalDecode) {
 TEST_F(QwenTokenizerTest, IncrementalHoldsBackSplitCharacters) {
   ASSERT_NE(tok_, nullptr);
   // Emoji and rare CJK are split across byte-level tokens; the decoder must hold partial bytes back.
-  for (const char* text_c : {"emoji 👍🏽 🇨🇳 👨‍👩‍👧‍👦 ✅", "鿰𠀀𪚥 丼", "x🦩y"}) {
+  for (const char* text_c :
+       {"emoji 👍🏽 🇨🇳 👨‍👩‍👧‍👦 ✅", "鿰𠀀𪚥 丼", "x🦩y"}) {
     const std::string text(text_c);
     auto ids = tok_->Encode(text);
     ASSERT_TRUE(ids.ok());
@@ -175,7 +178,8 @@ TEST_F(QwenTokenizerTest, IncrementalRandomByteTokens) {
       const uint32_t r = rng() % 10;
       if (r < 7) {
         // Bias toward lead/continuation bytes so partial and broken sequences are common.
-        const int32_t b = r < 3 ? 0x80 + static_cast<int32_t>(rng() % 0x40) : static_cast<int32_t>(rng() % 256);
+        const int32_t b =
+            r < 3 ? 0x80 + static_cast<int32_t>(rng() % 0x40) : static_cast<int32_t>(rng() % 256);
         for (int32_t id : byte_ids)
           if (static_cast<unsigned char>(tok_->TokenBytes(id)[0]) == b) ids.push_back(id);
       } else if (r < 9) {
@@ -195,7 +199,9 @@ TEST_F(QwenTokenizerTest, DecodeRepairsInvalidUtf8LikeHF) {
   const auto e4 = tok_->TokenToId("ä");
   const auto a = tok_->TokenToId("a");
   ASSERT_TRUE(e4 && a);
-  EXPECT_EQ(*tok_->Decode({*e4, *a}), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(*tok_->Decode({*e4, *a}),
+            "\xEF\xBF\xBD"
+            "a");
   EXPECT_EQ(*tok_->Decode({*e4}), "\xEF\xBF\xBD");
   IncrementalDecoder dec(*tok_);
   EXPECT_EQ(dec.Push(*e4), "");
@@ -244,9 +250,9 @@ TEST_F(QwenTokenizerTest, VocabRoundTrip) {
 
 TEST_F(QwenTokenizerTest, InvalidUtf8IsAnError) {
   ASSERT_NE(tok_, nullptr);
-  for (const std::string& bad : {std::string("\xFF"), std::string("abc\xC3"), std::string("\xED\xA0\x80"),
-                                std::string("\xC0\xAF"), std::string("ok \xF4\x90\x80\x80"),
-                                std::string("\x80 lone continuation"), std::string("\xE4\xB8")}) {
+  for (const std::string& bad :
+       {std::string("\xFF"), std::string("abc\xC3"), std::string("\xED\xA0\x80"), std::string("\xC0\xAF"),
+        std::string("ok \xF4\x90\x80\x80"), std::string("\x80 lone continuation"), std::string("\xE4\xB8")}) {
     auto ids = tok_->Encode(bad);
     ASSERT_FALSE(ids.ok());
     EXPECT_EQ(ids.status().code(), StatusCode::kInvalidArgument);
@@ -294,8 +300,9 @@ TEST_F(QwenTokenizerTest, RoundTripsLongAndOddInputs) {
 TEST_F(QwenTokenizerTest, RandomBytesNeverCrash) {
   ASSERT_NE(tok_, nullptr);
   std::mt19937 rng(77);
-  const char* pool[] = {"a", " ", "\n", "'s", "中", "\xF0\x9F", "\x98\x80", "\xE4", "\xB8\xAD", "<|im_start|>",
-                        "<|", "\xC3", "\xA9", "e\xCC\x81", "\xFF", "\x00", "1", "\t"};
+  const char* pool[] = {"a",        " ",         "\n",       "'s",           "中", "\xF0\x9F",
+                        "\x98\x80", "\xE4",      "\xB8\xAD", "<|im_start|>", "<|", "\xC3",
+                        "\xA9",     "e\xCC\x81", "\xFF",     "\x00",         "1",  "\t"};
   int valid = 0;
   for (int trial = 0; trial < 2000; ++trial) {
     std::string s;
@@ -399,8 +406,8 @@ TEST_P(HfCasesTest, MatchesHuggingFace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, HfCasesTest,
-                         ::testing::Values("base", "added", "gpt2_nfkc", "prefix_nfd", "split_prev", "split_next",
-                                           "split_contiguous", "split_removed_inverted"));
+                         ::testing::Values("base", "added", "gpt2_nfkc", "prefix_nfd", "split_prev",
+                                           "split_next", "split_contiguous", "split_removed_inverted"));
 
 // ---------------------------------------------------------------------------------------------
 // Errors on malformed tokenizer.json.
@@ -415,14 +422,20 @@ json MiniTokenizer() {
   json j;
   j["version"] = "1.0";
   j["normalizer"] = {{"type", "NFC"}};
-  j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
-                        {"use_regex", true}};
+  j["pre_tokenizer"] = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", true}};
   j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}};
   j["added_tokens"] = json::array();
-  json vocab = {{"a", 0}, {"b", 1}, {"c", 2}, {"d", 3}, {"Ġ", 4}, {"ab", 5}, {"abc", 6}, {"Ġa", 7}, {"cd", 8}};
-  j["model"] = {{"type", "BPE"},          {"dropout", nullptr}, {"unk_token", nullptr},
-                {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""},
-                {"fuse_unk", false},      {"byte_fallback", false}, {"vocab", vocab},
+  json vocab = {{"a", 0},  {"b", 1},   {"c", 2},  {"d", 3}, {"Ġ", 4},
+                {"ab", 5}, {"abc", 6}, {"Ġa", 7}, {"cd", 8}};
+  j["model"] = {{"type", "BPE"},
+                {"dropout", nullptr},
+                {"unk_token", nullptr},
+                {"continuing_subword_prefix", ""},
+                {"end_of_word_suffix", ""},
+                {"fuse_unk", false},
+                {"byte_fallback", false},
+                {"vocab", vocab},
                 {"merges", json::array({"a b", "ab c", "Ġ a", "c d"})}};
   return j;
 }
@@ -446,7 +459,10 @@ TEST(TokenizerLoadTest, MalformedInputsGiveErrors) {
   };
   EXPECT_EQ(with([](json& j) { j["model"].erase("vocab"); }), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["model"].erase("merges"); }), StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](json& j) { j["model"]["vocab"] = json::array({"a", "b"}); }), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](json& j) {
+              j["model"]["vocab"] = json::array({"a", "b"});
+            }),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["model"]["vocab"]["a"] = "zero"; }), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["model"]["vocab"]["a"] = -3; }), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["model"]["vocab"]["a"] = 4000000000LL; }), StatusCode::kInvalidArgument);
@@ -456,27 +472,33 @@ TEST(TokenizerLoadTest, MalformedInputsGiveErrors) {
   EXPECT_EQ(with([](json& j) { j["model"]["merges"].push_back(json::array({"a"})); }),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["model"]["merges"].push_back("x y"); }), StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](json& j) { j["model"]["merges"].push_back("b a"); }), StatusCode::kInvalidArgument);  // "ba"
+  EXPECT_EQ(with([](json& j) { j["model"]["merges"].push_back("b a"); }),
+            StatusCode::kInvalidArgument);  // "ba"
   EXPECT_EQ(with([](json& j) { j["model"]["type"] = "WordPiece"; }), StatusCode::kUnimplemented);
   EXPECT_EQ(with([](json& j) { j["model"]["type"] = 7; }), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["model"]["dropout"] = 0.1; }), StatusCode::kUnimplemented);
   EXPECT_EQ(with([](json& j) { j["model"]["unk_token"] = "<unk>"; }), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["added_tokens"] = json::object(); }), StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](json& j) { j["added_tokens"].push_back({{"id", "9"}, {"content", "<x>"}}); }),
+  EXPECT_EQ(with([](json& j) {
+              j["added_tokens"].push_back({{"id", "9"}, {"content", "<x>"}});
+            }),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["added_tokens"].push_back({{"id", 9}}); }), StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](json& j) { j["added_tokens"].push_back({{"id", 9}, {"content", "<x>"}, {"special", "yes"}}); }),
+  EXPECT_EQ(with([](json& j) {
+              j["added_tokens"].push_back({{"id", 9}, {"content", "<x>"}, {"special", "yes"}});
+            }),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }), StatusCode::kUnimplemented);
   EXPECT_EQ(with([](json& j) { j["normalizer"] = "NFC"; }), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["pre_tokenizer"] = nullptr; }), StatusCode::kUnimplemented);
   EXPECT_EQ(with([](json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }), StatusCode::kUnimplemented);
   EXPECT_EQ(with([](json& j) {
-              j["pre_tokenizer"] = {{"type", "Sequence"},
-                                    {"pretokenizers", json::array({{{"type", "Split"},
-                                                                    {"pattern", {{"Regex", "(unclosed"}}},
-                                                                    {"behavior", "Isolated"}},
-                                                                   {{"type", "ByteLevel"}}})}};
+              j["pre_tokenizer"] = {
+                  {"type", "Sequence"},
+                  {"pretokenizers",
+                   json::array(
+                       {{{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}},
+                        {{"type", "ByteLevel"}}})}};
             }),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }), StatusCode::kUnimplemented);
@@ -540,7 +562,10 @@ TEST(TokenizerLoadTest, AddedTokenOptions) {
       {{"id", 22}, {"content", "[L]"}, {"special", false}, {"normalized", false}, {"lstrip", true}},
       {{"id", 23}, {"content", "[R]"}, {"special", false}, {"normalized", false}, {"rstrip", true}},
       {{"id", 24}, {"content", "bad"}, {"special", false}, {"normalized", false}, {"single_word", true}},
-      {{"id", 25}, {"content", "\xC3\xA9"}, {"special", false}, {"normalized", true}},  // é, matched after NFC
+      {{"id", 25},
+       {"content", "\xC3\xA9"},
+       {"special", false},
+       {"normalized", true}},  // é, matched after NFC
   });
   // Give the mini vocab the bytes needed below.
   j["model"]["vocab"]["["] = 9;
@@ -578,8 +603,9 @@ TEST(TokenizerLoadTest, SplitBehaviours) {
     j["pre_tokenizer"] = {
         {"type", "Sequence"},
         {"pretokenizers",
-         json::array({{{"type", "Split"}, {"pattern", {{"String", "c"}}}, {"behavior", behavior}, {"invert", invert}},
-                      {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}};
+         json::array(
+             {{{"type", "Split"}, {"pattern", {{"String", "c"}}}, {"behavior", behavior}, {"invert", invert}},
+              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}};
     auto t = Tokenizer::LoadFromJson(j.dump());
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     return std::move(t).value();

@@ -18,7 +18,8 @@ namespace mineru::testing {
 inline std::string FindNginx() {
   const char* env = std::getenv("MINERU_NGINX");
   if (env && *env) return ::access(env, X_OK) == 0 ? env : "";
-  for (const char* p : {"/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx", "/usr/local/bin/nginx"}) {
+  for (const char* p :
+       {"/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx", "/usr/local/bin/nginx"}) {
     if (::access(p, X_OK) == 0) return p;
   }
   return "";
@@ -57,13 +58,14 @@ inline bool RewriteNginxConf(std::string* conf, const std::string& dir, const st
       {"pid /run/mineru-nginx.pid;", "pid " + dir + "/nginx.pid;"},
       {"error_log /var/log/nginx/mineru-error.log warn;", "error_log " + dir + "/error.log info;"},
       {"access_log /var/log/nginx/mineru-access.log;",
-       "access_log " + dir + "/access.log;\n    client_body_temp_path " + dir + "/body;\n    proxy_temp_path " + dir +
-           "/proxy;\n    fastcgi_temp_path " + dir + "/fastcgi;\n    uwsgi_temp_path " + dir + "/uwsgi;\n    scgi_temp_path " +
-           dir + "/scgi;"},
+       "access_log " + dir + "/access.log;\n    client_body_temp_path " + dir +
+           "/body;\n    proxy_temp_path " + dir + "/proxy;\n    fastcgi_temp_path " + dir +
+           "/fastcgi;\n    uwsgi_temp_path " + dir + "/uwsgi;\n    scgi_temp_path " + dir + "/scgi;"},
       {"127.0.0.1:30001", "127.0.0.1:" + std::to_string(upstreams.at(0))},
-      upstreams.size() > 1 ? std::make_pair(std::string("127.0.0.1:30002"), second)
-                           : std::make_pair(std::string("        server 127.0.0.1:30002 max_fails=2 fail_timeout=10s;\n"),
-                                            std::string()),
+      upstreams.size() > 1
+          ? std::make_pair(std::string("127.0.0.1:30002"), second)
+          : std::make_pair(std::string("        server 127.0.0.1:30002 max_fails=2 fail_timeout=10s;\n"),
+                           std::string()),
       {"listen 8080;", "listen 127.0.0.1:" + std::to_string(listen_port) + ";"},
   };
   for (const auto& [from, to] : edits) {

@@ -47,18 +47,21 @@ inline std::string MakePdf(const std::vector<PdfPage>& pages) {
     const PdfPage& p = pages[i];
     std::string content;
     for (const PdfRect& r : p.rects) {
-      std::snprintf(buf, sizeof(buf), "%.3f g %.2f %.2f %.2f %.2f re f\n", r.gray, r.x, p.height - r.y - r.h, r.w, r.h);
+      std::snprintf(buf, sizeof(buf), "%.3f g %.2f %.2f %.2f %.2f re f\n", r.gray, r.x, p.height - r.y - r.h,
+                    r.w, r.h);
       content += buf;
     }
     if (p.slow_strokes > 0) content += "0.5 w 1 0 0 RG\n";
     for (int k = 0; k < p.slow_strokes; ++k) content += "10 10 m 600 780 l 20 700 l 500 30 l S\n";
     for (const PdfText& t : p.texts) {
-      std::snprintf(buf, sizeof(buf), "0 g BT /F1 %.2f Tf %.2f %.2f Td (", t.size, t.x, p.height - t.y - t.size);
+      std::snprintf(buf, sizeof(buf), "0 g BT /F1 %.2f Tf %.2f %.2f Td (", t.size, t.x,
+                    p.height - t.y - t.size);
       content += buf + PdfEscape(t.text) + ") Tj ET\n";
     }
-    std::snprintf(buf, sizeof(buf), "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %.2f %.2f] ", p.width, p.height);
-    objs.push_back(std::string(buf) + "/Resources << /Font << /F1 3 0 R >> >> /Contents " + std::to_string(5 + 2 * i) +
-                   " 0 R >>");
+    std::snprintf(buf, sizeof(buf), "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %.2f %.2f] ", p.width,
+                  p.height);
+    objs.push_back(std::string(buf) + "/Resources << /Font << /F1 3 0 R >> >> /Contents " +
+                   std::to_string(5 + 2 * i) + " 0 R >>");
     objs.push_back("<< /Length " + std::to_string(content.size()) + " >>\nstream\n" + content + "endstream");
   }
   std::string out = "%PDF-1.4\n%\xe2\xe3\xcf\xd3\n";

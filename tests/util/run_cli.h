@@ -30,8 +30,8 @@ inline CmdResult RunCli(const std::vector<std::string>& args) {
   static int counter = 0;
   const std::string bin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
   // Unique per process and call: tests of one binary run in parallel processes.
-  const std::string errf = std::string(MINERU_BINARY_DIR) + "/cli_stderr_" + std::to_string(::getpid()) + "_" +
-                           std::to_string(counter++);
+  const std::string errf = std::string(MINERU_BINARY_DIR) + "/cli_stderr_" + std::to_string(::getpid()) +
+                           "_" + std::to_string(counter++);
   std::string cmd = Quote(bin);
   for (const auto& a : args) cmd += " " + Quote(a);
   cmd += " 2>" + Quote(errf);

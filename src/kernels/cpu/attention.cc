@@ -58,13 +58,16 @@ struct RowRefs {
   size_t limit[kBQ];  // keys [k_lo, k_lo + limit) are visible (relative to the packed range)
 };
 
-void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
+void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, size_t k_lo, size_t nk,
+              Scratch& s) {
   const size_t NR = PanelWidth();
   const size_t panels = (nk + NR - 1) / NR;
   const AttentionShape& sh = *g.shape;
   // Keys [j, j + run) that are contiguous in memory: all of them, or up to a block's end.
   auto run_of = [&](size_t j, size_t left) {
-    return sh.k_blocks ? std::min(left, static_cast<size_t>(sh.kv_block) - j % static_cast<size_t>(sh.kv_block)) : left;
+    return sh.k_blocks
+               ? std::min(left, static_cast<size_t>(sh.kv_block) - j % static_cast<size_t>(sh.kv_block))
+               : left;
   };
   // Paged rows come from scattered blocks (usually DRAM in batched decode): prefetch the next
   // panel's key rows while this one is transposed.
@@ -82,8 +85,8 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
     for (size_t c = 0; c < valid;) {
       const size_t run = run_of(j0 + c, valid - c);
       const bool last = c + run == valid;  // the last run also writes the zero columns
-      PackTransposed(KeyRow(sh, k, static_cast<int64_t>(j0 + c)) + kvh * g.hd, g.kv_stride, run, last ? NR - c : run,
-                     g.hd, dst + c, NR);
+      PackTransposed(KeyRow(sh, k, static_cast<int64_t>(j0 + c)) + kvh * g.hd, g.kv_stride, run,
+                     last ? NR - c : run, g.hd, dst + c, NR);
       c += run;
     }
   }
@@ -92,7 +95,8 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
     float* dst = vp + j * g.hdp;
     if (j < nk) {
       if (sh.v_blocks && j + 8 < nk) {
-        const char* ahead = reinterpret_cast<const char*>(ValueRow(sh, v, static_cast<int64_t>(k_lo + j + 8)) + kvh * g.hd);
+        const char* ahead =
+            reinterpret_cast<const char*>(ValueRow(sh, v, static_cast<int64_t>(k_lo + j + 8)) + kvh * g.hd);
         for (size_t off = 0; off < g.hd * sizeof(float); off += 64) hwy::Prefetch(ahead + off);
       }
       const float* src = ValueRow(sh, v, static_cast<int64_t>(k_lo + j)) + kvh * g.hd;
@@ -106,8 +110,8 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
 
 // Softmax update of one row for a tile whose first `valid` scores are visible. Scores are
 // scaled in place and replaced by probabilities (zero past `valid`, up to `width`).
-HWY_INLINE void SoftmaxRow(float* HWY_RESTRICT srow, size_t valid, size_t width, float scale, float& m, float& l,
-                           float& alpha) {
+HWY_INLINE void SoftmaxRow(float* HWY_RESTRICT srow, size_t valid, size_t width, float scale, float& m,
+                           float& l, float& alpha) {
   const DF d;
   const size_t N = hn::Lanes(d);
   if (valid == 0) {
@@ -189,7 +193,8 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
       for (size_t r = 0; r < kMR; ++r) a[r] = rows.q[r0 + std::min(r, mr - 1)];
       for (size_t p = 0; p < panels; ++p) {
         for (size_t r = 0; r < mr; ++r) c[r] = S + (r0 + r) * kBK + p * NR;
-        GemmTileRows<CMode::kStore>(mr, a, s.kt.get() + (kt0 / NR + p) * g.hd * NR, NR, g.hd, c, nullptr, nullptr);
+        GemmTileRows<CMode::kStore>(mr, a, s.kt.get() + (kt0 / NR + p) * g.hd * NR, NR, g.hd, c, nullptr,
+                                    nullptr);
       }
     }
     for (size_t r = 0; r < nr; ++r) {
@@ -233,12 +238,15 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
 struct RowInfo {
   size_t i, head;
 };
-HWY_INLINE RowInfo RowOf(const Geometry& g, size_t kvh, size_t r) { return {r / g.group, kvh * g.group + r % g.group}; }
+HWY_INLINE RowInfo RowOf(const Geometry& g, size_t kvh, size_t r) {
+  return {r / g.group, kvh * g.group + r % g.group};
+}
 HWY_INLINE size_t LimitOf(const Geometry& g, size_t i) {
   return g.causal ? std::min(g.n_kv, g.kv_offset + i + 1) : g.n_kv;
 }
 
-void FillRows(const Geometry& g, const float* q, size_t kvh, size_t rb0, size_t nr, size_t k_lo, RowRefs& rows) {
+void FillRows(const Geometry& g, const float* q, size_t kvh, size_t rb0, size_t nr, size_t k_lo,
+              RowRefs& rows) {
   for (size_t r = 0; r < nr; ++r) {
     const RowInfo ri = RowOf(g, kvh, rb0 + r);
     rows.q[r] = q + ri.i * g.q_stride + ri.head * g.hd;
@@ -281,7 +289,8 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
   g.scale = shape.scale;
   g.rows = g.n_q * g.group;
   if (g.n_kv == 0) {
-    for (size_t i = 0; i < g.n_q; ++i) std::fill(out + i * g.out_stride, out + i * g.out_stride + g.hd * g.group * g.num_kv_heads, 0.0f);
+    for (size_t i = 0; i < g.n_q; ++i)
+      std::fill(out + i * g.out_stride, out + i * g.out_stride + g.hd * g.group * g.num_kv_heads, 0.0f);
     return;
   }
 

@@ -18,7 +18,8 @@ enum class MatMulPath { kAuto, kDot, kPacked, kQuantInt };
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool,
             MatMulPath path = MatMulPath::kAuto);
 void WeightRowToF32(const WeightView& w, int64_t row, float* out);
-void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y, ThreadPool* pool);
+void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,
+             ThreadPool* pool);
 void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
                float* y, ThreadPool* pool);
 void QuickGelu(float* x, int64_t n, ThreadPool* pool);

@@ -33,8 +33,7 @@ void ForChunks(size_t n, size_t min_chunk, ThreadPool* pool, const Fn& fn) {
 
 // Elementwise map over [0, n) with a vector body and the same body on a zero-padded tail.
 template <class VecFn>
-HWY_INLINE void MapTail(const float* in0, const float* in1, float* out,
-                        size_t n, const VecFn& f) {
+HWY_INLINE void MapTail(const float* in0, const float* in1, float* out, size_t n, const VecFn& f) {
   const DF d;
   const size_t N = hn::Lanes(d);
   size_t i = 0;
@@ -176,9 +175,8 @@ void SiluMulImpl(const float* gate, const float* up, int64_t n, float* out, Thre
   ForChunks(static_cast<size_t>(n), 1 << 15, pool, [&](size_t b, size_t e) {
     const DF d;
     const VF one = hn::Set(d, 1.0f);
-    MapTail(gate + b, up + b, out + b, e - b, [&](VF g, VF u) {
-      return hn::Mul(hn::Div(g, hn::Add(one, ExpClamped(hn::Neg(g)))), u);
-    });
+    MapTail(gate + b, up + b, out + b, e - b,
+            [&](VF g, VF u) { return hn::Mul(hn::Div(g, hn::Add(one, ExpClamped(hn::Neg(g)))), u); });
   });
 }
 
@@ -203,7 +201,8 @@ void RopeRotateHalfImpl(float* x, int64_t head_dim, const float* cos, const floa
 
 void RopeRotateHalfRowsImpl(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
                             const float* cos, const float* sin, ThreadPool* pool) {
-  const size_t min_rows = std::max<size_t>(1, 16384 / static_cast<size_t>(std::max<int64_t>(1, num_heads * head_dim)));
+  const size_t min_rows =
+      std::max<size_t>(1, 16384 / static_cast<size_t>(std::max<int64_t>(1, num_heads * head_dim)));
   ForChunks(static_cast<size_t>(n), min_rows, pool, [&](size_t r0, size_t r1) {
     for (size_t i = r0; i < r1; ++i) {
       for (int64_t h = 0; h < num_heads; ++h) {
@@ -245,11 +244,12 @@ HWY_EXPORT(RopeRotateHalfRowsImpl);
 HWY_EXPORT(WeightRowToF32Impl);
 HWY_EXPORT(TargetNameImpl);
 
-void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y, ThreadPool* pool) {
+void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,
+             ThreadPool* pool) {
   HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x, m, n, weight, eps, y, pool);
 }
-void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps, float* y,
-               ThreadPool* pool) {
+void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
+               float* y, ThreadPool* pool) {
   HWY_DYNAMIC_DISPATCH(LayerNormImpl)(x, m, n, weight, bias, eps, y, pool);
 }
 void QuickGelu(float* x, int64_t n, ThreadPool* pool) { HWY_DYNAMIC_DISPATCH(QuickGeluImpl)(x, n, pool); }

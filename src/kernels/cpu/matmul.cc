@@ -59,7 +59,8 @@ HWY_INLINE void DequantQ8Blocks(const uint8_t* HWY_RESTRICT blk, size_t nblk, fl
 }
 
 // Q4_0 (sub = 1) or Q4_G128 (sub = 4): each block = {f16 d; sub × 16 nibble bytes}.
-HWY_INLINE void DequantQ4Blocks(const uint8_t* HWY_RESTRICT blk, size_t nblk, size_t sub, float* HWY_RESTRICT out) {
+HWY_INLINE void DequantQ4Blocks(const uint8_t* HWY_RESTRICT blk, size_t nblk, size_t sub,
+                                float* HWY_RESTRICT out) {
   const DF df;
   const hn::RebindToSigned<DF> di;
   const hn::Rebind<uint8_t, DF> du8;
@@ -83,7 +84,8 @@ HWY_INLINE void DequantQ4Blocks(const uint8_t* HWY_RESTRICT blk, size_t nblk, si
       hn::Store(hn::And(hn::ShiftRight<4>(v), mask), d16, nib + 16);
 #endif
       for (size_t i = 0; i < 32; i += N) {
-        const VF f = hn::ConvertTo(df, hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<DF>(), hn::LoadU(du8, nib + i))));
+        const VF f = hn::ConvertTo(
+            df, hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<DF>(), hn::LoadU(du8, nib + i))));
         hn::StoreU(hn::Mul(hn::Sub(f, eight), s), df, out + i);
       }
     }
@@ -92,7 +94,8 @@ HWY_INLINE void DequantQ4Blocks(const uint8_t* HWY_RESTRICT blk, size_t nblk, si
 
 // out[0, len) = row `row` of W, values [c0, c0 + len), as f32. For quantized W, c0 must be
 // a multiple of the block and out must have room for len rounded up to whole blocks.
-HWY_INLINE void WidenRowChunk(const WeightView& w, int64_t row, size_t c0, size_t len, float* HWY_RESTRICT out) {
+HWY_INLINE void WidenRowChunk(const WeightView& w, int64_t row, size_t c0, size_t len,
+                              float* HWY_RESTRICT out) {
   if (!w.quantized()) {
     const size_t esize = w.dtype == DType::kF32 ? 4 : 2;
     const uint8_t* base = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(row) * w.cols * esize;
@@ -101,7 +104,8 @@ HWY_INLINE void WidenRowChunk(const WeightView& w, int64_t row, size_t c0, size_
   }
   const size_t bs = static_cast<size_t>(QuantBlockSize(w.quant));
   const size_t bb = QuantBlockBytes(w.quant);
-  const uint8_t* base = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(row) * QuantizedRowBytes(w.quant, w.cols);
+  const uint8_t* base =
+      static_cast<const uint8_t*>(w.data) + static_cast<size_t>(row) * QuantizedRowBytes(w.quant, w.cols);
   const uint8_t* blk = base + (c0 / bs) * bb;
   const size_t nblk = (len + bs - 1) / bs;
   if (w.quant == QuantType::kQ8_0) {
@@ -163,8 +167,8 @@ HWY_INLINE void DotTile(const float* const* HWY_RESTRICT x, const void* const* H
 }
 
 template <int kDT, size_t R, size_t C>
-HWY_INLINE void DotTileFull(const float* const* x, const void* const* w, size_t k, DType dtype, const float* bias,
-                            float* const* y, size_t j) {
+HWY_INLINE void DotTileFull(const float* const* x, const void* const* w, size_t k, DType dtype,
+                            const float* bias, float* const* y, size_t j) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const size_t kfull = k - k % N;
@@ -220,7 +224,8 @@ void DotRows(const float* x, size_t i0, size_t k, const WeightView& w, const flo
 }
 
 template <int kDT>
-void MatMulDotT(const float* x, size_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool) {
+void MatMulDotT(const float* x, size_t m, const WeightView& w, const float* bias, float* y,
+                ThreadPool* pool) {
   const size_t n = static_cast<size_t>(w.rows), k = static_cast<size_t>(w.cols);
   // Column blocks of W small enough to stay in L2 while all row groups of x pass over them.
   const size_t chunk = (ChunkSize(n, pool, 16, 4) + 3) & ~size_t{3};
@@ -268,11 +273,12 @@ void MatMulDot(const float* x, size_t m, const WeightView& w, const float* bias,
 // Packed algorithm.
 
 struct PackScratch {
-  hwy::AlignedFreeUniquePtr<float[]> tmp;    // [NR][ldt] widened W rows of one panel
+  hwy::AlignedFreeUniquePtr<float[]> tmp;     // [NR][ldt] widened W rows of one panel
   hwy::AlignedFreeUniquePtr<float[]> panels;  // [ppt][KC][NR]
 };
 
-void MatMulPacked(const float* x, size_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool) {
+void MatMulPacked(const float* x, size_t m, const WeightView& w, const float* bias, float* y,
+                  ThreadPool* pool) {
   const size_t n = static_cast<size_t>(w.rows), k = static_cast<size_t>(w.cols);
   const size_t NR = PanelWidth();
   const size_t num_panels = (n + NR - 1) / NR;
@@ -295,7 +301,8 @@ void MatMulPacked(const float* x, size_t m, const WeightView& w, const float* bi
       // Pack the panels of this task for depth [k0, k0 + kc).
       for (size_t p = 0; p < np; ++p) {
         const size_t jp = (p0 + p) * NR, valid = std::min(NR, n - jp);
-        for (size_t c = 0; c < valid; ++c) WidenRowChunk(w, static_cast<int64_t>(jp + c), k0, kc, s.tmp.get() + c * ldt);
+        for (size_t c = 0; c < valid; ++c)
+          WidenRowChunk(w, static_cast<int64_t>(jp + c), k0, kc, s.tmp.get() + c * ldt);
         PackTransposed(s.tmp.get(), ldt, valid, NR, kc, s.panels.get() + p * kKC * NR, NR);
       }
       const bool first = k0 == 0;
@@ -343,8 +350,8 @@ void MatMulImpl(const float* x, int64_t m, const WeightView& w, const float* bia
   if (m <= 0 || w.rows <= 0) return;
   {
     const size_t n = static_cast<size_t>(w.rows), k = static_cast<size_t>(w.cols);
-    const size_t wbytes = w.quantized() ? n * QuantizedRowBytes(w.quant, w.cols)
-                                        : n * k * (w.dtype == DType::kF32 ? 4 : 2);
+    const size_t wbytes =
+        w.quantized() ? n * QuantizedRowBytes(w.quant, w.cols) : n * k * (w.dtype == DType::kF32 ? 4 : 2);
     pool = PoolFor(pool, static_cast<size_t>(m) * n * k, wbytes);
   }
   if (path == cpu::MatMulPath::kAuto) {

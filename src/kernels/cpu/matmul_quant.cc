@@ -44,8 +44,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ---------------------------------------------------------------------------------------
 // Activation quantization (same arithmetic as internal::QuantizeActRowRef).
 
-void QuantizeActRow(const float* HWY_RESTRICT x, size_t k, const internal::ActLayout& l, int8_t* HWY_RESTRICT q,
-                    float* HWY_RESTRICT d, float* HWY_RESTRICT corr) {
+void QuantizeActRow(const float* HWY_RESTRICT x, size_t k, const internal::ActLayout& l,
+                    int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d, float* HWY_RESTRICT corr) {
   const DF df;
   const hn::RebindToSigned<DF> di;
   const hn::Rebind<int8_t, DF> d8;
@@ -155,7 +155,8 @@ HWY_INLINE void TileQ4(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_
       }
 #pragma GCC unroll 4
       for (size_t r = 0; r < R; ++r) {
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r].q + b * kBlock + 32 * s));
+        const __m256i xv =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r].q + b * kBlock + 32 * s));
 #pragma GCC unroll 4
         for (size_t c = 0; c < C; ++c) {
           const __m256i p = _mm256_maddubs_epi16(wv[c], xv);  // <= 2*15*127 per lane: no saturation
@@ -170,7 +171,8 @@ HWY_INLINE void TileQ4(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HWY_
 #pragma GCC unroll 4
       for (size_t c = 0; c < C; ++c) {
         const __m256i p = _mm256_madd_epi16(p16[r][c], ones);
-        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(dws[c])), acc[r][c]);
+        acc[r][c] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dx, _mm256_set1_ps(dws[c])), acc[r][c]);
         corr[r][c] += dws[c] * cx;
       }
     }
@@ -198,8 +200,8 @@ HWY_INLINE __m512 PairScale(float a, float b) {
 // [lo(q0) hi(q0) lo(q1) hi(q1)] (values 0..15, 16..31 of each 32-value block).
 HWY_INLINE __m512i UnpackNibblePair(__m128i q0, __m128i q1) {
   const __m512i idx = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
-  const __m512i shift = _mm512_set_epi64(0x0004000400040004LL, 0x0004000400040004LL, 0, 0, 0x0004000400040004LL,
-                                         0x0004000400040004LL, 0, 0);
+  const __m512i shift = _mm512_set_epi64(0x0004000400040004LL, 0x0004000400040004LL, 0, 0,
+                                         0x0004000400040004LL, 0x0004000400040004LL, 0, 0);
   const __m512i v = _mm512_permutexvar_epi64(idx, _mm512_castsi256_si512(_mm256_set_m128i(q1, q0)));
   return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(15));
 }
@@ -207,8 +209,9 @@ HWY_INLINE __m512i UnpackNibblePair(__m128i q0, __m128i q1) {
 // Two consecutive Q8_0 blocks at blk: their 64 int8 values, and the scale vector [d0 x 8 | d1 x 8].
 HWY_INLINE __m512i LoadQ8Pair(const uint8_t* blk, __m512* dw) {
   *dw = PairScale(_cvtsh_ss(internal::LoadU16(blk)), _cvtsh_ss(internal::LoadU16(blk + 34)));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))),
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 36)), 1);
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))),
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 36)), 1);
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -365,7 +368,8 @@ HWY_INLINE void TileQ4x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HW
 #pragma GCC unroll 4
         for (size_t c = 0; c < C; ++c) {
           const __m512i p = DotU8S8Pair(w0[c], x0, w1[c], x1);
-          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, _mm512_set1_ps(dws[c])), acc[r][c]);
+          acc[r][c] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dx, _mm512_set1_ps(dws[c])), acc[r][c]);
           corr[r][c] += dws[c] * cx;
         }
       }
@@ -396,7 +400,7 @@ HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, si
   }
 }
 
-#else  // AVX2
+#else   // AVX2
 
 template <size_t R, size_t C>
 HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
@@ -419,7 +423,8 @@ HWY_INLINE int32_t BlockDotI8(const int8_t* HWY_RESTRICT a, const int8_t* HWY_RE
   const size_t N = hn::Lanes(df);
   auto sum = hn::Zero(di);
   for (size_t i = 0; i < len; i += N) {
-    sum = hn::Add(sum, hn::Mul(hn::PromoteTo(di, hn::LoadU(d8, a + i)), hn::PromoteTo(di, hn::LoadU(d8, b + i))));
+    sum = hn::Add(sum,
+                  hn::Mul(hn::PromoteTo(di, hn::LoadU(d8, a + i)), hn::PromoteTo(di, hn::LoadU(d8, b + i))));
   }
   return hn::GetLane(hn::SumOfLanes(di, sum));
 }
@@ -460,8 +465,8 @@ HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, si
 #endif
 
 template <size_t R>
-void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_bytes, size_t nb, const float* bias,
-               float* y, size_t i0, size_t n, size_t j0, size_t j1) {
+void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_bytes, size_t nb,
+               const float* bias, float* y, size_t i0, size_t n, size_t j0, size_t j1) {
   constexpr size_t C = R == 1 ? 4 : 2;
   float out[R * C];
   size_t j = j0;
@@ -492,8 +497,7 @@ void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_byt
 // matmul_vnni.cc: rows xs = int8 activations (stride kpad) with scales d and xc = -128 * the
 // sum of each block of xs (both stride nb) x W, lanes = columns.
 void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32_t* xc, size_t m, size_t kpad,
-                      size_t nb,
-                      const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
+                      size_t nb, const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
                       const float* bias, float* y, ThreadPool* pool);
 // Below this many rows the row tiles win: one or two rows are bound by reading W, which the
 // row layout does in fewer bytes than the panels (and without repacking when none are prepacked).
@@ -537,9 +541,8 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   });
 #if HWY_TARGET == HWY_AVX3_DL
   if (panels) {
-    MatMulVnniPanels(w.quant, q.get(), d, xc.data(), m, kpad, nb,
-                     static_cast<const uint8_t*>(w.data), QuantizedRowBytes(w.quant, w.cols), n, w.panels, bias, y,
-                     pool);
+    MatMulVnniPanels(w.quant, q.get(), d, xc.data(), m, kpad, nb, static_cast<const uint8_t*>(w.data),
+                     QuantizedRowBytes(w.quant, w.cols), n, w.panels, bias, y, pool);
     return;
   }
 #endif

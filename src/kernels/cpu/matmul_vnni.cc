@@ -120,8 +120,8 @@ constexpr size_t BlockBytes() {
 // are prefetched group by group while this one is packed (a memory stream that is one tile
 // ahead and never bursts).
 template <QuantType T>
-void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0, size_t g1,
-                size_t ahead, uint8_t* quads, uint8_t* scales) {
+void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0,
+                size_t g1, size_t ahead, uint8_t* quads, uint8_t* scales) {
   const size_t subs = group / 32;
   const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
   const uint8_t* rows[kCols];
@@ -136,7 +136,8 @@ void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, si
       __m512i v[8];
 #pragma GCC unroll 8
       for (size_t i = 0; i < 8; ++i) {
-        v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(LoadSub<T>(rows[i], g, s)), LoadSub<T>(rows[i + 8], g, s), 1);
+        v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(LoadSub<T>(rows[i], g, s)),
+                                  LoadSub<T>(rows[i + 8], g, s), 1);
       }
       Transpose8x8Halves(v);
 #pragma GCC unroll 8
@@ -149,8 +150,8 @@ void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, si
   }
 }
 
-void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0,
-               size_t g1, size_t ahead, uint8_t* quads, uint8_t* scales) {
+void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group,
+               size_t g0, size_t g1, size_t ahead, uint8_t* quads, uint8_t* scales) {
   if (t == QuantType::kQ8_0) {
     PackPanelT<QuantType::kQ8_0>(wbase, row_bytes, j0, nv, group, g0, g1, ahead, quads, scales);
   } else if (t == QuantType::kQ4_0) {
@@ -167,8 +168,8 @@ void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, s
 // come from DRAM in a decode step, packed-per-call ones are already in L1).
 template <size_t R>
 HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0,
-                           size_t g1, const int8_t* xs, const float* d, const int32_t* xc, size_t kpad, size_t nb,
-                           size_t ahead, __m512 acc[R][kPanels]) {
+                           size_t g1, const int8_t* xs, const float* d, const int32_t* xc, size_t kpad,
+                           size_t nb, size_t ahead, __m512 acc[R][kPanels]) {
   const size_t nq = group / 4, qbytes = QuadBytes(group);
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* pp[kPanels];
@@ -194,14 +195,18 @@ HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* sc
         p[r][1] = _mm512_dpbusd_epi32(p[r][1], w1, xb);
       }
     }
-    const __m512 s0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[0] + (g - g0) * 32)));
-    const __m512 s1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[1] + (g - g0) * 32)));
+    const __m512 s0 =
+        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[0] + (g - g0) * 32)));
+    const __m512 s1 =
+        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[1] + (g - g0) * 32)));
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       const __m512 dx = _mm512_set1_ps(d[r * nb + g]);
       const __m512i c = _mm512_set1_epi32(xc[r * nb + g]);
-      acc[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][0], c)), _mm512_mul_ps(s0, dx), acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][1], c)), _mm512_mul_ps(s1, dx), acc[r][1]);
+      acc[r][0] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][0], c)), _mm512_mul_ps(s0, dx), acc[r][0]);
+      acc[r][1] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][1], c)), _mm512_mul_ps(s1, dx), acc[r][1]);
     }
   }
 }
@@ -210,15 +215,16 @@ HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* sc
 // which the first chunk (g0 == 0) starts instead of reading.
 template <size_t R>
 void RunRows(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0, size_t g1,
-             const int8_t* xs, const float* d, const int32_t* xc, size_t kpad, size_t nb, size_t i0, size_t ahead,
-             float* accbuf) {
+             const int8_t* xs, const float* d, const int32_t* xc, size_t kpad, size_t nb, size_t i0,
+             size_t ahead, float* accbuf) {
   __m512 acc[R][kPanels];
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) {
       acc[r][k] = g0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(accbuf + (i0 + r) * 32 + 16 * k);
     }
   }
-  TileGroups<R>(quads, scales, group, g0, g1, xs + i0 * kpad, d + i0 * nb, xc + i0 * nb, kpad, nb, ahead, acc);
+  TileGroups<R>(quads, scales, group, g0, g1, xs + i0 * kpad, d + i0 * nb, xc + i0 * nb, kpad, nb, ahead,
+                acc);
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) _mm512_store_ps(accbuf + (i0 + r) * 32 + 16 * k, acc[r][k]);
   }
@@ -229,8 +235,7 @@ void RunRows(const uint8_t* const* quads, const uint8_t* const* scales, size_t g
 // xs: the int8 activations; xc: -128 * the sum of each row's group of xs.
 // prepacked: the whole matrix as PackIntegerPanelsImpl writes it, or null (pack per call).
 void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32_t* xc, size_t m, size_t kpad,
-                      size_t nb,
-                      const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
+                      size_t nb, const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
                       const float* bias, float* y, ThreadPool* pool) {
   const size_t group = kpad / nb;
   const size_t npanels = (n + kCols - 1) / kCols;
@@ -292,12 +297,23 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
       }
       const size_t ahead = i == 0 ? ahead0 : 0;
       switch (rows - i) {
-        case 5: RunRows<5>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
-        case 4: RunRows<4>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
-        case 3: RunRows<3>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
-        case 2: RunRows<2>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
-        case 1: RunRows<1>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf); break;
-        default: break;
+        case 5:
+          RunRows<5>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+          break;
+        case 4:
+          RunRows<4>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+          break;
+        case 3:
+          RunRows<3>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+          break;
+        case 2:
+          RunRows<2>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+          break;
+        case 1:
+          RunRows<1>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+          break;
+        default:
+          break;
       }
     }
     if (nv == tile_cols) {  // a full tile: two vector stores per row

@@ -82,7 +82,8 @@ HWY_INLINE VF LoadWidenF16(const uint16_t* HWY_RESTRICT p) {
   const auto mant = hn::And(bits, hn::Set(du, 0x3FFu));
   const auto normal = hn::Or(hn::ShiftLeft<23>(hn::Add(exp, hn::Set(du, 112u))), hn::ShiftLeft<13>(mant));
   const auto special = hn::Or(hn::Set(du, 0x7F800000u), hn::ShiftLeft<13>(mant));
-  const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mant)), hn::Set(df, 1.0f / 16777216.0f)));
+  const auto sub =
+      hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mant)), hn::Set(df, 1.0f / 16777216.0f)));
   auto mag = hn::IfThenElse(hn::Eq(exp, hn::Set(du, 0x1Fu)), special, normal);
   mag = hn::IfThenElse(hn::Eq(exp, hn::Zero(du)), sub, mag);
   return hn::BitCast(df, hn::Or(sign, mag));
@@ -90,7 +91,8 @@ HWY_INLINE VF LoadWidenF16(const uint16_t* HWY_RESTRICT p) {
 }
 
 // out[0, len) = row values [c0, c0 + len) of a dense weight row (f32/bf16/f16), widened.
-HWY_INLINE void WidenDenseChunk(DType dtype, const void* row, size_t c0, size_t len, float* HWY_RESTRICT out) {
+HWY_INLINE void WidenDenseChunk(DType dtype, const void* row, size_t c0, size_t len,
+                                float* HWY_RESTRICT out) {
   const DF df;
   const size_t N = hn::Lanes(df);
   size_t i = 0;
@@ -163,7 +165,8 @@ HWY_INLINE void PackTransposed(const float* HWY_RESTRICT src, size_t lds, size_t
 #if MINERU_X86_AVX2_PLUS
   const size_t full_rows = rows_valid & ~size_t{7};
   for (; d0 + 8 <= depth; d0 += 8) {
-    for (size_t c0 = 0; c0 < full_rows; c0 += 8) Transpose8x8(src + c0 * lds + d0, lds, dst + d0 * ldd + c0, ldd);
+    for (size_t c0 = 0; c0 < full_rows; c0 += 8)
+      Transpose8x8(src + c0 * lds + d0, lds, dst + d0 * ldd + c0, ldd);
     for (size_t d = d0; d < d0 + 8; ++d) {
       for (size_t c = full_rows; c < width; ++c) dst[d * ldd + c] = c < rows_valid ? src[c * lds + d] : 0.0f;
     }
