@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <map>
 #include <new>
@@ -197,64 +198,48 @@ Status WriteOutputsV34(const std::string& base, const std::vector<std::vector<Co
   return s;
 }
 
-PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, int global_page,
-                              const ParseOptions& opt, Backend& backend, const std::string& images_dir,
-                              const std::string& layout_dir) {
-  PageResult res;
-  PageReport& pr = res.report;
-  pr.page = page;
-  PageInput& pin = res.input;
-  pin.page_idx = page_idx;
-  auto fail = [&](const Status& s) {
-    if (!pr.ok) return;
-    pr.ok = false;
-    pr.error = s.ToString();
-  };
-  auto img = doc.LoadPage(page);
-  if (!img.ok()) {
-    fail(img.status());
-    return res;
-  }
-  const PageImage& pg = *img;
-  pin.width_pt = pg.width_pt;
-  pin.height_pt = pg.height_pt;
-  res.md5 = Md5Hex(pg.image.pixels.data(), pg.image.pixels.size());
-  RgbImage layout_image = ResizeBicubic(pg.image, opt.layout_image_size, opt.layout_image_size);
-  auto raw = backend.Layout(global_page, layout_image);
-  if (!raw.ok()) {
-    fail(raw.status().WithPrefix("layout"));
-    return res;
-  }
-  PagePlan plan = PlanPage(*raw, opt, pg.image.width, pg.image.height);
-  std::vector<LayoutBlock>& layout = plan.layout;
-  std::vector<std::optional<std::string>>& recognised = plan.recognised;
-  pr.blocks = static_cast<int>(layout.size());
+// A page's first error is the one reported.
+void FailPage(PageReport* pr, const Status& s) {
+  if (!pr->ok) return;
+  pr->ok = false;
+  pr->error = s.ToString();
+}
 
-  // Hybrid text source: text/title blocks from the PDF text layer.
+// Hybrid text source: text/title blocks read from the PDF text layer when it is usable (their
+// `recognised` set here); returns the requests the model still has to answer.
+std::vector<const ExtractRequest*> TakeTextFromPdf(const InputDocument& doc, int page, const PageImage& pg,
+                                                   const ParseOptions& opt, PagePlan* plan, PageReport* pr) {
   bool use_pdf = false;
   std::vector<PdfTextBox> words;
   if (opt.text_source != TextSource::kModel && doc.is_pdf()) {
     auto w = doc.PageText(page);
     if (w.ok()) words = std::move(w).value();
-    use_pdf =
-        opt.text_source == TextSource::kPdf || PageTextLayerUsable(words, layout, pg.width_pt, pg.height_pt);
+    use_pdf = opt.text_source == TextSource::kPdf ||
+              PageTextLayerUsable(words, plan->layout, pg.width_pt, pg.height_pt);
   }
   std::vector<const ExtractRequest*> model_reqs;
-  for (const ExtractRequest& r : plan.requests) {
-    if (use_pdf && TextFromPdfAllowed(layout[r.index].type)) {
-      if (auto t = TextInBlock(words, layout[r.index], pg.width_pt, pg.height_pt)) {
-        recognised[r.index] = *t;
-        ++pr.from_pdf_text;
+  for (const ExtractRequest& r : plan->requests) {
+    if (use_pdf && TextFromPdfAllowed(plan->layout[r.index].type)) {
+      if (auto t = TextInBlock(words, plan->layout[r.index], pg.width_pt, pg.height_pt)) {
+        plan->recognised[r.index] = *t;
+        ++pr->from_pdf_text;
         continue;
       }
     }
     model_reqs.push_back(&r);
   }
+  return model_reqs;
+}
 
-  // Stage II: every crop of the page in one submission, in layout order.
+// Stage II: every crop of the page in one submission, in layout order; answers go to
+// plan->recognised (a failed block: empty text, and the page reports the error). table_tokens: per
+// block, the tokens that masked images inside a table (1.2).
+void RecognizeBlocks(const PageImage& pg, const std::vector<const ExtractRequest*>& model_reqs,
+                     int global_page, Backend& backend, PagePlan* plan,
+                     std::vector<TableImageTokens>* table_tokens, PageReport* pr) {
+  const std::vector<LayoutBlock>& layout = plan->layout;
   std::vector<RgbImage> crops;
   crops.reserve(model_reqs.size());
-  std::vector<TableImageTokens> table_tokens(layout.size());
   for (const ExtractRequest* r : model_reqs) {
     if (r->table_images.empty()) {
       crops.push_back(PrepareCrop(pg.image, r->crop));
@@ -264,8 +249,8 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
     RgbImage im = CropAndRotate(pg.image, r->crop);
     std::vector<const LayoutBlock*> images;
     for (size_t k : r->table_images) images.push_back(&layout[k]);
-    table_tokens[r->index] = MaskTableImages(pg.image, layout[r->index], r->index, images,
-                                             r->crop.box.width(), r->crop.box.height(), &im);
+    (*table_tokens)[r->index] = MaskTableImages(pg.image, layout[r->index], r->index, images,
+                                                r->crop.box.width(), r->crop.box.height(), &im);
     crops.push_back(FinishCrop(std::move(im), r->crop));
   }
   std::vector<RecognitionTask> tasks;
@@ -277,64 +262,96 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
   for (size_t k = 0; k < model_reqs.size(); ++k) {
     const size_t idx = model_reqs[k]->index;
     if (k < outs.size() && outs[k].ok()) {
-      recognised[idx] = outs[k].value();
-      ++pr.recognised;
+      plan->recognised[idx] = outs[k].value();
+      ++pr->recognised;
     } else {
-      recognised[idx] = std::string();
-      fail((k < outs.size() ? outs[k].status() : InternalError("no output"))
-               .WithPrefix("block " + std::to_string(idx + 1)));
+      plan->recognised[idx] = std::string();
+      FailPage(pr, (k < outs.size() ? outs[k].status() : InternalError("no output"))
+                       .WithPrefix("block " + std::to_string(idx + 1)));
     }
   }
-  if (opt.vl_utils == VlUtilsVersion::k1_2) {
-    res.model_blocks = PostProcessPageV12(layout, recognised, plan.absorbed, table_tokens);
-    pin.blocks = BridgeTypesForAssembly(res.model_blocks);
-  } else {
-    pin.blocks = PostProcessPage(layout, recognised);
-    res.model_blocks = pin.blocks;
-  }
+}
 
-  // Crops for images/ (image, table, equation spans) are cut now, while the page is here.
-  AssembleOptions save;
-  save.version_name = opt.version_name;
-  save.image_path = [&](const CropRequest& c) {
-    const std::string name = CropFileName(c.span_type, res.md5, c.page_idx, c.bbox);
+// A crop writer for images/: cuts the span's box (pixel box from box_of) once per file name.
+template <typename BoxOf>
+std::function<std::string(const CropRequest&)> CropWriter(const PageImage& pg, const std::string& md5,
+                                                          const std::string& images_dir, BoxOf box_of) {
+  return [&pg, md5, images_dir, box_of](const CropRequest& c) {
+    const std::string name = CropFileName(c.span_type, md5, c.page_idx, c.bbox);
     const std::string path = images_dir + "/" + name;
     if (!FileExists(path)) {
-      PixelBox box = AssemblyCropBox(c.bbox, pg.scale);
+      PixelBox box = box_of(c.bbox, pg.scale);
       RgbImage crop = Crop(pg.image, box.x0, box.y0, box.x1, box.y1);
       if (crop.width > 0 && crop.height > 0) (void)WriteJpegFile(crop, path, 95);
     }
     return name;
   };
+}
+
+// Crops for images/ (image, table, equation spans; 3.4.4 also chart spans and image_block members
+// with floor/ceil pixel boxes) are cut now, while the page image is here.
+void SaveCrops(const PageResult& res, const PageImage& pg, const ParseOptions& opt,
+               const std::string& images_dir) {
   if (opt.vl_utils == VlUtilsVersion::k1_2) {
-    // MinerU 3.4.4 crops: also chart spans and image_block members, floor/ceil pixel boxes.
     AssembleV34Options save34;
-    save34.image_path = [&](const CropRequest& c) {
-      const std::string name = CropFileName(c.span_type, res.md5, c.page_idx, c.bbox);
-      const std::string path = images_dir + "/" + name;
-      if (!FileExists(path)) {
-        PixelBox box = AssemblyCropBoxV34(c.bbox, pg.scale);
-        RgbImage crop = Crop(pg.image, box.x0, box.y0, box.x1, box.y1);
-        if (crop.width > 0 && crop.height > 0) (void)WriteJpegFile(crop, path, 95);
-      }
-      return name;
-    };
+    save34.image_path = CropWriter(pg, res.md5, images_dir, AssemblyCropBoxV34);
     save34.write_inline_image = InlineImageWriter(images_dir);
-    PageInput raw = pin;
+    PageInput raw = res.input;
     raw.blocks = res.model_blocks;
     (void)MiddleJsonV34({raw}, save34);
   } else {
-    (void)PageInfoJson(pin, save);
+    AssembleOptions save;
+    save.version_name = opt.version_name;
+    save.image_path = CropWriter(pg, res.md5, images_dir, AssemblyCropBox);
+    (void)PageInfoJson(res.input, save);
   }
+}
+
+PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, int global_page,
+                              const ParseOptions& opt, Backend& backend, const std::string& images_dir,
+                              const std::string& layout_dir) {
+  PageResult res;
+  PageReport& pr = res.report;
+  pr.page = page;
+  PageInput& pin = res.input;
+  pin.page_idx = page_idx;
+  auto img = doc.LoadPage(page);
+  if (!img.ok()) {
+    FailPage(&pr, img.status());
+    return res;
+  }
+  const PageImage& pg = *img;
+  pin.width_pt = pg.width_pt;
+  pin.height_pt = pg.height_pt;
+  res.md5 = Md5Hex(pg.image.pixels.data(), pg.image.pixels.size());
+  RgbImage layout_image = ResizeBicubic(pg.image, opt.layout_image_size, opt.layout_image_size);
+  auto raw = backend.Layout(global_page, layout_image);
+  if (!raw.ok()) {
+    FailPage(&pr, raw.status().WithPrefix("layout"));
+    return res;
+  }
+  PagePlan plan = PlanPage(*raw, opt, pg.image.width, pg.image.height);
+  pr.blocks = static_cast<int>(plan.layout.size());
+  const std::vector<const ExtractRequest*> model_reqs = TakeTextFromPdf(doc, page, pg, opt, &plan, &pr);
+  std::vector<TableImageTokens> table_tokens(plan.layout.size());
+  RecognizeBlocks(pg, model_reqs, global_page, backend, &plan, &table_tokens, &pr);
+  if (opt.vl_utils == VlUtilsVersion::k1_2) {
+    res.model_blocks = PostProcessPageV12(plan.layout, plan.recognised, plan.absorbed, table_tokens);
+    pin.blocks = BridgeTypesForAssembly(res.model_blocks);
+  } else {
+    pin.blocks = PostProcessPage(plan.layout, plan.recognised);
+    res.model_blocks = pin.blocks;
+  }
+  SaveCrops(res, pg, opt, images_dir);
   char name[64];
   std::snprintf(name, sizeof(name), "/page_%04d.png", page + 1);
   if (opt.layout_pictures) {
-    Status s = WritePngFile(DrawLayout(pg.image, layout), layout_dir + name);
-    if (!s.ok()) fail(s);
+    Status s = WritePngFile(DrawLayout(pg.image, plan.layout), layout_dir + name);
+    if (!s.ok()) FailPage(&pr, s);
   }
   if (opt.page_images) {
     Status s = WritePngFile(DrawLayout(pg.image, {}), layout_dir + "/../pages" + name);
-    if (!s.ok()) fail(s);
+    if (!s.ok()) FailPage(&pr, s);
   }
   return res;
 }
@@ -408,13 +425,104 @@ void AskCrossPageTables(const std::vector<PageResult>& results, int first_global
   }
 }
 
+// The pages of one document, processed by a sliding window of pages in flight (results in page
+// order, each page's report added to rep->pages, progress after each). Stops launching pages when
+// cancelled or past the deadline; then waits for those in flight and returns the reason.
+Status RunPages(const InputDocument& doc, const std::vector<int>& pages, int first_global,
+                const ParseOptions& opt, Backend& backend, const ProgressFn& progress, DocumentReport* rep,
+                std::vector<PageResult>* results) {
+  const int total = static_cast<int>(pages.size());
+  const std::string images_dir = rep->output_dir + "/images";
+  const std::string layout_dir = rep->output_dir + "/layout";
+  results->assign(static_cast<size_t>(total), PageResult());
+  std::vector<std::future<PageResult>> running(static_cast<size_t>(total));
+  const int window = std::max(1, opt.pages_in_flight);
+  int next = 0;
+  auto launch = [&](int i) {
+    running[i] = std::async(std::launch::async, [&, i] {
+      return ProcessPage(doc, pages[i], i, first_global + i, opt, backend, images_dir, layout_dir);
+    });
+  };
+  for (; next < total && next < window; ++next) launch(next);
+  bool past_deadline = false;
+  for (int i = 0; i < total; ++i) {
+    if (!running[i].valid()) {  // never launched: cancelled before it started
+      for (auto& f : running) {
+        if (f.valid()) f.wait();
+      }
+      return past_deadline
+                 ? DeadlineExceededError("the time for this document ran out before all pages were processed")
+                 : CancelledError("cancelled before all pages were processed");
+    }
+    (*results)[i] = running[i].get();
+    past_deadline = past_deadline || std::chrono::steady_clock::now() >= opt.deadline;
+    if (next < total && !(opt.cancel && opt.cancel->load()) && !past_deadline) launch(next++);
+    const PageResult& r = (*results)[i];
+    rep->pages.push_back(r.report);
+    if (progress) {
+      ProgressEvent e;
+      e.kind = ProgressEvent::kPageDone;
+      e.input = rep->input;
+      e.page = r.report.page;
+      e.pages_done = i + 1;
+      e.pages_total = total;
+      e.blocks = r.report.blocks;
+      e.page_ok = r.report.ok;
+      e.error = r.report.error;
+      progress(e);
+    }
+  }
+  return Status::Ok();
+}
+
+// Assembly over all pages (cross-page steps) and the document's files; crop names are recomputed
+// from the page digests.
+Status WriteDocument(const DocumentReport& rep, const std::vector<PageResult>& results, int first_global,
+                     const ParseOptions& opt, Backend& backend) {
+  std::vector<std::vector<ContentBlock>> model_pages;
+  std::vector<PageInput> page_inputs;
+  for (const PageResult& r : results) {
+    model_pages.push_back(r.model_blocks);
+    page_inputs.push_back(r.input);
+  }
+  if (opt.vl_utils == VlUtilsVersion::k1_2)
+    AskCrossPageTables(results, first_global, backend, &model_pages, &page_inputs);
+  AssembleOptions names;
+  names.version_name = opt.version_name;
+  const int total = static_cast<int>(results.size());
+  names.image_path = [&](const CropRequest& c) {
+    const bool known = c.page_idx >= 0 && c.page_idx < total;
+    return CropFileName(c.span_type, known ? results[c.page_idx].md5 : std::string(), c.page_idx, c.bbox);
+  };
+  const std::string base = rep.output_dir + "/" + rep.name;
+  MINERU_RETURN_IF_ERROR(WriteStringToFile(base + "_model.json", DumpJson(ModelJson(model_pages))));
+  if (opt.vl_utils == VlUtilsVersion::k1_2) {
+    return WriteOutputsV34(base, model_pages, page_inputs, names.image_path, rep.output_dir + "/images");
+  }
+  Json middle = MiddleJson(page_inputs, names);
+  MINERU_RETURN_IF_ERROR(WriteStringToFile(base + "_middle.json", DumpJson(middle)));
+  MINERU_RETURN_IF_ERROR(
+      WriteStringToFile(base + "_content_list.json", DumpJson(ContentListFromMiddle(middle, "images"))));
+  return WriteStringToFile(base + ".md", MarkdownFromMiddle(middle));
+}
+
+void ReportDocument(const ProgressFn& progress, ProgressEvent::Kind kind, const std::string& input,
+                    int total) {
+  if (!progress) return;
+  ProgressEvent e;
+  e.kind = kind;
+  e.input = input;
+  e.pages_total = total;
+  if (kind == ProgressEvent::kDocumentDone) e.pages_done = total;
+  progress(e);
+}
+
 DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOptions& opt, Backend& backend,
                                     int* global_page, const ProgressFn& progress) {
   DocumentReport rep;
   rep.input = input_path;
   rep.name = DocumentName(input_path);
   rep.output_dir = opt.output_dir + "/" + rep.name;
-
   auto doc = InputDocument::Open(input_path, opt.limits);
   if (!doc.ok()) {
     rep.status = doc.status();
@@ -427,110 +535,23 @@ DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOp
   }
   const int first_global = *global_page;
   *global_page += static_cast<int>(pages->size());
-  const std::string images_dir = rep.output_dir + "/images";
-  const std::string layout_dir = rep.output_dir + "/layout";
-  for (const std::string& d : {rep.output_dir, images_dir, layout_dir, rep.output_dir + "/pages"}) {
-    if (!opt.page_images && d == rep.output_dir + "/pages") continue;
-    Status s = MakeDirs(d);
+  for (const char* sub : {"", "/images", "/layout", "/pages"}) {
+    if (!opt.page_images && std::string(sub) == "/pages") continue;
+    Status s = MakeDirs(rep.output_dir + sub);
     if (!s.ok()) {
       rep.status = s;
       return rep;
     }
   }
   const int total = static_cast<int>(pages->size());
-  if (progress) {
-    ProgressEvent e;
-    e.kind = ProgressEvent::kDocumentStart;
-    e.input = input_path;
-    e.pages_total = total;
-    progress(e);
-  }
-
-  // A sliding window of pages in flight; results are collected in page order.
-  std::vector<PageResult> results(static_cast<size_t>(total));
-  std::vector<std::future<PageResult>> running(static_cast<size_t>(total));
-  const int window = std::max(1, opt.pages_in_flight);
-  int next = 0;
-  auto launch = [&](int i) {
-    running[i] = std::async(std::launch::async, [&, i] {
-      return ProcessPage(**doc, (*pages)[i], i, first_global + i, opt, backend, images_dir, layout_dir);
-    });
-  };
-  for (; next < total && next < window; ++next) launch(next);
-  bool cancelled = false, past_deadline = false;
-  for (int i = 0; i < total; ++i) {
-    if (!running[i].valid()) {  // never launched: cancelled before it started
-      cancelled = true;
-      break;
-    }
-    results[i] = running[i].get();
-    past_deadline = past_deadline || std::chrono::steady_clock::now() >= opt.deadline;
-    if (next < total && !(opt.cancel && opt.cancel->load()) && !past_deadline) launch(next++);
-    const PageResult& r = results[i];
-    rep.pages.push_back(r.report);
-    if (progress) {
-      ProgressEvent e;
-      e.kind = ProgressEvent::kPageDone;
-      e.input = input_path;
-      e.page = r.report.page;
-      e.pages_done = i + 1;
-      e.pages_total = total;
-      e.blocks = r.report.blocks;
-      e.page_ok = r.report.ok;
-      e.error = r.report.error;
-      progress(e);
-    }
-  }
-
-  if (cancelled) {
-    for (auto& f : running) {
-      if (f.valid()) f.wait();
-    }
-    rep.status =
-        past_deadline
-            ? DeadlineExceededError("the time for this document ran out before all pages were processed")
-            : CancelledError("cancelled before all pages were processed");
-    return rep;
-  }
-
-  // Assembly over all pages (cross-page steps); crop names are recomputed from the page digests.
-  std::vector<std::vector<ContentBlock>> model_pages;
-  std::vector<PageInput> page_inputs;
-  for (const PageResult& r : results) {
-    model_pages.push_back(r.model_blocks);
-    page_inputs.push_back(r.input);
-  }
-  if (opt.vl_utils == VlUtilsVersion::k1_2)
-    AskCrossPageTables(results, first_global, backend, &model_pages, &page_inputs);
-  AssembleOptions names;
-  names.version_name = opt.version_name;
-  names.image_path = [&](const CropRequest& c) {
-    const bool known = c.page_idx >= 0 && c.page_idx < total;
-    return CropFileName(c.span_type, known ? results[c.page_idx].md5 : std::string(), c.page_idx, c.bbox);
-  };
-  const std::string base = rep.output_dir + "/" + rep.name;
-  Status s = WriteStringToFile(base + "_model.json", DumpJson(ModelJson(model_pages)));
-  if (opt.vl_utils == VlUtilsVersion::k1_2) {
-    if (s.ok())
-      s = WriteOutputsV34(base, model_pages, page_inputs, names.image_path, rep.output_dir + "/images");
-  } else {
-    Json middle = MiddleJson(page_inputs, names);
-    if (s.ok()) s = WriteStringToFile(base + "_middle.json", DumpJson(middle));
-    if (s.ok())
-      s = WriteStringToFile(base + "_content_list.json", DumpJson(ContentListFromMiddle(middle, "images")));
-    if (s.ok()) s = WriteStringToFile(base + ".md", MarkdownFromMiddle(middle));
-  }
-  if (!s.ok()) rep.status = s;
-  if (progress) {
-    ProgressEvent e;
-    e.kind = ProgressEvent::kDocumentDone;
-    e.input = input_path;
-    e.pages_done = e.pages_total = total;
-    progress(e);
-  }
+  ReportDocument(progress, ProgressEvent::kDocumentStart, input_path, total);
+  std::vector<PageResult> results;
+  rep.status = RunPages(**doc, *pages, first_global, opt, backend, progress, &rep, &results);
+  if (!rep.status.ok()) return rep;
+  rep.status = WriteDocument(rep, results, first_global, opt, backend);
+  ReportDocument(progress, ProgressEvent::kDocumentDone, input_path, total);
   return rep;
 }
-
 }  // namespace
 
 }  // namespace mineru::pipeline

@@ -354,265 +354,296 @@ void RemoveLeftoverUploads(const std::string& data_dir) {
   if (!old.empty()) std::fprintf(stderr, "removed %zu leftover upload folder(s)\n", old.size());
 }
 
-void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
-  http.Post("/file_parse", [&st](const httplib::Request& req, httplib::Response& res) {
-    if (!st.ready && !st.doc_backend) return SendError(res, 503, "the model is loading");
-    if (st.draining) return SendError(res, 503, "the server is shutting down");
-    if (!st.doc_backend) {
-      if (Status h = st.engine->Health(); !h.ok()) return SendError(res, 503, h.message());
-    }
-    if (!req.is_multipart_form_data() || !req.has_file("files")) {
-      return SendError(res, 400, "send multipart/form-data with one or more 'files'");
-    }
-    // A synchronous parse holds an HTTP worker for whole documents: a few files per request, and
-    // at most a quarter of the HTTP workers parse at once (the rest: 429, or use /tasks).
-    if (req.files.count("files") > kMaxSyncFiles) {
-      return SendError(res, 413,
-                       "at most " + std::to_string(kMaxSyncFiles) +
-                           " files per /file_parse request "
-                           "(submit more with /tasks)");
-    }
-    if (st.sync_parses.fetch_add(1) >= std::max(1, st.opt.http_threads / 4)) {
-      --st.sync_parses;
-      return SendError(res, 429,
-                       "too many documents are being parsed synchronously; retry shortly or use /tasks");
-    }
-    struct Slot {
-      std::atomic<int>& n;
-      ~Slot() { --n; }
-    } slot{st.sync_parses};
-    const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
-    if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
-    const ParseRequest& p = *parsed;
-    const std::string work = st.opt.data_dir + "/sync-" + NewJobId();
-    if (::mkdir(work.c_str(), 0755) != 0) {
-      return SendStorageError(st, res, "cannot store the upload", ErrnoError("cannot create " + work));
-    }
-    // The whole request has --file-parse-timeout-s: past it no page starts and the answer is 504.
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                               std::chrono::duration<double>(st.opt.file_parse_timeout_s));
-    Json results = Json::object();
-    std::unique_ptr<pipeline::Backend> owned;
-    pipeline::Backend* backend = nullptr;
-    int ok_files = 0;
-    std::string last_error;
-    bool out_of_memory = false;  // the last failure was the server's memory, not the document
-    auto range = req.files.equal_range("files");
-    for (auto it = range.first; it != range.second; ++it) {
-      const httplib::MultipartFormData& f = it->second;
-      const std::string name = SafeName(f.filename);
-      const std::string path = work + "/" + name;
-      Status w = WriteStringToFile(path, f.content);
-      if (!w.ok()) {
-        RemoveTree(work);
-        return SendStorageError(st, res, "cannot store the upload", w);
-      }
-      Status lim = CheckPageLimit(st, path, p);
-      if (!lim.ok()) {
-        last_error = name + ": " + lim.message();
-        out_of_memory = lim.code() == StatusCode::kOutOfMemory;
-        if (lim.code() == StatusCode::kResourceExhausted) {
-          RemoveTree(work);
-          return SendError(res, 413, last_error);
-        }
-        continue;
-      }
-      if (!backend) backend = BackendFor(st, &owned);
-      int global_page = 0;
-      pipeline::ParseOptions o = OptionsFor(st, p, work + "/out");
-      o.deadline = deadline;
-      pipeline::DocumentReport r = pipeline::ParseDocument(path, o, *backend, &global_page);
-      if (r.status.code() == StatusCode::kDeadlineExceeded) {
-        RemoveTree(work);
-        char secs[32];
-        std::snprintf(secs, sizeof(secs), "%g", st.opt.file_parse_timeout_s);
-        return SendError(res, 504,
-                         std::string("the documents took longer than --file-parse-timeout-s (") + secs +
-                             " s) to parse; submit long documents with /tasks");
-      }
-      if (r.status.code() == StatusCode::kIoError) {  // the outputs could not be written
-        RemoveTree(work);
-        return SendStorageError(st, res, "cannot write the result of " + name, r.status);
-      }
-      if (!r.status.ok()) {
-        last_error = name + ": " + r.status.message();
-        out_of_memory = r.status.code() == StatusCode::kOutOfMemory;
-        continue;
-      }
-      ++ok_files;
-      LocalOutputs outputs(work + "/out");
-      results[r.name] = DocumentResult(outputs, r.name, p);
-      if (!outputs.status.ok()) {  // an output file that cannot be read back: not an empty result
-        RemoveTree(work);
-        return SendStorageError(st, res, "cannot read the result of " + name, outputs.status);
-      }
-    }
-    RemoveTree(work);
-    malloc_trim(0);
-    if (ok_files == 0) {
-      return SendError(res, out_of_memory ? 507 : 400,
-                       last_error.empty() ? "no document could be parsed" : last_error);
-    }
-    SendJson(res, 200, {{"backend", "vlm"}, {"version", MinerUVersion(st)}, {"results", results}});
-  });
+namespace {
 
-  http.Post("/tasks", [&st](const httplib::Request& req, httplib::Response& res) {
-    if (st.draining) return SendError(res, 503, "the server is shutting down");
-    if (!req.is_multipart_form_data() || !req.has_file("files")) {
-      return SendError(res, 400, "send multipart/form-data with a 'files' field");
-    }
-    // A client (or a proxy retrying for it) that sends the same Idempotency-Key gets the same task.
-    const std::string key = req.get_header_value("Idempotency-Key");
-    if (key.size() > 200) return SendError(res, 400, "Idempotency-Key is longer than 200 characters");
-    auto queued = st.jobs->CountByStatus("queued");
-    if (!queued.ok()) return SendError(res, 503, queued.status().message());
-    if (static_cast<size_t>(*queued) >= st.opt.max_queued_jobs) {
-      return SendError(res, 429, "the job queue is full (" + std::to_string(*queued) + " queued)");
-    }
-    const auto f = req.get_file_value("files");
-    const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
-    if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
-    const ParseRequest& p = *parsed;
-    const bool stored = st.jobs->stores_files();
-    Job j;
-    j.id = NewJobId();
-    j.status = "queued";
-    j.created = j.updated = NowSeconds();
-    j.filename = SafeName(f.filename);
-    j.client_key = key.empty() ? "" : CallerScope(req) + ":" + key;
-    // The upload goes to the job's directory (with a store that keeps files: only long enough to
-    // check it, the store keeps it from then on).
-    const std::string dir = st.opt.data_dir + "/jobs/" + j.id;
-    if (::mkdir(dir.c_str(), 0755) != 0) {
-      return SendStorageError(st, res, "cannot store the job", ErrnoError("cannot create " + dir));
-    }
-    const std::string path = dir + "/" + j.filename;
+// One synchronous /file_parse request: its uploads parsed one after the other into `work`.
+struct SyncParse {
+  SyncParse(Server::State& s, const ParseRequest& r, std::string dir,
+            std::chrono::steady_clock::time_point end)
+      : st(s), p(r), work(std::move(dir)), deadline(end) {}
+  Server::State& st;
+  const ParseRequest& p;
+  std::string work;  // this request's scratch folder, removed when it ends
+  std::chrono::steady_clock::time_point deadline;
+  std::unique_ptr<pipeline::Backend> owned;
+  pipeline::Backend* backend = nullptr;
+  Json results = Json::object();
+  int ok_files = 0;
+  std::string last_error;
+  bool out_of_memory = false;  // the last failure was the server's memory, not the document
+
+  // Parses one upload into results; false when the whole request ends here (res holds the answer).
+  bool File(const httplib::MultipartFormData& f, httplib::Response& res) {
+    const std::string name = SafeName(f.filename);
+    const std::string path = work + "/" + name;
     Status w = WriteStringToFile(path, f.content);
     if (!w.ok()) {
-      RemoveTree(dir);
-      return SendStorageError(st, res, "cannot store the upload", w);
+      SendStorageError(st, res, "cannot store the upload", w);
+      return false;
     }
     Status lim = CheckPageLimit(st, path, p);
     if (!lim.ok()) {
-      RemoveTree(dir);
-      const int code = lim.code() == StatusCode::kResourceExhausted ? 413
-                       : lim.code() == StatusCode::kOutOfMemory     ? 507
-                                                                    : 400;
-      return SendError(res, code, lim.message());
-    }
-    j.options = ParseRequestJson(p).dump();
-    if (!stored) {
-      j.input_path = path;
-      j.result_dir = dir + "/out";
-    }
-    std::string existing;
-    Status ins = st.jobs->Insert(j, stored ? &f.content : nullptr, &existing);
-    if (stored || !ins.ok() || !existing.empty()) RemoveTree(dir);
-    if (!ins.ok()) return SendStorageError(st, res, "cannot store the job", ins);
-    if (!existing.empty()) {
-      auto e = st.jobs->Get(existing);
-      const std::string status = e.ok() && e->has_value() ? (*e)->status : "queued";
-      res.set_header("Idempotent-Replayed", "true");
-      return SendJson(res, 202, {{"task_id", existing}, {"status", status}});
-    }
-    st.jobs_cv.notify_one();
-    st.metrics.Inc("mineru_jobs_submitted_total");
-    SendJson(res, 202, {{"task_id", j.id}, {"status", "queued"}});
-  });
-
-  auto get_job = [&st](const httplib::Request& req, httplib::Response& res) -> std::optional<Job> {
-    auto j = st.jobs->Get(req.matches[1]);
-    if (!j.ok()) {
-      SendError(res, 503, j.status().message());
-      return std::nullopt;
-    }
-    if (!j->has_value()) {
-      SendError(res, 404, "no such task");
-      return std::nullopt;
-    }
-    Job job = **j;
-    if (job.status == "running") ShowUnrecordedFinish(st, &job);
-    return job;
-  };
-
-  http.Get(R"(/tasks/([0-9a-f]{32}))", [get_job](const httplib::Request& req, httplib::Response& res) {
-    auto j = get_job(req, res);
-    if (!j) return;
-    Json body = {{"task_id", j->id},
-                 {"status", j->status},
-                 {"filename", j->filename},
-                 {"created", j->created},
-                 {"updated", j->updated},
-                 {"attempts", j->attempts},
-                 {"progress", {{"pages_done", j->pages_done}, {"pages_total", j->pages_total}}}};
-    if (!j->error.empty()) body["error"] = j->error;
-    SendJson(res, 200, body);
-  });
-
-  http.Get(R"(/tasks/([0-9a-f]{32})/result)",
-           [&st, get_job](const httplib::Request& req, httplib::Response& res) {
-             auto j = get_job(req, res);
-             if (!j) return;
-             if (j->status == "queued" || j->status == "running") {
-               return SendJson(res, 202, {{"task_id", j->id}, {"status", j->status}});
-             }
-             if (j->status == "failed") {
-               return SendJson(res, 200, {{"task_id", j->id}, {"status", "failed"}, {"error", j->error}});
-             }
-             ParseRequest p = JobParseRequest(*j);
-             p.return_md = p.return_content_list = p.return_middle_json = p.return_model_output =
-                 p.return_images = true;
-             const std::string name = pipeline::DocumentName(j->filename);
-             auto outputs = JobOutputs(st, *j);
-             Json doc = DocumentResult(*outputs, name, p);
-             if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
-             SendJson(res, 200,
-                      {{"task_id", j->id},
-                       {"status", "done"},
-                       {"backend", "vlm"},
-                       {"version", MinerUVersion(st)},
-                       {"results", {{name, doc}}}});
-           });
-
-  http.Get(R"(/tasks/([0-9a-f]{32})/pages/(\d+))",
-           [&st, get_job](const httplib::Request& req, httplib::Response& res) {
-             auto j = get_job(req, res);
-             if (!j) return;
-             const std::string digits = req.matches[2];
-             if (digits.size() > 7) return SendError(res, 404, "no such page");
-             const int n = std::atoi(digits.c_str());
-             const ParseRequest p = JobParseRequest(*j);
-             const std::string name = pipeline::DocumentName(j->filename);
-             auto outputs = JobOutputs(st, *j);
-             auto png = outputs->Read(name + "/" + PageFile(p.start_page + n));
-             if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
-             if (!png) return SendError(res, 404, "no such page (yet)");
-             res.set_content(*png, "image/png");
-           });
-
-  http.Get(R"(/tasks/([0-9a-f]{32})/files/([A-Za-z0-9._-]+))", [&st, get_job](const httplib::Request& req,
-                                                                              httplib::Response& res) {
-    auto j = get_job(req, res);
-    if (!j) return;
-    const std::string name = pipeline::DocumentName(j->filename);
-    const std::string want = req.matches[2];
-    // _content_list_v2.json exists for the 1.2 extraction only (MinerU 3.4.4 files).
-    const char* kinds[] = {".md", "_content_list.json", "_content_list_v2.json", "_middle.json",
-                           "_model.json"};
-    for (const char* k : kinds) {
-      if (want == name + k) {
-        auto outputs = JobOutputs(st, *j);
-        auto data = outputs->Read(name + "/" + want);
-        if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
-        if (!data) return SendError(res, 404, "not available (yet)");
-        res.set_header("Content-Disposition", "attachment; filename=\"" + want + "\"");
-        res.set_content(*data, std::string(k) == ".md" ? "text/markdown; charset=utf-8" : "application/json");
-        return;
+      last_error = name + ": " + lim.message();
+      out_of_memory = lim.code() == StatusCode::kOutOfMemory;
+      if (lim.code() == StatusCode::kResourceExhausted) {
+        SendError(res, 413, last_error);
+        return false;
       }
+      return true;
     }
-    SendError(res, 404, "no such file");
-  });
+    if (!backend) backend = BackendFor(st, &owned);
+    int global_page = 0;
+    pipeline::ParseOptions o = OptionsFor(st, p, work + "/out");
+    o.deadline = deadline;
+    pipeline::DocumentReport r = pipeline::ParseDocument(path, o, *backend, &global_page);
+    if (r.status.code() == StatusCode::kDeadlineExceeded) {
+      char secs[32];
+      std::snprintf(secs, sizeof(secs), "%g", st.opt.file_parse_timeout_s);
+      SendError(res, 504,
+                std::string("the documents took longer than --file-parse-timeout-s (") + secs +
+                    " s) to parse; submit long documents with /tasks");
+      return false;
+    }
+    if (r.status.code() == StatusCode::kIoError) {  // the outputs could not be written
+      SendStorageError(st, res, "cannot write the result of " + name, r.status);
+      return false;
+    }
+    if (!r.status.ok()) {
+      last_error = name + ": " + r.status.message();
+      out_of_memory = r.status.code() == StatusCode::kOutOfMemory;
+      return true;
+    }
+    ++ok_files;
+    LocalOutputs outputs(work + "/out");
+    results[r.name] = DocumentResult(outputs, r.name, p);
+    if (!outputs.status.ok()) {  // an output file that cannot be read back: not an empty result
+      SendStorageError(st, res, "cannot read the result of " + name, outputs.status);
+      return false;
+    }
+    return true;
+  }
+};
+
+// POST /file_parse: parses the uploads while the client waits (a few files; /tasks for more).
+void HandleFileParse(Server::State& st, const httplib::Request& req, httplib::Response& res) {
+  if (!st.ready && !st.doc_backend) return SendError(res, 503, "the model is loading");
+  if (st.draining) return SendError(res, 503, "the server is shutting down");
+  if (!st.doc_backend) {
+    if (Status h = st.engine->Health(); !h.ok()) return SendError(res, 503, h.message());
+  }
+  if (!req.is_multipart_form_data() || !req.has_file("files")) {
+    return SendError(res, 400, "send multipart/form-data with one or more 'files'");
+  }
+  // A synchronous parse holds an HTTP worker for whole documents: a few files per request, and
+  // at most a quarter of the HTTP workers parse at once (the rest: 429, or use /tasks).
+  if (req.files.count("files") > kMaxSyncFiles) {
+    return SendError(res, 413,
+                     "at most " + std::to_string(kMaxSyncFiles) +
+                         " files per /file_parse request "
+                         "(submit more with /tasks)");
+  }
+  if (st.sync_parses.fetch_add(1) >= std::max(1, st.opt.http_threads / 4)) {
+    --st.sync_parses;
+    return SendError(res, 429,
+                     "too many documents are being parsed synchronously; retry shortly or use /tasks");
+  }
+  struct Slot {
+    std::atomic<int>& n;
+    ~Slot() { --n; }
+  } slot{st.sync_parses};
+  const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
+  if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
+  // The whole request has --file-parse-timeout-s: past it no page starts and the answer is 504.
+  SyncParse run(
+      st, *parsed, st.opt.data_dir + "/sync-" + NewJobId(),
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(st.opt.file_parse_timeout_s)));
+  if (::mkdir(run.work.c_str(), 0755) != 0) {
+    return SendStorageError(st, res, "cannot store the upload", ErrnoError("cannot create " + run.work));
+  }
+  auto range = req.files.equal_range("files");
+  bool answered = false;
+  for (auto it = range.first; it != range.second && !answered; ++it) answered = !run.File(it->second, res);
+  RemoveTree(run.work);
+  malloc_trim(0);
+  if (answered) return;
+  if (run.ok_files == 0) {
+    return SendError(res, run.out_of_memory ? 507 : 400,
+                     run.last_error.empty() ? "no document could be parsed" : run.last_error);
+  }
+  SendJson(res, 200, {{"backend", "vlm"}, {"version", MinerUVersion(st)}, {"results", run.results}});
+}
+
+// POST /tasks: stores the upload as a queued job (202 with its id).
+void HandleSubmitTask(Server::State& st, const httplib::Request& req, httplib::Response& res) {
+  if (st.draining) return SendError(res, 503, "the server is shutting down");
+  if (!req.is_multipart_form_data() || !req.has_file("files")) {
+    return SendError(res, 400, "send multipart/form-data with a 'files' field");
+  }
+  // A client (or a proxy retrying for it) that sends the same Idempotency-Key gets the same task.
+  const std::string key = req.get_header_value("Idempotency-Key");
+  if (key.size() > 200) return SendError(res, 400, "Idempotency-Key is longer than 200 characters");
+  auto queued = st.jobs->CountByStatus("queued");
+  if (!queued.ok()) return SendError(res, 503, queued.status().message());
+  if (static_cast<size_t>(*queued) >= st.opt.max_queued_jobs) {
+    return SendError(res, 429, "the job queue is full (" + std::to_string(*queued) + " queued)");
+  }
+  const auto f = req.get_file_value("files");
+  const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
+  if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
+  const ParseRequest& p = *parsed;
+  const bool stored = st.jobs->stores_files();
+  Job j;
+  j.id = NewJobId();
+  j.status = "queued";
+  j.created = j.updated = NowSeconds();
+  j.filename = SafeName(f.filename);
+  j.client_key = key.empty() ? "" : CallerScope(req) + ":" + key;
+  // The upload goes to the job's directory (with a store that keeps files: only long enough to
+  // check it, the store keeps it from then on).
+  const std::string dir = st.opt.data_dir + "/jobs/" + j.id;
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    return SendStorageError(st, res, "cannot store the job", ErrnoError("cannot create " + dir));
+  }
+  const std::string path = dir + "/" + j.filename;
+  Status w = WriteStringToFile(path, f.content);
+  if (!w.ok()) {
+    RemoveTree(dir);
+    return SendStorageError(st, res, "cannot store the upload", w);
+  }
+  Status lim = CheckPageLimit(st, path, p);
+  if (!lim.ok()) {
+    RemoveTree(dir);
+    const int code = lim.code() == StatusCode::kResourceExhausted ? 413
+                     : lim.code() == StatusCode::kOutOfMemory     ? 507
+                                                                  : 400;
+    return SendError(res, code, lim.message());
+  }
+  j.options = ParseRequestJson(p).dump();
+  if (!stored) {
+    j.input_path = path;
+    j.result_dir = dir + "/out";
+  }
+  std::string existing;
+  Status ins = st.jobs->Insert(j, stored ? &f.content : nullptr, &existing);
+  if (stored || !ins.ok() || !existing.empty()) RemoveTree(dir);
+  if (!ins.ok()) return SendStorageError(st, res, "cannot store the job", ins);
+  if (!existing.empty()) {
+    auto e = st.jobs->Get(existing);
+    const std::string status = e.ok() && e->has_value() ? (*e)->status : "queued";
+    res.set_header("Idempotent-Replayed", "true");
+    return SendJson(res, 202, {{"task_id", existing}, {"status", status}});
+  }
+  st.jobs_cv.notify_one();
+  st.metrics.Inc("mineru_jobs_submitted_total");
+  SendJson(res, 202, {{"task_id", j.id}, {"status", "queued"}});
+}
+
+// The job named by the route's first group; nullopt when res already holds the answer (404, 503).
+std::optional<Job> GetJob(Server::State& st, const httplib::Request& req, httplib::Response& res) {
+  auto j = st.jobs->Get(req.matches[1]);
+  if (!j.ok()) {
+    SendError(res, 503, j.status().message());
+    return std::nullopt;
+  }
+  if (!j->has_value()) {
+    SendError(res, 404, "no such task");
+    return std::nullopt;
+  }
+  Job job = **j;
+  if (job.status == "running") ShowUnrecordedFinish(st, &job);
+  return job;
+}
+
+// GET /tasks/{id}: the job's status and progress.
+void HandleTaskStatus(Server::State& st, const httplib::Request& req, httplib::Response& res) {
+  auto j = GetJob(st, req, res);
+  if (!j) return;
+  Json body = {{"task_id", j->id},
+               {"status", j->status},
+               {"filename", j->filename},
+               {"created", j->created},
+               {"updated", j->updated},
+               {"attempts", j->attempts},
+               {"progress", {{"pages_done", j->pages_done}, {"pages_total", j->pages_total}}}};
+  if (!j->error.empty()) body["error"] = j->error;
+  SendJson(res, 200, body);
+}
+
+// GET /tasks/{id}/result: every output of a finished job (202 while it runs).
+void HandleTaskResult(Server::State& st, const httplib::Request& req, httplib::Response& res) {
+  auto j = GetJob(st, req, res);
+  if (!j) return;
+  if (j->status == "queued" || j->status == "running") {
+    return SendJson(res, 202, {{"task_id", j->id}, {"status", j->status}});
+  }
+  if (j->status == "failed") {
+    return SendJson(res, 200, {{"task_id", j->id}, {"status", "failed"}, {"error", j->error}});
+  }
+  ParseRequest p = JobParseRequest(*j);
+  p.return_md = p.return_content_list = p.return_middle_json = p.return_model_output = p.return_images = true;
+  const std::string name = pipeline::DocumentName(j->filename);
+  auto outputs = JobOutputs(st, *j);
+  Json doc = DocumentResult(*outputs, name, p);
+  if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
+  SendJson(res, 200,
+           {{"task_id", j->id},
+            {"status", "done"},
+            {"backend", "vlm"},
+            {"version", MinerUVersion(st)},
+            {"results", {{name, doc}}}});
+}
+
+// GET /tasks/{id}/pages/{n}: the rendered image of page n.
+void HandleTaskPage(Server::State& st, const httplib::Request& req, httplib::Response& res) {
+  auto j = GetJob(st, req, res);
+  if (!j) return;
+  const std::string digits = req.matches[2];
+  if (digits.size() > 7) return SendError(res, 404, "no such page");
+  const int n = std::atoi(digits.c_str());
+  const ParseRequest p = JobParseRequest(*j);
+  const std::string name = pipeline::DocumentName(j->filename);
+  auto outputs = JobOutputs(st, *j);
+  auto png = outputs->Read(name + "/" + PageFile(p.start_page + n));
+  if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
+  if (!png) return SendError(res, 404, "no such page (yet)");
+  res.set_content(*png, "image/png");
+}
+
+// GET /tasks/{id}/files/{name}: one output file of a job (Markdown or JSON).
+void HandleTaskFile(Server::State& st, const httplib::Request& req, httplib::Response& res) {
+  auto j = GetJob(st, req, res);
+  if (!j) return;
+  const std::string name = pipeline::DocumentName(j->filename);
+  const std::string want = req.matches[2];
+  // _content_list_v2.json exists for the 1.2 extraction only (MinerU 3.4.4 files).
+  const char* kinds[] = {".md", "_content_list.json", "_content_list_v2.json", "_middle.json", "_model.json"};
+  for (const char* k : kinds) {
+    if (want == name + k) {
+      auto outputs = JobOutputs(st, *j);
+      auto data = outputs->Read(name + "/" + want);
+      if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
+      if (!data) return SendError(res, 404, "not available (yet)");
+      res.set_header("Content-Disposition", "attachment; filename=\"" + want + "\"");
+      res.set_content(*data, std::string(k) == ".md" ? "text/markdown; charset=utf-8" : "application/json");
+      return;
+    }
+  }
+  SendError(res, 404, "no such file");
+}
+
+}  // namespace
+
+void RegisterDocumentRoutes(httplib::Server& http, Server::State& st) {
+  auto route = [&st](void (*handler)(Server::State&, const httplib::Request&, httplib::Response&)) {
+    return [&st, handler](const httplib::Request& req, httplib::Response& res) { handler(st, req, res); };
+  };
+  http.Post("/file_parse", route(HandleFileParse));
+  http.Post("/tasks", route(HandleSubmitTask));
+  http.Get(R"(/tasks/([0-9a-f]{32}))", route(HandleTaskStatus));
+  http.Get(R"(/tasks/([0-9a-f]{32})/result)", route(HandleTaskResult));
+  http.Get(R"(/tasks/([0-9a-f]{32})/pages/(\d+))", route(HandleTaskPage));
+  http.Get(R"(/tasks/([0-9a-f]{32})/files/([A-Za-z0-9._-]+))", route(HandleTaskFile));
 }
 
 namespace {

@@ -366,6 +366,128 @@ struct RunGuard {
   }
 };
 
+// One admitted request's answer: what the streaming and the whole-response writers share.
+struct Reply {
+  Server::State& st;
+  std::shared_ptr<RequestHandle> handle;
+  std::string id, model;
+  int64_t created;
+  double t0;  // when the request was submitted
+  Kind kind;
+  bool return_ids;
+  const char* labels;  // metric labels of the endpoint
+
+  // "error" (with the message next to it) when the engine failed the request, e.g. because the
+  // model file changed on disk or memory ran out mid-way.
+  static std::string FinishReason(const Completion& c) {
+    if (c.finish_reason == "error") return "error";
+    return c.finish_reason == "stop" ? "stop" : "length";
+  }
+
+  void Finished(const Completion& c) const {
+    st.metrics.Observe("mineru_request_latency_seconds", Now() - t0, labels);
+    st.metrics.Inc("mineru_http_generated_tokens_total", labels, double(c.ids.size()));
+  }
+
+  Json Base(const char* chat_object, const char* text_object) const {
+    return {{"id", id},
+            {"object", kind == Kind::kChat ? chat_object : text_object},
+            {"created", created},
+            {"model", model}};
+  }
+
+  Json StreamChoice(const std::string& text, const std::vector<int32_t>& ids, const Json& reason) const {
+    Json c = {{"index", 0}, {"finish_reason", reason}};
+    if (kind == Kind::kChat)
+      c["delta"] = {{"content", text}};
+    else
+      c["text"] = text;
+    if (return_ids) c["token_ids"] = ids;
+    return c;
+  }
+
+  // Server-sent events: the role first (chat), a chunk per piece of text, the finish with usage,
+  // [DONE]. false (generation cancelled) when the client went away.
+  bool Stream(httplib::DataSink& sink) const {
+    auto send = [&](const Json& j) {
+      const std::string line = "data: " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+      return sink.write(line.data(), line.size());
+    };
+    const Json base = Base("chat.completion.chunk", "text_completion");
+    if (kind == Kind::kChat) {
+      Json first = base;
+      first["choices"] = Json::array({Json{
+          {"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}});
+      if (!send(first)) {
+        handle->Cancel();
+        return false;
+      }
+    }
+    std::string text;
+    std::vector<int32_t> ids;
+    while (handle->Next(&text, &ids)) {
+      if (text.empty() && (ids.empty() || !return_ids)) continue;
+      Json chunk = base;
+      chunk["choices"] = Json::array({StreamChoice(text, ids, nullptr)});
+      text.clear();
+      ids.clear();
+      if (!send(chunk)) {  // the client went away: stop generating for it
+        handle->Cancel();
+        st.metrics.Inc("mineru_client_disconnects_total");
+        return false;
+      }
+    }
+    Completion c = handle->Wait();
+    Json last = base;
+    last["choices"] = Json::array({StreamChoice("", {}, FinishReason(c))});
+    last["usage"] = Usage(c);
+    if (c.finish_reason == "error") last["error"] = {{"message", c.error}};
+    send(last);
+    const std::string done = "data: [DONE]\n\n";
+    sink.write(done.data(), done.size());
+    sink.done();
+    Finished(c);
+    return true;
+  }
+
+  // One JSON answer; a space every 2 s while it is generated tells whether the client is still
+  // there (a client gone: guard hands the running request to a retry or cancels it).
+  bool Whole(httplib::DataSink& sink, RunGuard& guard) const {
+    Completion c;
+    double last_ping = Now();
+    while (!handle->WaitFor(0.5, &c)) {
+      if (Now() - last_ping >= 2.0) {
+        if (!sink.write(" ", 1)) {
+          st.metrics.Inc("mineru_client_disconnects_total");
+          guard.ClientGone();
+          return false;
+        }
+        last_ping = Now();
+      }
+    }
+    Json out;
+    if (c.finish_reason == "error") {
+      out = {{"object", "error"}, {"error", {{"message", c.error}, {"type", "server_error"}, {"code", 500}}}};
+    } else {
+      Json choice = {{"index", 0}, {"finish_reason", FinishReason(c)}};
+      if (kind == Kind::kChat)
+        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      else
+        choice["text"] = c.text;
+      if (return_ids) choice["token_ids"] = c.ids;
+      out = Base("chat.completion", "text_completion");
+      out["choices"] = Json::array({choice});
+      out["usage"] = Usage(c);
+    }
+    guard.Answered();
+    const std::string text = out.dump(-1, ' ', false, Json::error_handler_t::replace);
+    sink.write(text.data(), text.size());
+    sink.done();
+    Finished(c);
+    return true;
+  }
+};
+
 // Submits and answers: SSE when streaming, else one JSON object (with keep-alive spaces while it
 // is generated, so a client that disconnects cancels its request).
 // `share`: the retry-sharing key when this request may share its run (non-streamed, deterministic).
@@ -390,121 +512,22 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
     return;
   }
   if (shared) st.metrics.Inc("mineru_retries_shared_total");
-  std::shared_ptr<RequestHandle> handle = *h;
-  const std::string id = (kind == Kind::kChat ? "chatcmpl-" : "cmpl-") + CompletionId();
-  const int64_t created = static_cast<int64_t>(NowSeconds());
-  const std::string model = st.opt.model_name;
-  const char* labels = kind == Kind::kChat ? "endpoint=\"chat\"" : "endpoint=\"completions\"";
-  auto finish_reason = [](const Completion& c) {
-    // "error" (with the message next to it) when the engine failed the request, e.g. because the
-    // model file changed on disk or memory ran out mid-way.
-    if (c.finish_reason == "error") return std::string("error");
-    return c.finish_reason == "stop" ? std::string("stop") : std::string("length");
-  };
+  auto reply = std::make_shared<const Reply>(
+      Reply{st, *h, (kind == Kind::kChat ? "chatcmpl-" : "cmpl-") + CompletionId(), st.opt.model_name,
+            static_cast<int64_t>(NowSeconds()), t0, kind, return_ids,
+            kind == Kind::kChat ? "endpoint=\"chat\"" : "endpoint=\"completions\""});
   if (stream) {
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [&st, handle, id, created, model, t0, kind,
-                                                           return_ids, labels,
-                                                           finish_reason](size_t, httplib::DataSink& sink) {
-      auto send = [&](const Json& j) {
-        const std::string line = "data: " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
-        return sink.write(line.data(), line.size());
-      };
-      Json base = {{"id", id},
-                   {"object", kind == Kind::kChat ? "chat.completion.chunk" : "text_completion"},
-                   {"created", created},
-                   {"model", model}};
-      auto choice = [&](const std::string& text, const std::vector<int32_t>& ids, const Json& reason) {
-        Json c = {{"index", 0}, {"finish_reason", reason}};
-        if (kind == Kind::kChat)
-          c["delta"] = {{"content", text}};
-        else
-          c["text"] = text;
-        if (return_ids) c["token_ids"] = ids;
-        return c;
-      };
-      if (kind == Kind::kChat) {
-        Json first = base;
-        first["choices"] = Json::array({Json{
-            {"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}});
-        if (!send(first)) {
-          handle->Cancel();
-          return false;
-        }
-      }
-      std::string text;
-      std::vector<int32_t> ids;
-      while (handle->Next(&text, &ids)) {
-        if (text.empty() && (ids.empty() || !return_ids)) continue;
-        Json chunk = base;
-        chunk["choices"] = Json::array({choice(text, ids, nullptr)});
-        text.clear();
-        ids.clear();
-        if (!send(chunk)) {  // the client went away: stop generating for it
-          handle->Cancel();
-          st.metrics.Inc("mineru_client_disconnects_total");
-          return false;
-        }
-      }
-      Completion c = handle->Wait();
-      Json last = base;
-      last["choices"] = Json::array({choice("", {}, finish_reason(c))});
-      last["usage"] = Usage(c);
-      if (c.finish_reason == "error") last["error"] = {{"message", c.error}};
-      send(last);
-      const std::string done = "data: [DONE]\n\n";
-      sink.write(done.data(), done.size());
-      sink.done();
-      st.metrics.Observe("mineru_request_latency_seconds", Now() - t0, labels);
-      st.metrics.Inc("mineru_http_generated_tokens_total", labels, double(c.ids.size()));
-      return true;
-    });
+    res.set_chunked_content_provider(
+        "text/event-stream", [reply](size_t, httplib::DataSink& sink) { return reply->Stream(sink); });
     return;
   }
   auto guard =
-      std::make_shared<RunGuard>(share ? st.retry.get() : nullptr, share.value_or(RetryShare::Key{}), handle);
-  res.set_chunked_content_provider("application/json", [&st, handle, guard, id, created, model, t0, kind,
-                                                        return_ids, labels,
-                                                        finish_reason](size_t, httplib::DataSink& sink) {
-    Completion c;
-    double last_ping = Now();
-    while (!handle->WaitFor(0.5, &c)) {
-      if (Now() - last_ping >= 2.0) {
-        if (!sink.write(" ", 1)) {
-          st.metrics.Inc("mineru_client_disconnects_total");
-          guard->ClientGone();
-          return false;
-        }
-        last_ping = Now();
-      }
-    }
-    Json out;
-    if (c.finish_reason == "error") {
-      out = {{"object", "error"}, {"error", {{"message", c.error}, {"type", "server_error"}, {"code", 500}}}};
-    } else {
-      Json choice = {{"index", 0}, {"finish_reason", finish_reason(c)}};
-      if (kind == Kind::kChat)
-        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-      else
-        choice["text"] = c.text;
-      if (return_ids) choice["token_ids"] = c.ids;
-      out = {{"id", id},
-             {"object", kind == Kind::kChat ? "chat.completion" : "text_completion"},
-             {"created", created},
-             {"model", model},
-             {"choices", Json::array({choice})},
-             {"usage", Usage(c)}};
-    }
-    guard->Answered();
-    const std::string text = out.dump(-1, ' ', false, Json::error_handler_t::replace);
-    sink.write(text.data(), text.size());
-    sink.done();
-    st.metrics.Observe("mineru_request_latency_seconds", Now() - t0, labels);
-    st.metrics.Inc("mineru_http_generated_tokens_total", labels, double(c.ids.size()));
-    return true;
+      std::make_shared<RunGuard>(share ? st.retry.get() : nullptr, share.value_or(RetryShare::Key{}), *h);
+  res.set_chunked_content_provider("application/json", [reply, guard](size_t, httplib::DataSink& sink) {
+    return reply->Whole(sink, *guard);
   });
 }
-
 }  // namespace
 
 Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out,

@@ -164,12 +164,9 @@ void WidenListenBacklog(int port) {
   }
 }
 
-}  // namespace
-
-StatusOr<int> Server::Start() {
-  State& st = *st_;
-  if (st.opt.model_name.empty()) st.opt.model_name = BaseName(st.opt.model_dir);
-  if (st.opt.model_name.empty()) st.opt.model_name = "mineru2.5";
+// The data directory, the job store (interrupted jobs requeued) and, with --replay, the recorded
+// document backend.
+Status PrepareStorage(Server::State& st) {
   if (!MakeDir(st.opt.data_dir) || !MakeDir(st.opt.data_dir + "/jobs")) {
     return IoError("cannot create the data directory " + st.opt.data_dir + ": " + std::strerror(errno));
   }
@@ -186,26 +183,25 @@ StatusOr<int> Server::Start() {
     MINERU_ASSIGN_OR_RETURN(st.doc_backend,
                             pipeline::MakeReplayBackend(st.opt.replay, st.opt.replay_delay_ms));
   }
+  return Status::Ok();
+}
 
-  FitFileLimit(st.opt);
-  http_ = std::make_unique<HttpFront>();
-  HttpFront& http = *http_;
-  http.set_payload_max_length(st.opt.max_body_mb << 20);
+// Options of the connection front from the server's flags.
+HttpFrontOptions FrontOptions(const ServerOptions& o) {
   HttpFrontOptions front;
-  front.workers = std::max(8, st.opt.http_threads);
-  front.read_timeout_s = st.opt.read_timeout_s;
-  front.body_timeout_s = st.opt.body_timeout_s;
-  front.write_timeout_s = st.opt.write_timeout_s;
-  front.max_connections = std::max<size_t>(1, st.opt.max_connections);
-  front.max_queued = std::max<size_t>(1, st.opt.max_waiting_requests);
-  front.send_buffer_bytes = std::max(0, st.opt.send_buffer_kb) * 1024;
-  const bool front_ok = http.StartFront(front, [this](const char* reason) {
-    st_->metrics.Inc("mineru_http_connections_closed_total", std::string("reason=\"") + reason + "\"");
-  });
-  if (!front_ok) return IoError(std::string("cannot start the connection reader: ") + std::strerror(errno));
+  front.workers = std::max(8, o.http_threads);
+  front.read_timeout_s = o.read_timeout_s;
+  front.body_timeout_s = o.body_timeout_s;
+  front.write_timeout_s = o.write_timeout_s;
+  front.max_connections = std::max<size_t>(1, o.max_connections);
+  front.max_queued = std::max<size_t>(1, o.max_waiting_requests);
+  front.send_buffer_bytes = std::max(0, o.send_buffer_kb) * 1024;
+  return front;
+}
 
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    State& s = *st_;
+// What runs around every request: the API key check, the request counter, exceptions as 500/507.
+void InstallRequestHooks(HttpFront& http, Server::State& s) {
+  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
     const bool open_path = req.path == "/health" || req.method == "OPTIONS" ||
                            (req.method == "GET" && req.path.rfind("/v1", 0) != 0 &&
                             req.path.rfind("/tasks", 0) != 0 && req.path != "/metrics");
@@ -218,10 +214,10 @@ StatusOr<int> Server::Start() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
     // A fixed set of labels (metrics.h RouteLabel); the status is a number httplib checked.
-    st_->metrics.Inc("mineru_http_requests_total", std::string("route=\"") + RouteLabel(req.path) +
-                                                       "\",code=\"" + std::to_string(res.status) + "\"");
+    s.metrics.Inc("mineru_http_requests_total", std::string("route=\"") + RouteLabel(req.path) +
+                                                    "\",code=\"" + std::to_string(res.status) + "\"");
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
@@ -238,64 +234,63 @@ StatusOr<int> Server::Start() {
     }
     SendError(res, code, what);
   });
+}
 
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    State& s = *st_;
-    if (const std::string err = s.LoadError(); !err.empty()) {
-      return SendJson(res, 503, {{"status", "error"}, {"error", err}});
-    }
-    if (s.draining) return SendJson(res, 503, {{"status", "draining"}});
-    if (!s.ready) return SendJson(res, 503, {{"status", "loading"}});
-    // A weight file changed on disk under the mapping (checked now): requests fail until a restart.
-    if (Status h = s.engine->Health(); !h.ok()) {
-      return SendJson(res, 503, {{"status", "degraded"}, {"error", h.message()}});
-    }
+// GET /health: 200 with the queue when ready; 503 while loading, draining, degraded or failed.
+void HandleHealth(Server::State& s, httplib::Response& res) {
+  if (const std::string err = s.LoadError(); !err.empty()) {
+    return SendJson(res, 503, {{"status", "error"}, {"error", err}});
+  }
+  if (s.draining) return SendJson(res, 503, {{"status", "draining"}});
+  if (!s.ready) return SendJson(res, 503, {{"status", "loading"}});
+  // A weight file changed on disk under the mapping (checked now): requests fail until a restart.
+  if (Status h = s.engine->Health(); !h.ok()) {
+    return SendJson(res, 503, {{"status", "degraded"}, {"error", h.message()}});
+  }
+  EngineStats es = s.engine->Stats();
+  Json body = {{"status", "ok"},
+               {"model", s.opt.model_name},
+               {"checkpoint", s.model->name()},
+               {"queue", {{"running", es.running}, {"waiting", es.waiting}}},
+               {"kv_blocks", {{"used", es.kv_blocks_used}, {"total", es.kv_blocks_total}}},
+               {"jobs",
+                {{"queued", s.jobs->CountByStatus("queued").ok() ? *s.jobs->CountByStatus("queued") : -1},
+                 {"running", s.jobs_running.load()},
+                 {"store", s.jobs->kind()}}}};
+  SendJson(res, 200, body);
+}
+
+// GET /metrics: Prometheus text (counters of metrics.h and gauges read now).
+void HandleMetrics(Server::State& s, HttpFront& http, httplib::Response& res) {
+  std::vector<std::pair<std::string, double>> g = {
+      {"mineru_ready", s.ready ? 1.0 : 0.0},
+      {"mineru_jobs_running", double(s.jobs_running.load())},
+      {"mineru_http_connections_open", double(http.open_connections())}};
+  auto q = s.jobs->CountByStatus("queued");
+  g.push_back({"mineru_jobs_queued", q.ok() ? double(*q) : -1.0});
+  if (s.ready) {
+    g.push_back({"mineru_model_degraded", s.engine->Health().ok() ? 0.0 : 1.0});
     EngineStats es = s.engine->Stats();
-    Json body = {{"status", "ok"},
-                 {"model", s.opt.model_name},
-                 {"checkpoint", s.model->name()},
-                 {"queue", {{"running", es.running}, {"waiting", es.waiting}}},
-                 {"kv_blocks", {{"used", es.kv_blocks_used}, {"total", es.kv_blocks_total}}},
-                 {"jobs",
-                  {{"queued", s.jobs->CountByStatus("queued").ok() ? *s.jobs->CountByStatus("queued") : -1},
-                   {"running", s.jobs_running.load()},
-                   {"store", s.jobs->kind()}}}};
-    SendJson(res, 200, body);
-  });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    State& s = *st_;
-    std::vector<std::pair<std::string, double>> g = {
-        {"mineru_ready", s.ready ? 1.0 : 0.0},
-        {"mineru_jobs_running", double(s.jobs_running.load())},
-        {"mineru_http_connections_open", double(http_->open_connections())}};
-    auto q = s.jobs->CountByStatus("queued");
-    g.push_back({"mineru_jobs_queued", q.ok() ? double(*q) : -1.0});
-    if (s.ready) {
-      g.push_back({"mineru_model_degraded", s.engine->Health().ok() ? 0.0 : 1.0});
-      EngineStats es = s.engine->Stats();
-      g.insert(g.end(), {{"mineru_requests_running", double(es.running)},
-                         {"mineru_queue_depth", double(es.waiting)},
-                         {"mineru_kv_blocks_used", double(es.kv_blocks_used)},
-                         {"mineru_kv_blocks_total", double(es.kv_blocks_total)},
-                         {"mineru_kv_blocks_cached", double(es.kv_blocks_cached)},
-                         {"mineru_kv_bytes_allocated", double(es.kv_bytes_allocated)},
-                         {"mineru_prefix_cache_lookups_total", double(es.prefix_lookups)},
-                         {"mineru_prefix_cache_hits_total", double(es.prefix_hits)},
-                         {"mineru_image_cache_hits_total", double(es.image_cache_hits)},
-                         {"mineru_image_cache_misses_total", double(es.image_cache_misses)},
-                         {"mineru_generated_tokens_total", double(es.generated_tokens)},
-                         {"mineru_computed_tokens_total", double(es.computed_tokens)},
-                         {"mineru_engine_steps_total", double(es.steps)},
-                         {"mineru_engine_requests_total", double(es.submitted)}});
-    }
-    res.set_content(s.metrics.Render(g), "text/plain; version=0.0.4");
-  });
+    g.insert(g.end(), {{"mineru_requests_running", double(es.running)},
+                       {"mineru_queue_depth", double(es.waiting)},
+                       {"mineru_kv_blocks_used", double(es.kv_blocks_used)},
+                       {"mineru_kv_blocks_total", double(es.kv_blocks_total)},
+                       {"mineru_kv_blocks_cached", double(es.kv_blocks_cached)},
+                       {"mineru_kv_bytes_allocated", double(es.kv_bytes_allocated)},
+                       {"mineru_prefix_cache_lookups_total", double(es.prefix_lookups)},
+                       {"mineru_prefix_cache_hits_total", double(es.prefix_hits)},
+                       {"mineru_image_cache_hits_total", double(es.image_cache_hits)},
+                       {"mineru_image_cache_misses_total", double(es.image_cache_misses)},
+                       {"mineru_generated_tokens_total", double(es.generated_tokens)},
+                       {"mineru_computed_tokens_total", double(es.computed_tokens)},
+                       {"mineru_engine_steps_total", double(es.steps)},
+                       {"mineru_engine_requests_total", double(es.submitted)}});
+  }
+  res.set_content(s.metrics.Render(g), "text/plain; version=0.0.4");
+}
 
-  RegisterOpenAiRoutes(http, st);
-  RegisterDocumentRoutes(http, st);
-
-  // The web page: the built app if present, else a pointer to how to build it.
-  std::string web = st.opt.web_dir;
+// GET /: the built web app when --web-dir holds one, else how to build it.
+void RegisterWebPage(HttpFront& http, const std::string& web) {
   if (!web.empty() && FileExists(web + "/index.html")) {
     http.set_mount_point("/", web);
   } else {
@@ -307,6 +302,32 @@ StatusOr<int> Server::Start() {
           "text/html");
     });
   }
+}
+
+}  // namespace
+
+StatusOr<int> Server::Start() {
+  State& st = *st_;
+  if (st.opt.model_name.empty()) st.opt.model_name = BaseName(st.opt.model_dir);
+  if (st.opt.model_name.empty()) st.opt.model_name = "mineru2.5";
+  MINERU_RETURN_IF_ERROR(PrepareStorage(st));
+
+  FitFileLimit(st.opt);
+  http_ = std::make_unique<HttpFront>();
+  HttpFront& http = *http_;
+  http.set_payload_max_length(st.opt.max_body_mb << 20);
+  const bool front_ok = http.StartFront(FrontOptions(st.opt), [this](const char* reason) {
+    st_->metrics.Inc("mineru_http_connections_closed_total", std::string("reason=\"") + reason + "\"");
+  });
+  if (!front_ok) return IoError(std::string("cannot start the connection reader: ") + std::strerror(errno));
+  InstallRequestHooks(http, st);
+  http.Get("/health", [&st](const httplib::Request&, httplib::Response& res) { HandleHealth(st, res); });
+  http.Get("/metrics", [&st, front = http_.get()](const httplib::Request&, httplib::Response& res) {
+    HandleMetrics(st, *front, res);
+  });
+  RegisterOpenAiRoutes(http, st);
+  RegisterDocumentRoutes(http, st);
+  RegisterWebPage(http, st.opt.web_dir);
 
   const int port = st.opt.port == 0 ? http.bind_to_any_port(st.opt.host)
                                     : (http.bind_to_port(st.opt.host, st.opt.port) ? st.opt.port : -1);
