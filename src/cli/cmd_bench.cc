@@ -23,6 +23,7 @@
 #include "engine/generate.h"
 #include "image/preprocess.h"
 #include "model/mrope.h"
+#include "model/op_profile.h"
 
 #ifndef MINERU_SOURCE_DIR
 #define MINERU_SOURCE_DIR "."
@@ -40,6 +41,7 @@ struct BenchFlags {
   int prompt_tokens = 0, new_tokens = 0;
   int batch_tokens = 2048;
   bool json = false;
+  bool profile = false;  // vision: time and GFLOP/s per op kind
 };
 
 double PeakRssMb() {
@@ -183,18 +185,43 @@ Status BenchTokens(BenchContext& c) {
   return Status::Ok();
 }
 
+// Per op kind: seconds, share of the encoder's wall time, calls, and GFLOP/s where it computes
+// (products and attention; element-wise ops report time only).
+Json ProfileJson(const OpProfile& p, double wall_s) {
+  Json ops = Json::array();
+  double timed = 0;
+  for (int i = 0; i < static_cast<int>(VisionOp::kCount); ++i) {
+    if (p.calls[i] == 0) continue;
+    timed += p.seconds[i];
+    Json op = {{"op", VisionOpName(static_cast<VisionOp>(i))},
+               {"seconds", p.seconds[i]},
+               {"share", p.seconds[i] / wall_s},
+               {"calls", p.calls[i]}};
+    if (p.flops[i] > 0) {
+      op["gflop"] = p.flops[i] / 1e9;
+      op["gflop_s"] = p.flops[i] / 1e9 / p.seconds[i];
+    }
+    ops.push_back(op);
+  }
+  // What no op timer covered: buffers, rope tables, the loop itself.
+  ops.push_back({{"op", "untimed"}, {"seconds", wall_s - timed}, {"share", (wall_s - timed) / wall_s}});
+  return ops;
+}
+
 // vision: the encoder alone on one 1036x1036 layout image.
 Status BenchVision(BenchContext& c) {
   RgbImage img = SyntheticImage(1036, 1036, 1);
   MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(c.m, img));
+  OpProfile profile;
   const double t0 = Now();
-  MINERU_ASSIGN_OR_RETURN(
-      std::vector<float> enc,
-      c.m.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> enc,
+                          c.m.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid},
+                                              c.e.pool(), nullptr, c.f.profile ? &profile : nullptr));
   const double dt = Now() - t0;
   c.out["vision_s"] = dt;
   c.out["patches"] = in.grid.num_patches();
   c.out["vision_patches_s"] = in.grid.num_patches() / dt;
+  if (c.f.profile) c.out["profile"] = ProfileJson(profile, dt);
   return Status::Ok();
 }
 
@@ -407,6 +434,8 @@ void AddBench(CLI::App& app, Action* run) {
   c->add_option("--new-tokens", f->new_tokens, "Generated tokens for decode/prefill");
   c->add_option("--batch-tokens", f->batch_tokens, "Engine token budget per step")->capture_default_str();
   c->add_flag("--json", f->json, "One-line JSON");
+  c->add_flag("--profile", f->profile,
+              "vision: time and GFLOP/s per op kind (patch embed, norms, products, ...)");
   c->callback([f, run] { *run = [f] { return RunBench(*f); }; });
 }
 

@@ -40,9 +40,16 @@ void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_d
 
 }  // namespace
 
+const char* VisionOpName(VisionOp op) {
+  static const char* const kNames[] = {"patch_embed", "norm", "qkv",  "rope", "attention", "out_proj",
+                                       "residual",    "fc1",  "gelu", "fc2",  "merger"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(VisionOp::kCount));
+  return kNames[static_cast<int>(op)];
+}
+
 StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, int64_t num_patches,
                                                    const std::vector<ImageGrid>& grids, ThreadPool* pool,
-                                                   VisionTrace* trace) const {
+                                                   VisionTrace* trace, OpProfile* profile) const {
   const int64_t E = c_.embed_dim, H = c_.num_heads, D = c_.head_dim(), M = c_.mlp_dim;
   const int merge = c_.spatial_merge_size, unit = c_.merge_unit();
   int64_t total = 0;
@@ -56,7 +63,11 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
   const int64_t P = num_patches;
 
   std::vector<float> x(P * E);
-  kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, x.data(), pool);
+  const double mac = 2.0 * static_cast<double>(P);  // flops per weight of a product over all patches
+  {
+    OpTimer t(profile, VisionOp::kPatchEmbed, mac * c_.patch_dim() * E);
+    kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, x.data(), pool);
+  }
   if (trace) trace->patch_embed = x;
 
   std::vector<float> cos, sin;
@@ -68,12 +79,21 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (size_t bi = 0; bi < w_.blocks.size(); ++bi) {
     const VisionBlockWeights& b = w_.blocks[bi];
-    kernels::LayerNorm(x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps, normed.data(),
-                       pool);
-    kernels::MatMul(normed.data(), P, b.qkv, b.qkv_b.data(), qkv.data(), pool);
-    // qkv row layout: [3][H][D]. Rotate q and k of every head: q and k are adjacent, so they
-    // are 2H heads of D values at the start of each row.
-    kernels::RopeRotateHalfRows(qkv.data(), P, 3 * E, 2 * H, D, cos.data(), sin.data(), pool);
+    {
+      OpTimer t(profile, VisionOp::kNorm, 0);
+      kernels::LayerNorm(x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps, normed.data(),
+                         pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kQkv, mac * E * 3 * E);
+      kernels::MatMul(normed.data(), P, b.qkv, b.qkv_b.data(), qkv.data(), pool);
+    }
+    {
+      // qkv row layout: [3][H][D]. Rotate q and k of every head: q and k are adjacent, so they
+      // are 2H heads of D values at the start of each row.
+      OpTimer t(profile, VisionOp::kRope, 0);
+      kernels::RopeRotateHalfRows(qkv.data(), P, 3 * E, 2 * H, D, cos.data(), sin.data(), pool);
+    }
     // Full attention within each frame of each image.
     int64_t start = 0;
     for (const ImageGrid& g : grids) {
@@ -88,28 +108,62 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
         s.causal = false;
         s.scale = scale;
         const float* base = qkv.data() + start * 3 * E;
+        OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
         kernels::Attention(base, base + E, base + 2 * E, s, attn.data() + start * E, pool);
       }
     }
-    kernels::MatMul(attn.data(), P, b.proj, b.proj_b.data(), tmp.data(), pool);
-    for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
-    kernels::LayerNorm(x.data(), P, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, normed.data(),
-                       pool);
-    kernels::MatMul(normed.data(), P, b.fc1, b.fc1_b.data(), hidden.data(), pool);
-    kernels::QuickGelu(hidden.data(), P * M, pool);
-    kernels::MatMul(hidden.data(), P, b.fc2, b.fc2_b.data(), tmp.data(), pool);
-    for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
+    {
+      OpTimer t(profile, VisionOp::kOut, mac * E * E);
+      kernels::MatMul(attn.data(), P, b.proj, b.proj_b.data(), tmp.data(), pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kResidual, 0);
+      for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
+    }
+    {
+      OpTimer t(profile, VisionOp::kNorm, 0);
+      kernels::LayerNorm(x.data(), P, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, normed.data(),
+                         pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kFc1, mac * E * M);
+      kernels::MatMul(normed.data(), P, b.fc1, b.fc1_b.data(), hidden.data(), pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kGelu, 0);
+      kernels::QuickGelu(hidden.data(), P * M, pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kFc2, mac * M * E);
+      kernels::MatMul(hidden.data(), P, b.fc2, b.fc2_b.data(), tmp.data(), pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kResidual, 0);
+      for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
+    }
     if (trace && bi == 0) trace->block0 = x;
   }
 
   // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row.
-  kernels::LayerNorm(x.data(), P, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(), 1e-6f, normed.data(),
-                     pool);
+  {
+    OpTimer t(profile, VisionOp::kNorm, 0);
+    kernels::LayerNorm(x.data(), P, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(), 1e-6f, normed.data(),
+                       pool);
+  }
   const int64_t T = P / unit, ME = E * unit;
   std::vector<float> mid(T * ME), out(T * c_.out_hidden_size);
-  kernels::MatMul(normed.data(), T, w_.merger_fc1, w_.merger_fc1_b.data(), mid.data(), pool);
-  kernels::GeluErf(mid.data(), T * ME, pool);
-  kernels::MatMul(mid.data(), T, w_.merger_fc2, w_.merger_fc2_b.data(), out.data(), pool);
+  {
+    OpTimer t(profile, VisionOp::kMerger, 2.0 * T * ME * ME);
+    kernels::MatMul(normed.data(), T, w_.merger_fc1, w_.merger_fc1_b.data(), mid.data(), pool);
+  }
+  {
+    OpTimer t(profile, VisionOp::kGelu, 0);
+    kernels::GeluErf(mid.data(), T * ME, pool);
+  }
+  {
+    OpTimer t(profile, VisionOp::kMerger, 2.0 * T * ME * c_.out_hidden_size);
+    kernels::MatMul(mid.data(), T, w_.merger_fc2, w_.merger_fc2_b.data(), out.data(), pool);
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "model/config.h"
+#include "model/op_profile.h"
 #include "model/weights.h"
 
 namespace mineru {
@@ -32,9 +33,10 @@ class VisionEncoder {
   VisionEncoder(const VisionConfig& config, const VisionWeights& weights) : c_(config), w_(weights) {}
 
   // Encodes one or more images packed together; attention never crosses an image (frame) boundary.
+  // profile (optional): time and work per op kind are added to it (model/op_profile.h).
   StatusOr<std::vector<float>> Encode(const float* pixel_values, int64_t num_patches,
                                       const std::vector<ImageGrid>& grids, ThreadPool* pool,
-                                      VisionTrace* trace = nullptr) const;
+                                      VisionTrace* trace = nullptr, OpProfile* profile = nullptr) const;
 
  private:
   const VisionConfig& c_;

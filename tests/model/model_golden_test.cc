@@ -158,5 +158,38 @@ INSTANTIATE_TEST_SUITE_P(Gguf, ModelGoldenTest,
                            return std::string(i.param.model == kF32 ? "f32_" : "f16_") + i.param.name;
                          });
 
+// A profile changes nothing in the output and accounts every op: one qkv/out/fc1/fc2 product
+// and two norms per block, attention once per frame per block, and the products' work exactly.
+TEST(VisionProfileTest, CountsEveryOpAndChangesNothing) {
+  auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  Golden golden("tiny", "two_images");
+  std::vector<ImageGrid> grids;
+  std::vector<int64_t> thw = golden.I64("image_grid_thw");
+  for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
+  const std::vector<float> pixels = golden.F32("pixel_values");
+  const VisionConfig& vc = (*m)->config().vision;
+  const int64_t P = static_cast<int64_t>(pixels.size()) / vc.patch_dim();
+  ThreadPool pool(2);
+  auto plain = (*m)->vision().Encode(pixels.data(), P, grids, &pool);
+  OpProfile prof;
+  auto profiled = (*m)->vision().Encode(pixels.data(), P, grids, &pool, nullptr, &prof);
+  ASSERT_TRUE(plain.ok() && profiled.ok());
+  EXPECT_EQ(*plain, *profiled);
+  const int64_t blocks = vc.depth, E = vc.embed_dim, M = vc.mlp_dim;
+  int64_t frames = 0;
+  for (const ImageGrid& g : grids) frames += g.t;
+  ASSERT_EQ(grids.size(), 2u);
+  auto at = [](VisionOp op) { return static_cast<int>(op); };
+  EXPECT_EQ(prof.calls[at(VisionOp::kPatchEmbed)], 1);
+  EXPECT_EQ(prof.calls[at(VisionOp::kQkv)], blocks);
+  EXPECT_EQ(prof.calls[at(VisionOp::kAttention)], blocks * frames);
+  EXPECT_EQ(prof.calls[at(VisionOp::kNorm)], 2 * blocks + 1);
+  EXPECT_EQ(prof.calls[at(VisionOp::kMerger)], 2);
+  EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kQkv)], 2.0 * P * E * 3 * E * blocks);
+  EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kFc1)], 2.0 * P * E * M * blocks);
+  EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kNorm)], 0.0);
+}
+
 }  // namespace
 }  // namespace mineru
