@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "engine/generate.h"
 #include "image/preprocess.h"
+#include "kernels/kernels.h"
 #include "model/mrope.h"
 #include "model/op_profile.h"
 
@@ -377,10 +378,54 @@ Status (*WorkloadFn(const std::string& name))(BenchContext&) {
   return nullptr;
 }
 
+// peak: what this machine can do, to read the profile's GFLOP/s against: fp32 fused
+// multiply-add throughput and streaming-read bandwidth, on one thread and on all (no model).
+int RunPeak(const BenchFlags& f) {
+  ThreadPool pool(ResolveThreads(f.threads));
+  const size_t threads = pool.num_threads();
+  constexpr int64_t kIters = 100000000;  // 8 vector FMAs each: a few tenths of a second per thread
+  auto fma = [&](size_t workers) {
+    std::vector<double> flops(workers);
+    const double t0 = Now();
+    pool.ParallelFor(workers, [&](size_t b, size_t e, size_t) {
+      for (size_t i = b; i < e; ++i) flops[i] = kernels::FmaProbe(kIters, 0.5f + 0.01f * i).flops;
+    });
+    const double dt = Now() - t0;
+    double sum = 0;
+    for (double x : flops) sum += x;
+    return sum / dt / 1e9;
+  };
+  // 512 MB, touched first: larger than any cache, so the reads come from memory.
+  std::vector<float> buf(size_t(128) << 20, 1.0f);
+  auto read = [&](size_t workers) {
+    const size_t n = buf.size(), chunk = (n + workers - 1) / workers;
+    std::vector<double> sums(workers);
+    const double t0 = Now();
+    pool.ParallelFor(workers, [&](size_t b, size_t e, size_t) {
+      for (size_t i = b; i < e; ++i) {
+        const size_t lo = std::min(n, i * chunk), hi = std::min(n, lo + chunk);
+        sums[i] = kernels::ReadProbe(buf.data() + lo, static_cast<int64_t>(hi - lo));
+      }
+    });
+    const double dt = Now() - t0;
+    return static_cast<double>(n) * sizeof(float) / dt / 1e9;
+  };
+  Json out = {{"workload", "peak"},
+              {"threads", threads},
+              {"target", kernels::ActiveTargetName()},
+              {"fp32_fma_gflops_1t", fma(1)},
+              {"fp32_fma_gflops", fma(threads)},
+              {"read_gbs_1t", read(1)},
+              {"read_gbs", read(threads)}};
+  std::printf("%s\n", out.dump(f.json ? -1 : 2).c_str());
+  return 0;
+}
+
 int RunBench(const BenchFlags& f) {
   if (f.concurrency < 1 || f.concurrency > 256) return Fail("--concurrency must be 1..256");
+  if (f.workload == "peak") return RunPeak(f);
   auto run = WorkloadFn(f.workload);
-  if (run == nullptr) return Fail("--workload must be decode, prefill, vision, page, chat or accuracy");
+  if (run == nullptr) return Fail("--workload must be decode, prefill, vision, page, chat, accuracy or peak");
   const std::string dir = ResolveModelDir(f.model);
   const double t_load = Now();
   ThreadPool load_pool(ResolveThreads(f.threads));
@@ -423,7 +468,8 @@ void AddBench(CLI::App& app, Action* run) {
   auto f = std::make_shared<BenchFlags>();
   CLI::App* c = app.add_subcommand("bench", "Measure vision/prefill/decode/page speed on fixed workloads");
   c->add_option("--model", f->model, "Model directory (e.g. from gen-model --preset mineru2.5)");
-  c->add_option("--workload", f->workload, "decode | prefill | vision | page | chat")->capture_default_str();
+  c->add_option("--workload", f->workload, "decode | prefill | vision | page | chat | accuracy | peak")
+      ->capture_default_str();
   c->add_option("--workload-file", f->workload_file,
                 "Page workload JSON (default: bench/page_workload.json)");
   c->add_option("--quant", f->quant, "Weight format")->capture_default_str();

@@ -69,6 +69,15 @@ void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, f
   cpu::MatMul(x, m, w, bias, y, pool);
 }
 
+ProbeResult FmaProbe(int64_t iters, float start) {
+  if (UseRef()) return ref::FmaProbe(iters, start);
+  return cpu::FmaProbe(iters, start);
+}
+double ReadProbe(const float* x, int64_t n) {
+  if (UseRef()) return ref::ReadProbe(x, n);
+  return cpu::ReadProbe(x, n);
+}
+
 void WeightRowToF32(const WeightView& w, int64_t row, float* out) {
   if (UseRef()) return ref::WeightRowToF32(w, row, out);
   cpu::WeightRowToF32(w, row, out);

@@ -124,5 +124,15 @@ inline const float* ValueRow(const AttentionShape& s, const float* v, int64_t j)
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
 
+// Machine probes (bench --workload peak). FmaProbe: `iters` rounds of 8 independent vector
+// fused multiply-adds x = x * 0.999 + 0.001 from `start`; value = where one lane ends, flops =
+// the floating-point operations done (2 per lane per FMA). ReadProbe: the sum of x[0, n), read once.
+struct ProbeResult {
+  float value = 0;
+  double flops = 0;
+};
+ProbeResult FmaProbe(int64_t iters, float start);
+double ReadProbe(const float* x, int64_t n);
+
 }  // namespace kernels
 }  // namespace mineru

@@ -172,6 +172,23 @@ void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const 
   }
 }
 
+// One lane of the probe's recurrence (std::fma rounds as the hardware FMA does); flops as if
+// scalar: 2 per FMA of 8 accumulators.
+ProbeResult FmaProbe(int64_t iters, float start) {
+  float v = start;
+  for (int64_t i = 0; i < iters; ++i) v = std::fma(v, 0.999f, 0.001f);
+  ProbeResult r;
+  r.value = v;
+  r.flops = 2.0 * 8.0 * static_cast<double>(iters);
+  return r;
+}
+
+double ReadProbe(const float* x, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  return sum;
+}
+
 void QuickGelu(float* x, int64_t n, ThreadPool*) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
 }

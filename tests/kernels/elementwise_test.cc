@@ -136,6 +136,29 @@ TEST_P(ElementwiseTest, WeightRowToF32IsExact) {
   }
 }
 
+// The machine probes compute what their scalar twins do: the FMA recurrence to float rounding
+// (targets without FMA round twice), and as many operations per lane; the read sum closely.
+TEST_P(ElementwiseTest, ProbesMatchTheirTwins) {
+  for (int64_t iters : {0, 1, 7, 1000}) {
+    const ProbeResult want = ref::FmaProbe(iters, 0.25f), got = cpu::FmaProbe(iters, 0.25f);
+    EXPECT_NEAR(got.value, want.value, 1e-5f) << iters;
+    const double lanes = iters > 0 ? got.flops / want.flops : 0;
+    if (iters > 0) {
+      EXPECT_EQ(lanes, std::round(lanes)) << iters;
+      EXPECT_GE(lanes, 1.0);
+    } else {
+      EXPECT_EQ(got.flops, 0.0);
+    }
+  }
+  for (size_t n : {size_t{0}, size_t{1}, size_t{31}, size_t{1000}, size_t{65537}}) {
+    const std::vector<float> x = RandomVec(n + 1, static_cast<uint32_t>(n), -1.0f, 1.0f);
+    const double want = ref::ReadProbe(x.data() + 1, static_cast<int64_t>(n));
+    EXPECT_NEAR(cpu::ReadProbe(x.data() + 1, static_cast<int64_t>(n)), want,
+                1e-6 * static_cast<double>(n) + 1e-9)
+        << n;
+  }
+}
+
 MINERU_INSTANTIATE_PER_TARGET(ElementwiseTest);
 
 }  // namespace

@@ -43,6 +43,9 @@ void PackIntegerPanels(const WeightView& w, uint8_t* out, ThreadPool* pool);
 // True when the dispatched target multiplies int8 faster than fp32 at every m (AVX-512 VNNI).
 bool IntegerPathAtAnyRows();
 
+ProbeResult FmaProbe(int64_t iters, float start);
+double ReadProbe(const float* x, int64_t n);
+
 // Name of the target HWY_DYNAMIC_DISPATCH selects now.
 const char* DispatchedTargetName();
 // Targets compiled into the kernels and supported by this CPU (for per-target tests).
