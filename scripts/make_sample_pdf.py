@@ -69,8 +69,9 @@ def page(n, title):
     return c
 
 
-def build(path):
-    pages = [page(1, "Native Document Parsing"), page(2, "Results and Discussion")]
+def write_pdf(path, pages):
+    """Writes a PDF of the given page content streams (US Letter; fonts F1 Helvetica, F2 bold,
+    F3 oblique), with its cross-reference table."""
     objs = ["<< /Type /Catalog /Pages 2 0 R >>", None,
             "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
             "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>",
@@ -95,6 +96,9 @@ def build(path):
     with open(path, "wb") as f:
         f.write(out)
 
+
+def build(path):
+    write_pdf(path, [page(1, "Native Document Parsing"), page(2, "Results and Discussion")])
 
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))

@@ -8,15 +8,7 @@ samples/report_replay.json holds the model's answers for it (layout boxes in the
 `parse samples/report.pdf --replay samples/report_replay.json` runs without the model."""
 import os
 
-W, H = 612, 792
-
-
-def esc(s):
-    return s.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-
-
-def text(x, y, size, s, font="F1"):
-    return f"BT /{font} {size} Tf {x:.1f} {H - y - size:.1f} Td ({esc(s)}) Tj ET\n"
+from make_sample_pdf import H, text, write_pdf  # the same page size, text operator and PDF writer
 
 
 def lines(x, y, rows, size=10, lead=13):
@@ -86,31 +78,7 @@ def page2():
 
 
 def build(path):
-    pages = [page1(), page2()]
-    objs = ["<< /Type /Catalog /Pages 2 0 R >>", None,
-            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
-            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>",
-            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Oblique /Encoding /WinAnsiEncoding >>"]
-    kids = []
-    for content in pages:
-        kids.append(len(objs) + 1)
-        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {W} {H}] "
-                    f"/Resources << /Font << /F1 3 0 R /F2 4 0 R /F3 5 0 R >> >> /Contents {len(objs) + 2} 0 R >>")
-        objs.append(f"<< /Length {len(content.encode())} >>\nstream\n{content}endstream")
-    objs[1] = "<< /Type /Pages /Kids [" + " ".join(f"{k} 0 R" for k in kids) + f"] /Count {len(kids)} >>"
-    out = b"%PDF-1.4\n"
-    offs = []
-    for i, o in enumerate(objs):
-        offs.append(len(out))
-        out += f"{i + 1} 0 obj\n{o}\nendobj\n".encode()
-    x = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    for o in offs:
-        out += f"{o:010d} 00000 n \n".encode()
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{x}\n%%EOF\n".encode()
-    with open(path, "wb") as f:
-        f.write(out)
-
+    write_pdf(path, [page1(), page2()])
 
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
