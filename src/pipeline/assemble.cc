@@ -129,6 +129,8 @@ std::vector<Json> TextSpans(const IBox& bbox, const char* span_type, std::option
 
 }  // namespace detail
 
+std::string GuessCodeLanguage(std::string_view code);  // code_language.cc
+
 namespace {
 
 using namespace detail;
@@ -284,131 +286,139 @@ void FixListBlocks(std::vector<MBlock>& lists, std::vector<MBlock>& texts, std::
   drop_taken(refs);
 }
 
-}  // namespace
+// The block's middle.json type and span type after MagicModel's renaming, and its cleaned content.
+struct TypedBlock {
+  std::string block_type;
+  std::string span_type = "unknown";
+  std::optional<std::string> content;
+  std::optional<std::string> code_sub_type, guess_lang;  // set for code_body only
+};
 
-std::string GuessCodeLanguage(std::string_view code);  // code_language.cc
-
-Json PageInfoJson(const PageInput& page, const AssembleOptions& options) {
-  // width, height = map(int, page.get_size())
-  const int width = static_cast<int>(page.width_pt);
-  const int height = static_cast<int>(page.height_pt);
-
-  std::vector<MBlock> blocks;
-  for (size_t index = 0; index < page.blocks.size(); ++index) {
-    const ContentBlock& info = page.blocks[index];
-    IBox bb = {static_cast<int>(info.bbox[0] * width), static_cast<int>(info.bbox[1] * height),
-               static_cast<int>(info.bbox[2] * width), static_cast<int>(info.bbox[3] * height)};
-    if (bb[2] < bb[0]) std::swap(bb[0], bb[2]);
-    if (bb[3] < bb[1]) std::swap(bb[1], bb[3]);
-    std::string block_type = info.type;
-    std::optional<std::string> content = info.content;
-    std::string span_type = "unknown";
-    std::optional<std::string> code_sub_type, guess_lang;
-
-    if (IsTextLike(block_type)) {
-      span_type = "text";
-    } else if (block_type == "image") {
-      block_type = "image_body";
-      span_type = "image";
-    } else if (block_type == "table") {
-      block_type = "table_body";
-      span_type = "table";
-    } else if (block_type == "code" || block_type == "algorithm") {
-      content = CodeContentClean(content);
-      code_sub_type = block_type;
-      block_type = "code_body";
-      span_type = "text";
-      guess_lang =
-          options.guess_code_language ? options.guess_code_language(*content) : GuessCodeLanguage(*content);
-    } else if (block_type == "equation") {
-      block_type = "interline_equation";
-      span_type = "interline_equation";
-    }
-
-    auto image_path = [&](const char* type) -> std::string {
-      if (bb[0] >= bb[2] || bb[1] >= bb[3] || !options.image_path) return "";  // check_img_bbox
-      CropRequest req;
-      req.span_type = type;
-      req.page_idx = page.page_idx;
-      std::copy(bb.begin(), bb.end(), req.bbox);
-      return options.image_path(req);
-    };
-
-    std::vector<Json> spans;
-    if (span_type == "image" || span_type == "table") {
-      Json span = Json::object();
-      span["bbox"] = BoxJson(bb);
-      span["type"] = span_type;
-      if (span_type == "table") span["html"] = content ? Json(*content) : Json(nullptr);
-      span["image_path"] = image_path(span_type.c_str());
-      spans.push_back(std::move(span));
-    } else if (span_type == "interline_equation") {
-      Json span = Json::object();
-      span["bbox"] = BoxJson(bb);
-      span["type"] = span_type;
-      // A None equation content would raise in MinerU; never happens for recognised equations.
-      span["content"] = IsolatedFormulaClean(content.value_or(""));
-      span["image_path"] = image_path("interline_equation");
-      spans.push_back(std::move(span));
-    } else {
-      spans = TextSpans(bb, span_type.c_str(), content);
-    }
-
-    Json line = Json::object();
-    line["bbox"] = BoxJson(bb);
-    line["spans"] = spans;
-    if (block_type == "code_body") {
-      Json extra = Json::object();
-      extra["type"] = *code_sub_type;
-      extra["guess_lang"] = *guess_lang;
-      line["extra"] = std::move(extra);
-    }
-    MBlock b;
-    b.obj = Json::object();
-    b.obj["bbox"] = BoxJson(bb);
-    b.obj["type"] = block_type;
-    b.obj["angle"] = info.angle ? Json(*info.angle) : Json(nullptr);
-    b.obj["lines"] = Json::array({std::move(line)});
-    b.obj["index"] = static_cast<int>(index);
-    b.type = block_type;
-    b.bbox = bb;
-    b.index = static_cast<int>(index);
-    blocks.push_back(std::move(b));
+TypedBlock ClassifyBlock(const ContentBlock& info, const AssembleOptions& options) {
+  TypedBlock t;
+  t.block_type = info.type;
+  t.content = info.content;
+  if (IsTextLike(t.block_type)) {
+    t.span_type = "text";
+  } else if (t.block_type == "image") {
+    t.block_type = "image_body";
+    t.span_type = "image";
+  } else if (t.block_type == "table") {
+    t.block_type = "table_body";
+    t.span_type = "table";
+  } else if (t.block_type == "code" || t.block_type == "algorithm") {
+    t.content = CodeContentClean(t.content);
+    t.code_sub_type = t.block_type;
+    t.block_type = "code_body";
+    t.span_type = "text";
+    t.guess_lang =
+        options.guess_code_language ? options.guess_code_language(*t.content) : GuessCodeLanguage(*t.content);
+  } else if (t.block_type == "equation") {
+    t.block_type = "interline_equation";
+    t.span_type = "interline_equation";
   }
+  return t;
+}
 
-  std::vector<MBlock> image_blocks, table_blocks, code_blocks, equation_blocks, text_blocks, title_blocks,
-      discarded_blocks, ref_text_blocks, phonetic_blocks, list_blocks;
-  for (auto& b : blocks) {
+// The spans of one block's single line; crops are requested through options.image_path.
+std::vector<Json> BlockSpans(const TypedBlock& t, const IBox& bb, int page_idx,
+                             const AssembleOptions& options) {
+  auto image_path = [&](const char* type) -> std::string {
+    if (bb[0] >= bb[2] || bb[1] >= bb[3] || !options.image_path) return "";  // check_img_bbox
+    CropRequest req;
+    req.span_type = type;
+    req.page_idx = page_idx;
+    std::copy(bb.begin(), bb.end(), req.bbox);
+    return options.image_path(req);
+  };
+  if (t.span_type == "image" || t.span_type == "table") {
+    Json span = Json::object();
+    span["bbox"] = BoxJson(bb);
+    span["type"] = t.span_type;
+    if (t.span_type == "table") span["html"] = t.content ? Json(*t.content) : Json(nullptr);
+    span["image_path"] = image_path(t.span_type.c_str());
+    return {std::move(span)};
+  }
+  if (t.span_type == "interline_equation") {
+    Json span = Json::object();
+    span["bbox"] = BoxJson(bb);
+    span["type"] = t.span_type;
+    // A None equation content would raise in MinerU; never happens for recognised equations.
+    span["content"] = IsolatedFormulaClean(t.content.value_or(""));
+    span["image_path"] = image_path("interline_equation");
+    return {std::move(span)};
+  }
+  return TextSpans(bb, t.span_type.c_str(), t.content);
+}
+
+// page.blocks[index] as a MagicModel block: normalised-to-points bbox, one line of spans.
+MBlock MakeBlock(const PageInput& page, size_t index, int width, int height, const AssembleOptions& options) {
+  const ContentBlock& info = page.blocks[index];
+  IBox bb = {static_cast<int>(info.bbox[0] * width), static_cast<int>(info.bbox[1] * height),
+             static_cast<int>(info.bbox[2] * width), static_cast<int>(info.bbox[3] * height)};
+  if (bb[2] < bb[0]) std::swap(bb[0], bb[2]);
+  if (bb[3] < bb[1]) std::swap(bb[1], bb[3]);
+  const TypedBlock t = ClassifyBlock(info, options);
+
+  Json line = Json::object();
+  line["bbox"] = BoxJson(bb);
+  line["spans"] = BlockSpans(t, bb, page.page_idx, options);
+  if (t.block_type == "code_body") {
+    Json extra = Json::object();
+    extra["type"] = *t.code_sub_type;
+    extra["guess_lang"] = *t.guess_lang;
+    line["extra"] = std::move(extra);
+  }
+  MBlock b;
+  b.obj = Json::object();
+  b.obj["bbox"] = BoxJson(bb);
+  b.obj["type"] = t.block_type;
+  b.obj["angle"] = info.angle ? Json(*info.angle) : Json(nullptr);
+  b.obj["lines"] = Json::array({std::move(line)});
+  b.obj["index"] = static_cast<int>(index);
+  b.type = t.block_type;
+  b.bbox = bb;
+  b.index = static_cast<int>(index);
+  return b;
+}
+
+// The page's blocks sorted into MagicModel's per-category lists (copies, page order kept).
+struct BlockGroups {
+  std::vector<MBlock> image, table, code, equation, text, title, discarded, ref_text, phonetic, list;
+};
+
+BlockGroups GroupBlocks(const std::vector<MBlock>& blocks) {
+  BlockGroups g;
+  for (const auto& b : blocks) {
     const std::string& t = b.type;
     if (t == "image_body" || t == "image_caption" || t == "image_footnote") {
-      image_blocks.push_back(b);
+      g.image.push_back(b);
     } else if (t == "table_body" || t == "table_caption" || t == "table_footnote") {
-      table_blocks.push_back(b);
+      g.table.push_back(b);
     } else if (t == "code_body" || t == "code_caption") {
-      code_blocks.push_back(b);
+      g.code.push_back(b);
     } else if (t == "interline_equation") {
-      equation_blocks.push_back(b);
+      g.equation.push_back(b);
     } else if (t == "text") {
-      text_blocks.push_back(b);
+      g.text.push_back(b);
     } else if (t == "title") {
-      title_blocks.push_back(b);
+      g.title.push_back(b);
     } else if (t == "ref_text") {
-      ref_text_blocks.push_back(b);
+      g.ref_text.push_back(b);
     } else if (t == "phonetic") {
-      phonetic_blocks.push_back(b);
+      g.phonetic.push_back(b);
     } else if (t == "header" || t == "footer" || t == "page_number" || t == "aside_text" ||
                t == "page_footnote") {
-      discarded_blocks.push_back(b);
+      g.discarded.push_back(b);
     } else if (t == "list") {
-      list_blocks.push_back(b);
+      g.list.push_back(b);
     }
   }
+  return g;
+}
 
-  FixListBlocks(list_blocks, text_blocks, ref_text_blocks);
-  std::vector<MBlock> left_out_image, left_out_table, left_out_code;
-  std::vector<MBlock> images = FixTwoLayerBlocks(image_blocks, "image", left_out_image);
-  std::vector<MBlock> tables = FixTwoLayerBlocks(table_blocks, "table", left_out_table);
-  std::vector<MBlock> codes = FixTwoLayerBlocks(code_blocks, "code", left_out_code);
+// Moves each code group's body "extra" (sub type, guessed language) up onto the group object.
+void HoistCodeExtras(std::vector<MBlock>& codes) {
   for (auto& group : codes) {
     // Keys are added to the group only after the loop: inserting into an ordered_json object while
     // holding references into it would leave them dangling.
@@ -430,17 +440,38 @@ Json PageInfoJson(const PageInput& page, const AssembleOptions& options) {
     if (!sub_type.is_null()) group.obj["sub_type"] = sub_type;
     if (!guess_lang.is_null()) group.obj["guess_lang"] = guess_lang;
   }
+}
+
+}  // namespace
+
+Json PageInfoJson(const PageInput& page, const AssembleOptions& options) {
+  // width, height = map(int, page.get_size())
+  const int width = static_cast<int>(page.width_pt);
+  const int height = static_cast<int>(page.height_pt);
+
+  std::vector<MBlock> blocks;
+  for (size_t index = 0; index < page.blocks.size(); ++index) {
+    blocks.push_back(MakeBlock(page, index, width, height, options));
+  }
+  BlockGroups g = GroupBlocks(blocks);
+
+  FixListBlocks(g.list, g.text, g.ref_text);
+  std::vector<MBlock> left_out_image, left_out_table, left_out_code;
+  std::vector<MBlock> images = FixTwoLayerBlocks(g.image, "image", left_out_image);
+  std::vector<MBlock> tables = FixTwoLayerBlocks(g.table, "table", left_out_table);
+  std::vector<MBlock> codes = FixTwoLayerBlocks(g.code, "code", left_out_code);
+  HoistCodeExtras(codes);
   for (auto* left : {&left_out_image, &left_out_table, &left_out_code}) {
     for (auto& b : *left) {
       b.obj["type"] = "text";  // in place: the key keeps its position
       b.type = "text";
-      text_blocks.push_back(b);
+      g.text.push_back(b);
     }
   }
 
   std::vector<MBlock*> ordered;
-  for (auto* v : {&images, &tables, &codes, &ref_text_blocks, &phonetic_blocks, &title_blocks, &text_blocks,
-                  &equation_blocks, &list_blocks}) {
+  for (auto* v :
+       {&images, &tables, &codes, &g.ref_text, &g.phonetic, &g.title, &g.text, &g.equation, &g.list}) {
     for (auto& b : *v) ordered.push_back(&b);
   }
   std::stable_sort(ordered.begin(), ordered.end(),
@@ -450,7 +481,7 @@ Json PageInfoJson(const PageInput& page, const AssembleOptions& options) {
   Json para = Json::array();
   for (const MBlock* b : ordered) para.push_back(b->obj);
   Json discarded = Json::array();
-  for (const auto& b : discarded_blocks) discarded.push_back(b.obj);
+  for (const auto& b : g.discarded) discarded.push_back(b.obj);
   page_info["para_blocks"] = std::move(para);
   page_info["discarded_blocks"] = std::move(discarded);
   page_info["page_size"] = Json::array({width, height});
