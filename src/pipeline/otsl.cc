@@ -62,16 +62,8 @@ struct Cell {
   int start_row = 0, end_row = 0, start_col = 0, end_col = 0;
 };
 
-}  // namespace
-
-std::string OtslToHtml(std::string_view otsl) {
-  if (py::StartsWith(otsl, "<table") && py::EndsWith(otsl, "</table>")) return std::string(otsl);
-
-  std::vector<Tag> tokens;
-  std::vector<Part> texts;
-  ExtractTokensAndText(otsl, tokens, texts);
-
-  // itertools.groupby(tokens, lambda z: z == "<nl>"), keeping the non-<nl> groups.
+// itertools.groupby(tokens, lambda z: z == "<nl>"), keeping the non-<nl> groups.
+std::vector<std::vector<Tag>> GroupRows(const std::vector<Tag>& tokens) {
   std::vector<std::vector<Tag>> rows;
   for (size_t i = 0; i < tokens.size();) {
     if (tokens[i] == kNl) {
@@ -82,30 +74,36 @@ std::string OtslToHtml(std::string_view otsl) {
     while (i < tokens.size() && tokens[i] != kNl) row.push_back(tokens[i++]);
     rows.push_back(std::move(row));
   }
+  return rows;
+}
 
-  if (!rows.empty()) {
-    size_t max_cols = 0;
-    for (const auto& r : rows) max_cols = std::max(max_cols, r.size());
-    for (auto& r : rows) r.resize(max_cols, kEcel);
+// Pads every row to the widest with <ecel> and rebuilds `texts` to contain the padding. A text
+// piece follows a token only while the original list is consumed in step; a mismatch is never
+// recovered from. Rows must be non-empty.
+void PadRows(std::vector<std::vector<Tag>>& rows, std::vector<Part>& texts) {
+  size_t max_cols = 0;
+  for (const auto& r : rows) max_cols = std::max(max_cols, r.size());
+  for (auto& r : rows) r.resize(max_cols, kEcel);
 
-    // Rebuild the texts list so that it contains the padding <ecel>s. A text piece follows a token
-    // only while the original list is consumed in step; a mismatch is never recovered from.
-    std::vector<Part> rebuilt;
-    size_t ti = 0;
-    for (const auto& row : rows) {
-      for (Tag token : row) {
-        rebuilt.push_back(Part{token, {}});
-        if (ti < texts.size() && texts[ti].tag == token) {
-          ++ti;
-          if (ti < texts.size() && !texts[ti].is_tag()) rebuilt.push_back(texts[ti++]);
-        }
+  std::vector<Part> rebuilt;
+  size_t ti = 0;
+  for (const auto& row : rows) {
+    for (Tag token : row) {
+      rebuilt.push_back(Part{token, {}});
+      if (ti < texts.size() && texts[ti].tag == token) {
+        ++ti;
+        if (ti < texts.size() && !texts[ti].is_tag()) rebuilt.push_back(texts[ti++]);
       }
-      rebuilt.push_back(Part{kNl, {}});
-      if (ti < texts.size() && texts[ti].tag == kNl) ++ti;
     }
-    texts = std::move(rebuilt);
+    rebuilt.push_back(Part{kNl, {}});
+    if (ti < texts.size() && texts[ti].tag == kNl) ++ti;
   }
+  texts = std::move(rebuilt);
+}
 
+// otsl_parse_texts: one Cell per <fcel>/<ecel>, spanning the <lcel>/<xcel> to its right and the
+// <ucel>/<xcel> below it.
+std::vector<Cell> ParseCells(const std::vector<std::vector<Tag>>& rows, const std::vector<Part>& texts) {
   auto in = [](Tag t, Tag a, Tag b) { return t == a || t == b; };
   const int nrows = static_cast<int>(rows.size());
   std::vector<Cell> cells;
@@ -153,9 +151,12 @@ std::string OtslToHtml(std::string_view otsl) {
       c_idx = 0;
     }
   }
+  return cells;
+}
 
-  if (cells.empty()) return "";
-
+// export_to_html: the grid of rows x widest-row cells, each cell written at its top-left corner.
+std::string ExportHtml(const std::vector<std::vector<Tag>>& rows, const std::vector<Cell>& cells) {
+  const int nrows = static_cast<int>(rows.size());
   int ncols = 0;
   for (const auto& r : rows) ncols = std::max(ncols, static_cast<int>(r.size()));
   // Grid of cell indices; -1 is the reference's default empty cell anchored at its own position.
@@ -190,6 +191,21 @@ std::string OtslToHtml(std::string_view otsl) {
   }
   html += "</table>";
   return html;
+}
+
+}  // namespace
+
+std::string OtslToHtml(std::string_view otsl) {
+  if (py::StartsWith(otsl, "<table") && py::EndsWith(otsl, "</table>")) return std::string(otsl);
+
+  std::vector<Tag> tokens;
+  std::vector<Part> texts;
+  ExtractTokensAndText(otsl, tokens, texts);
+  std::vector<std::vector<Tag>> rows = GroupRows(tokens);
+  if (!rows.empty()) PadRows(rows, texts);
+  const std::vector<Cell> cells = ParseCells(rows, texts);
+  if (cells.empty()) return "";
+  return ExportHtml(rows, cells);
 }
 
 }  // namespace mineru::pipeline
