@@ -24,16 +24,16 @@
 
 #include "base/hash.h"
 #include "base/mapped_file.h"
-#include "download/http.h"
+#include "net/http.h"
 
 namespace mineru {
 
-using download_internal::HttpClient;
-using download_internal::HttpFailure;
-using download_internal::HttpOptions;
-using download_internal::HttpResult;
-using download_internal::ResponseHead;
-using download_internal::UrlHost;
+using net::HttpClient;
+using net::HttpFailure;
+using net::HttpOptions;
+using net::HttpResult;
+using net::ResponseHead;
+using net::UrlHost;
 
 namespace {
 
@@ -539,6 +539,8 @@ class Job {
            "/repo?Revision=" + UrlEncode(o_.revision, false) + "&FilePath=" + UrlEncode(path, false);
   }
 
+  // Fetches plan_[i] into the model directory: skipped when already there (and matching), else
+  // resumed from its .part, verified, and renamed into place.
   Status Fetch(size_t i) {
     current_ = i;
     done_before_ = 0;
@@ -547,130 +549,146 @@ class Job {
     const std::string final_path = o_.model_dir + "/" + f.path;
     const std::string part_path = final_path + ".part";
 
-    // Already there?
     if (!o_.force) {
-      std::optional<uint64_t> have = FileSize(final_path);
-      if (have && (!f.size || *have == *f.size)) {
-        bool good = true;
-        if (!f.sha256.empty()) {
-          Emit(DownloadProgress::Event::kVerifying, f.path, *have, f.size.value_or(*have));
-          MINERU_ASSIGN_OR_RETURN(std::string digest, HashFile(final_path));
-          good = digest == f.sha256;
-        }
-        if (good) {
-          ++skipped_;
-          Emit(DownloadProgress::Event::kSkipped, f.path, *have, f.size.value_or(*have));
-          return Status::Ok();
-        }
-      }
+      MINERU_ASSIGN_OR_RETURN(bool present, SkipIfPresent(f, final_path));
+      if (present) return Status::Ok();
     }
 
     PartFile part;
     MINERU_RETURN_IF_ERROR(part.Open(part_path));
     if (f.size && part.size() > *f.size) MINERU_RETURN_IF_ERROR(part.Truncate());
     Emit(DownloadProgress::Event::kStart, f.path, part.size(), f.size.value_or(0));
+    MINERU_RETURN_IF_ERROR(Transfer(f, part, part_path));
+    return VerifyAndPlace(f, part, part_path, final_path);
+  }
 
+  // True when final_path already holds f (size and, when known, SHA-256 match); counted as skipped.
+  StatusOr<bool> SkipIfPresent(const RemoteFile& f, const std::string& final_path) {
+    std::optional<uint64_t> have = FileSize(final_path);
+    if (!have || (f.size && *have != *f.size)) return false;
+    if (!f.sha256.empty()) {
+      Emit(DownloadProgress::Event::kVerifying, f.path, *have, f.size.value_or(*have));
+      MINERU_ASSIGN_OR_RETURN(std::string digest, HashFile(final_path));
+      if (digest != f.sha256) return false;
+    }
+    ++skipped_;
+    Emit(DownloadProgress::Event::kSkipped, f.path, *have, f.size.value_or(*have));
+    return true;
+  }
+
+  // What one ranged GET from the .part's end left behind; Transfer decides what comes next.
+  struct Attempt {
+    HttpResult result;
+    std::optional<ResponseHead> bad_status;  // a non-2xx answer
+    bool bad_range = false;                  // the server answered another range than asked
+    bool range_done = false;                 // 416 with a total equal to the .part's size
+    bool write_failed = false;               // appending to the .part failed (part.write_errno())
+    Status local = Status::Ok();             // truncating the .part failed
+  };
+
+  // One GET of url from part.size() on, appending to part. Learns f's size and digest from the
+  // answer's head when the listing lacked them.
+  Attempt StreamOnce(const std::string& url, RemoteFile& f, PartFile& part) {
+    Attempt a;
+    const uint64_t start = part.size();
+    auto on_head = [&](const ResponseHead& h) -> bool {
+      if (h.status == 416 && start > 0) {
+        // Nothing left after `start`: the .part is complete when the total says so.
+        if (h.range_total && *h.range_total == start)
+          a.range_done = true;
+        else
+          a.bad_range = true;
+        return false;
+      }
+      if (h.status >= 300 || h.status < 200) {
+        a.bad_status = h;
+        return false;
+      }
+      std::optional<uint64_t> remote_total;
+      if (h.status == 206) {
+        if (!h.range_start || *h.range_start != start) {
+          a.bad_range = true;
+          return false;
+        }
+        remote_total = h.range_total;
+      } else {
+        if (start > 0) {  // the server ignored Range: start over
+          a.local = part.Truncate();
+          if (!a.local.ok()) return false;
+        }
+        remote_total = h.content_length;
+      }
+      if (!f.size) f.size = h.linked_size ? h.linked_size : remote_total;
+      if (f.sha256.empty() && IsHex64(h.linked_etag)) f.sha256 = Lower(h.linked_etag);
+      UpdateTotals();
+      Emit(DownloadProgress::Event::kStart, f.path, part.size(), f.size.value_or(0));
+      return true;
+    };
+    auto on_data = [&](const char* p, size_t n) -> bool {
+      if (!part.Append(p, n)) {
+        a.write_failed = true;
+        return false;
+      }
+      net_bytes_ += n;
+      Emit(DownloadProgress::Event::kBytes, f.path, part.size(), f.size.value_or(0));
+      return true;
+    };
+    a.result = http_->Stream(url, start, on_head, on_data);
+    return a;
+  }
+
+  // Resumes part until it holds all of f, retrying broken transfers and 5xx/429 answers up to
+  // max_attempts; the .part is kept on failure so the next run resumes from it.
+  Status Transfer(RemoteFile& f, PartFile& part, const std::string& part_path) {
     const std::string url = FileUrl(f.path);
     std::string last_error;
-    bool complete = false;
     int attempt = 0;
-    while (!complete && attempt < o_.max_attempts) {
+    while (attempt < o_.max_attempts) {
       ++attempt;
-      if (f.size && part.size() == *f.size) {
-        complete = true;
-        break;
-      }
-      const uint64_t start = part.size();
-      std::optional<ResponseHead> bad_status;
-      bool bad_range = false, range_done = false, write_failed = false;
-      Status local = Status::Ok();
-      auto on_head = [&](const ResponseHead& h) -> bool {
-        if (h.status == 416 && start > 0) {
-          // Nothing left after `start`: the .part is complete when the total says so.
-          if (h.range_total && *h.range_total == start)
-            range_done = true;
-          else
-            bad_range = true;
-          return false;
-        }
-        if (h.status >= 300 || h.status < 200) {
-          bad_status = h;
-          return false;
-        }
-        std::optional<uint64_t> remote_total;
-        if (h.status == 206) {
-          if (!h.range_start || *h.range_start != start) {
-            bad_range = true;
-            return false;
-          }
-          remote_total = h.range_total;
-        } else {
-          if (start > 0) {  // the server ignored Range: start over
-            local = part.Truncate();
-            if (!local.ok()) return false;
-          }
-          remote_total = h.content_length;
-        }
-        if (!f.size) f.size = h.linked_size ? h.linked_size : remote_total;
-        if (f.sha256.empty() && IsHex64(h.linked_etag)) f.sha256 = Lower(h.linked_etag);
-        UpdateTotals();
-        Emit(DownloadProgress::Event::kStart, f.path, part.size(), f.size.value_or(0));
-        return true;
-      };
-      auto on_data = [&](const char* p, size_t n) -> bool {
-        if (!part.Append(p, n)) {
-          write_failed = true;
-          return false;
-        }
-        net_bytes_ += n;
-        Emit(DownloadProgress::Event::kBytes, f.path, part.size(), f.size.value_or(0));
-        return true;
-      };
-      HttpResult r = http_->Stream(url, start, on_head, on_data);
-      if (!local.ok()) return local;
-      if (write_failed) {
+      if (f.size && part.size() == *f.size) return Status::Ok();
+      const Attempt a = StreamOnce(url, f, part);
+      if (!a.local.ok()) return a.local;
+      if (a.write_failed) {
         return IoError("cannot write " + part_path + ": " + std::strerror(part.write_errno()) +
                        (part.write_errno() == ENOSPC ? " (the disk is full)" : ""));
       }
-      if (bad_status) {
-        if (!Transient(bad_status->status)) return HttpError(url, *bad_status, "downloading " + f.path);
-        last_error = "HTTP " + std::to_string(bad_status->status) + " from " + UrlHost(url);
+      if (a.bad_status) {
+        if (!Transient(a.bad_status->status)) return HttpError(url, *a.bad_status, "downloading " + f.path);
+        last_error = "HTTP " + std::to_string(a.bad_status->status) + " from " + UrlHost(url);
         if (attempt < o_.max_attempts) Backoff(attempt);
         continue;
       }
-      if (range_done) {
-        complete = true;
-        break;
-      }
-      if (bad_range) {  // the server answered a different range than asked: start over
+      if (a.range_done) return Status::Ok();
+      if (a.bad_range) {  // the server answered a different range than asked: start over
         MINERU_RETURN_IF_ERROR(part.Truncate());
         last_error = "the server answered the Range request with another range";
         continue;
       }
-      switch (r.failure) {
+      switch (a.result.failure) {
         case HttpFailure::kNone:
-          complete = true;
-          break;
+          return Status::Ok();
         case HttpFailure::kUnreachable:
-          return Unreachable(url, r.error);
+          return Unreachable(url, a.result.error);
         case HttpFailure::kTransfer:
-          last_error = r.error;
+          last_error = a.result.error;
           if (attempt < o_.max_attempts) Backoff(attempt);
           break;
         case HttpFailure::kAborted:
         case HttpFailure::kOther:
           return Status(StatusCode::kUnavailable,
-                        "downloading " + f.path + " failed: " + r.error + " (" + url + ")");
+                        "downloading " + f.path + " failed: " + a.result.error + " (" + url + ")");
       }
     }
-    if (!complete) {
-      return Status(StatusCode::kDeadlineExceeded,
-                    "downloading " + f.path + " failed " + std::to_string(attempt) +
-                        " times (last: " + last_error + "); the " + std::to_string(part.size()) +
-                        " bytes received are kept in " + part_path + " and the next run resumes from there");
-    }
+    return Status(StatusCode::kDeadlineExceeded,
+                  "downloading " + f.path + " failed " + std::to_string(attempt) +
+                      " times (last: " + last_error + "); the " + std::to_string(part.size()) +
+                      " bytes received are kept in " + part_path + " and the next run resumes from there");
+  }
 
-    // Verify, then move into place.
+  // Checks the complete .part against f's size and digest (deleting it on a mismatch), then syncs
+  // it and renames it to final_path.
+  Status VerifyAndPlace(const RemoteFile& f, PartFile& part, const std::string& part_path,
+                        const std::string& final_path) {
     Emit(DownloadProgress::Event::kVerifying, f.path, part.size(), f.size.value_or(part.size()));
     if (f.size && part.size() != *f.size) {
       const uint64_t got = part.size();
