@@ -110,6 +110,11 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPo
   cpu::SiluMul(gate, up, n, out, pool);
 }
 
+void AddInPlace(float* x, const float* d, int64_t n, ThreadPool* pool) {
+  if (UseRef()) return ref::AddInPlace(x, d, n, pool);
+  cpu::AddInPlace(x, d, n, pool);
+}
+
 void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin) {
   if (UseRef()) return ref::RopeRotateHalf(x, head_dim, cos, sin);
   cpu::RopeRotateHalf(x, head_dim, cos, sin);

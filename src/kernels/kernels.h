@@ -84,6 +84,8 @@ void QuickGelu(float* x, int64_t n, ThreadPool* pool = nullptr);
 void GeluErf(float* x, int64_t n, ThreadPool* pool = nullptr);
 // out[i] = silu(gate[i]) * up[i]. out may equal gate or up.
 void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool = nullptr);
+// In place: x[i] += d[i] (the residual connections of both encoders).
+void AddInPlace(float* x, const float* d, int64_t n, ThreadPool* pool = nullptr);
 
 // NeoX-style rotation ("rotate_half") of one head vector x[head_dim] in place, with
 // per-dimension cos/sin of length head_dim (the second half repeats the first).

@@ -201,6 +201,10 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPo
   for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void AddInPlace(float* x, const float* d, int64_t n, ThreadPool*) {
+  for (int64_t i = 0; i < n; ++i) x[i] += d[i];
+}
+
 void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin) {
   const int64_t half = head_dim / 2;
   for (int64_t i = 0; i < half; ++i) {

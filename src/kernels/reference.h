@@ -20,6 +20,7 @@ void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const 
 void QuickGelu(float* x, int64_t n, ThreadPool* pool = nullptr);
 void GeluErf(float* x, int64_t n, ThreadPool* pool = nullptr);
 void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool = nullptr);
+void AddInPlace(float* x, const float* d, int64_t n, ThreadPool* pool = nullptr);
 void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin);
 void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
                         const float* cos, const float* sin, ThreadPool* pool = nullptr);

@@ -91,6 +91,13 @@ TEST_P(ElementwiseTest, ActivationsMatchReference) {
     ExpectNear(got, want, 2e-6f, 1e-30f, "silu_mul " + what);
     cpu::SiluMul(gate.data(), up.data(), static_cast<int64_t>(n), gate.data(), p);  // out == gate
     ExpectNear(gate, want, 2e-6f, 1e-30f, "silu_mul in place " + what);
+
+    // Sums are exact in both: the twins must agree bit for bit.
+    std::vector<float> sum(base.begin() + 1, base.end());
+    want = sum;
+    ref::AddInPlace(want.data(), up.data(), static_cast<int64_t>(n));
+    cpu::AddInPlace(sum.data(), up.data(), static_cast<int64_t>(n), p);
+    ASSERT_EQ(sum, want) << "add_in_place " << what;
   }
 }
 

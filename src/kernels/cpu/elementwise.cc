@@ -180,6 +180,12 @@ void SiluMulImpl(const float* gate, const float* up, int64_t n, float* out, Thre
   });
 }
 
+void AddInPlaceImpl(float* x, const float* dx, int64_t n, ThreadPool* pool) {
+  ForChunks(static_cast<size_t>(n), 1 << 15, pool, [&](size_t b, size_t e) {
+    MapTail(x + b, dx + b, x + b, e - b, [](VF a, VF c) { return hn::Add(a, c); });
+  });
+}
+
 void RopeRotateHalfImpl(float* x, int64_t head_dim, const float* cos, const float* sin) {
   const DF d;
   const size_t N = hn::Lanes(d);
@@ -239,6 +245,7 @@ HWY_EXPORT(LayerNormImpl);
 HWY_EXPORT(QuickGeluImpl);
 HWY_EXPORT(GeluErfImpl);
 HWY_EXPORT(SiluMulImpl);
+HWY_EXPORT(AddInPlaceImpl);
 HWY_EXPORT(RopeRotateHalfImpl);
 HWY_EXPORT(RopeRotateHalfRowsImpl);
 HWY_EXPORT(WeightRowToF32Impl);
@@ -256,6 +263,9 @@ void QuickGelu(float* x, int64_t n, ThreadPool* pool) { HWY_DYNAMIC_DISPATCH(Qui
 void GeluErf(float* x, int64_t n, ThreadPool* pool) { HWY_DYNAMIC_DISPATCH(GeluErfImpl)(x, n, pool); }
 void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool) {
   HWY_DYNAMIC_DISPATCH(SiluMulImpl)(gate, up, n, out, pool);
+}
+void AddInPlace(float* x, const float* d, int64_t n, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(AddInPlaceImpl)(x, d, n, pool);
 }
 void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin) {
   HWY_DYNAMIC_DISPATCH(RopeRotateHalfImpl)(x, head_dim, cos, sin);
