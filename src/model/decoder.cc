@@ -7,22 +7,6 @@
 #include "kernels/kernels.h"
 
 namespace mineru {
-namespace {
-
-// x[i] += d[i]: the residual connections (on the pool for prefill-sized n; serial they cost
-// 1-thread time on every layer and capped the 2-thread prefill speed-up).
-void AddResidual(float* x, const float* d, int64_t n, ThreadPool* pool) {
-  auto run = [&](size_t b, size_t e, size_t) {
-    for (size_t i = b; i < e; ++i) x[i] += d[i];
-  };
-  if (pool == nullptr || n < (int64_t{1} << 16)) {
-    run(0, static_cast<size_t>(n), 0);
-  } else {
-    pool->ParallelFor(static_cast<size_t>(n), run, size_t{1} << 14);
-  }
-}
-
-}  // namespace
 
 Decoder::Decoder(const TextConfig& config, const TextWeights& weights) : c_(config), w_(weights) {
   const int half = c_.head_dim / 2;
@@ -58,65 +42,101 @@ void Decoder::RopeTables(int64_t n, const int64_t* pt, const int64_t* ph, const 
   }
 }
 
+void KvCache::Reserve(int64_t tokens, int layers, int64_t kv_dim) {
+  if (layers != layers_ || kv_dim != kv_dim_) {
+    Reset();
+    layers_ = layers;
+    kv_dim_ = kv_dim;
+  }
+  const size_t block_floats = static_cast<size_t>(layers) * 2 * kBlockSize * static_cast<size_t>(kv_dim);
+  while (static_cast<int64_t>(blocks_.size()) * kBlockSize < tokens) {
+    table_.push_back(static_cast<int32_t>(blocks_.size()));
+    blocks_.emplace_back(block_floats);
+  }
+}
+
 void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, const int64_t* pos_h,
                       const int64_t* pos_w, KvCache* cache, float* hidden_out, ThreadPool* pool,
                       DecoderTrace* trace) const {
-  const int64_t Hd = c_.hidden_size, D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
-  const int64_t QD = NH * D, KD = KV * D, I = c_.intermediate_size;
-  if (static_cast<int>(cache->k.size()) != c_.num_layers) cache->Reset(c_.num_layers);
-  const int64_t past = cache->len, total = past + n;
+  cache->Reserve(cache->len() + n, c_.num_layers, int64_t{c_.num_kv_heads} * c_.head_dim);
+  BatchSegment one;
+  one.n = n;
+  one.past = cache->len();
+  one.pos_t = pos_t;
+  one.pos_h = pos_h;
+  one.pos_w = pos_w;
+  one.block_table = cache->block_table().data();
+  ForwardBatch(embeds, {one}, cache, hidden_out, pool, trace);
+  cache->Advance(n);
+}
 
-  std::vector<float> cos, sin;
-  RopeTables(n, pos_t, pos_h, pos_w, &cos, &sin);
-
-  std::vector<float> x(embeds, embeds + n * Hd);
-  std::vector<float> normed(n * Hd), q(n * QD), attn(n * QD), tmp(n * Hd), gate(n * I), up(n * I);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  for (int l = 0; l < c_.num_layers; ++l) {
-    const DecoderLayerWeights& L = w_.layers[l];
-    kernels::RmsNorm(x.data(), n, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data(), pool);
-    kernels::MatMul(normed.data(), n, L.q, L.q_b.data(), q.data(), pool);
-    std::vector<float>& kc = cache->k[l];
-    std::vector<float>& vc = cache->v[l];
-    kc.resize(total * KD);
-    vc.resize(total * KD);
-    float* knew = kc.data() + past * KD;
-    kernels::MatMul(normed.data(), n, L.k, L.k_b.data(), knew, pool);
-    kernels::MatMul(normed.data(), n, L.v, L.v_b.data(), vc.data() + past * KD, pool);
-    kernels::RopeRotateHalfRows(q.data(), n, QD, NH, D, cos.data(), sin.data(), pool);
-    kernels::RopeRotateHalfRows(knew, n, KD, KV, D, cos.data(), sin.data(), pool);
-    kernels::AttentionShape s;
-    s.n_q = n;
-    s.n_kv = total;
-    s.num_heads = NH;
-    s.num_kv_heads = KV;
-    s.head_dim = D;
-    s.q_stride = QD;
-    s.kv_stride = KD;
-    s.out_stride = QD;
-    s.causal = true;
-    s.scale = scale;
-    kernels::Attention(q.data(), kc.data(), vc.data(), s, attn.data(), pool);
-    kernels::MatMul(attn.data(), n, L.o, nullptr, tmp.data(), pool);
-    AddResidual(x.data(), tmp.data(), n * Hd, pool);
-
-    kernels::RmsNorm(x.data(), n, Hd, L.post_attn_norm.data(), c_.rms_norm_eps, normed.data(), pool);
-    kernels::MatMul(normed.data(), n, L.gate, nullptr, gate.data(), pool);
-    kernels::MatMul(normed.data(), n, L.up, nullptr, up.data(), pool);
-    kernels::SiluMul(gate.data(), up.data(), n * I, gate.data(), pool);
-    kernels::MatMul(gate.data(), n, L.down, nullptr, tmp.data(), pool);
-    AddResidual(x.data(), tmp.data(), n * Hd, pool);
-    if (trace && l == 0) trace->layer0 = x;
+// Layer l's attention for every segment of the batch: the new keys/values [T, KD] go into
+// their blocks, then each segment's queries (rows of q [T, QD]) attend over its whole context,
+// read from the blocks in place, into attn [T, QD].
+void Decoder::AttendSegments(int l, const std::vector<BatchSegment>& segs, const float* q, const float* k,
+                             const float* v, KvStore* kv, float* attn, ThreadPool* pool) const {
+  const int64_t D = c_.head_dim, QD = c_.num_heads * D, KD = c_.num_kv_heads * D;
+  const int64_t bs = kv->block_size();
+  std::vector<int64_t> first_row(segs.size());
+  for (size_t i = 0, r = 0; i < segs.size(); ++i) {
+    first_row[i] = static_cast<int64_t>(r);
+    r += static_cast<size_t>(segs[i].n);
   }
-  cache->len = total;
-  kernels::RmsNorm(x.data(), n, Hd, w_.final_norm.data(), c_.rms_norm_eps, hidden_out, pool);
+  // With many sequences (batched decode) the sequences run in parallel, each attention call
+  // single-threaded; with few, each call uses the pool. The per-query arithmetic is the same
+  // either way, so results do not depend on the batch.
+  const size_t workers = pool ? pool->num_threads() : 1;
+  const bool across = segs.size() >= 2 * workers;
+  // Per-worker scratch: a sequence's block addresses for this layer.
+  std::vector<std::vector<const float*>> kblk(workers), vblk(workers);
+  auto one = [&](size_t si, size_t worker, ThreadPool* inner) {
+    const BatchSegment& s = segs[si];
+    const int64_t row = first_row[si];
+    for (int64_t i = 0; i < s.n; ++i) {
+      const int64_t p = s.past + i;
+      const int32_t b = s.block_table[p / bs];
+      std::memcpy(kv->Key(b, l) + (p % bs) * KD, k + (row + i) * KD, sizeof(float) * KD);
+      std::memcpy(kv->Value(b, l) + (p % bs) * KD, v + (row + i) * KD, sizeof(float) * KD);
+    }
+    const int64_t ctx = s.past + s.n;
+    std::vector<const float*>& kb = kblk[worker];
+    std::vector<const float*>& vb = vblk[worker];
+    kb.clear();
+    vb.clear();
+    for (int64_t start = 0; start < ctx; start += bs) {
+      const int32_t b = s.block_table[start / bs];
+      kb.push_back(kv->Key(b, l));
+      vb.push_back(kv->Value(b, l));
+    }
+    kernels::AttentionShape a;
+    a.n_q = s.n;
+    a.n_kv = ctx;
+    a.num_heads = c_.num_heads;
+    a.num_kv_heads = c_.num_kv_heads;
+    a.head_dim = D;
+    a.q_stride = QD;
+    a.kv_stride = KD;
+    a.out_stride = QD;
+    a.causal = true;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    a.k_blocks = kb.data();
+    a.v_blocks = vb.data();
+    a.kv_block = bs;
+    kernels::Attention(q + row * QD, nullptr, nullptr, a, attn + row * QD, inner);
+  };
+  if (across && pool) {
+    pool->ParallelFor(segs.size(), [&](size_t b, size_t e, size_t w) {
+      for (size_t si = b; si < e; ++si) one(si, w, nullptr);
+    });
+  } else {
+    for (size_t si = 0; si < segs.size(); ++si) one(si, 0, pool);
+  }
 }
 
 void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segs, KvStore* kv,
-                           float* hidden_out, ThreadPool* pool) const {
+                           float* hidden_out, ThreadPool* pool, DecoderTrace* trace) const {
   const int64_t Hd = c_.hidden_size, D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
   const int64_t QD = NH * D, KD = KV * D, I = c_.intermediate_size;
-  const int64_t bs = kv->block_size();
   int64_t T = 0;
   std::vector<int64_t> pt, ph, pw;
   for (const BatchSegment& s : segs) {
@@ -132,81 +152,28 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   std::vector<float> x(embeds, embeds + T * Hd);
   std::vector<float> normed(T * Hd), q(T * QD), k(T * KD), v(T * KD), attn(T * QD), tmp(T * Hd), gate(T * I),
       up(T * I);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  // Per-worker scratch: a sequence's block addresses for one layer (attention reads the
-  // paged cache in place).
-  std::vector<std::vector<const float*>> kblk(pool ? pool->num_threads() : 1), vblk(kblk.size());
+  const float eps = c_.rms_norm_eps;
   for (int l = 0; l < c_.num_layers; ++l) {
     const DecoderLayerWeights& L = w_.layers[l];
-    kernels::RmsNorm(x.data(), T, Hd, L.input_norm.data(), c_.rms_norm_eps, normed.data(), pool);
+    kernels::RmsNorm(x.data(), T, Hd, L.input_norm.data(), eps, normed.data(), pool);
     kernels::MatMul(normed.data(), T, L.q, L.q_b.data(), q.data(), pool);
     kernels::MatMul(normed.data(), T, L.k, L.k_b.data(), k.data(), pool);
     kernels::MatMul(normed.data(), T, L.v, L.v_b.data(), v.data(), pool);
     kernels::RopeRotateHalfRows(q.data(), T, QD, NH, D, cos.data(), sin.data(), pool);
     kernels::RopeRotateHalfRows(k.data(), T, KD, KV, D, cos.data(), sin.data(), pool);
-    // Attention per sequence. With many sequences (batched decode) the sequences run in parallel,
-    // each attention call single-threaded; with few, each call uses the pool. The per-query
-    // arithmetic is the same either way, so results do not depend on the batch.
-    std::vector<int64_t> first_row(segs.size());
-    for (size_t i = 0, r = 0; i < segs.size(); ++i) {
-      first_row[i] = static_cast<int64_t>(r);
-      r += static_cast<size_t>(segs[i].n);
-    }
-    const size_t workers = pool ? pool->num_threads() : 1;
-    const bool across = segs.size() >= 2 * workers;
-    auto one = [&](size_t si, size_t worker, ThreadPool* inner) {
-      const BatchSegment& s = segs[si];
-      const int64_t row = first_row[si];
-      // Write the new keys/values into their blocks; attention then reads the blocks in place.
-      for (int64_t i = 0; i < s.n; ++i) {
-        const int64_t p = s.past + i;
-        const int32_t b = s.block_table[p / bs];
-        std::memcpy(kv->Key(b, l) + (p % bs) * KD, &k[(row + i) * KD], sizeof(float) * KD);
-        std::memcpy(kv->Value(b, l) + (p % bs) * KD, &v[(row + i) * KD], sizeof(float) * KD);
-      }
-      const int64_t ctx = s.past + s.n;
-      std::vector<const float*>& kb = kblk[worker];
-      std::vector<const float*>& vb = vblk[worker];
-      kb.clear();
-      vb.clear();
-      for (int64_t start = 0; start < ctx; start += bs) {
-        const int32_t b = s.block_table[start / bs];
-        kb.push_back(kv->Key(b, l));
-        vb.push_back(kv->Value(b, l));
-      }
-      kernels::AttentionShape a;
-      a.n_q = s.n;
-      a.n_kv = ctx;
-      a.num_heads = NH;
-      a.num_kv_heads = KV;
-      a.head_dim = D;
-      a.q_stride = QD;
-      a.kv_stride = KD;
-      a.out_stride = QD;
-      a.causal = true;
-      a.scale = scale;
-      a.k_blocks = kb.data();
-      a.v_blocks = vb.data();
-      a.kv_block = bs;
-      kernels::Attention(q.data() + row * QD, nullptr, nullptr, a, attn.data() + row * QD, inner);
-    };
-    if (across && pool) {
-      pool->ParallelFor(segs.size(), [&](size_t b, size_t e, size_t w) {
-        for (size_t si = b; si < e; ++si) one(si, w, nullptr);
-      });
-    } else {
-      for (size_t si = 0; si < segs.size(); ++si) one(si, 0, pool);
-    }
+    AttendSegments(l, segs, q.data(), k.data(), v.data(), kv, attn.data(), pool);
     kernels::MatMul(attn.data(), T, L.o, nullptr, tmp.data(), pool);
-    AddResidual(x.data(), tmp.data(), T * Hd, pool);
-    kernels::RmsNorm(x.data(), T, Hd, L.post_attn_norm.data(), c_.rms_norm_eps, normed.data(), pool);
+    kernels::AddInPlace(x.data(), tmp.data(), T * Hd, pool);
+
+    kernels::RmsNorm(x.data(), T, Hd, L.post_attn_norm.data(), eps, normed.data(), pool);
     kernels::MatMul(normed.data(), T, L.gate, nullptr, gate.data(), pool);
     kernels::MatMul(normed.data(), T, L.up, nullptr, up.data(), pool);
     kernels::SiluMul(gate.data(), up.data(), T * I, gate.data(), pool);
     kernels::MatMul(gate.data(), T, L.down, nullptr, tmp.data(), pool);
-    AddResidual(x.data(), tmp.data(), T * Hd, pool);
+    kernels::AddInPlace(x.data(), tmp.data(), T * Hd, pool);
+    if (trace && l == 0) trace->layer0 = x;
   }
-  kernels::RmsNorm(x.data(), T, Hd, w_.final_norm.data(), c_.rms_norm_eps, hidden_out, pool);
+  kernels::RmsNorm(x.data(), T, Hd, w_.final_norm.data(), eps, hidden_out, pool);
 }
 
 void Decoder::Logits(const float* hidden, int64_t n, float* logits, ThreadPool* pool) const {

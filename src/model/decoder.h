@@ -1,8 +1,13 @@
 // model/decoder.h — the Qwen2 decoder with GQA, q/k/v biases and M-RoPE, over a KV cache.
 //
-// Forward() appends n new tokens (given as input embeddings [n, hidden] and their 3-D
-// positions) to one sequence's cache and returns their final-normed hidden states [n, hidden].
-// Logits() applies the LM head. Prefill and decode are the same call (n > 1 or n == 1).
+// ForwardBatch() is the one forward path: it appends each sequence's new tokens (input embeddings
+// [T, hidden] and their 3-D positions) to its paged cache and returns final-normed hidden states
+// [T, hidden]. Forward() is the single-stream form: a batch of one over a KvCache. Logits()
+// applies the LM head. Prefill and decode are the same call (n > 1 or n == 1).
+//
+// Names follow transformers' Qwen2 (modeling_qwen2.py): Hd hidden_size, D head_dim, NH/KV query/
+// key-value heads, QD = NH*D and KD = KV*D the q and k/v row widths, I intermediate_size, T the
+// packed rows of a batch.
 #pragma once
 
 #include <cstdint>
@@ -14,25 +19,47 @@
 
 namespace mineru {
 
-// Contiguous per-sequence cache: per layer, keys (after RoPE) and values [len, kv_heads*head_dim].
-struct KvCache {
-  std::vector<std::vector<float>> k, v;
-  int64_t len = 0;
-  void Reset(int num_layers) {
-    k.assign(num_layers, {});
-    v.assign(num_layers, {});
-    len = 0;
-  }
-};
-
-// Paged KV storage (implemented by the engine's block pool): for a block and a layer, keys and
-// values [block_size, kv_heads * head_dim], keys stored after RoPE.
+// Paged KV storage (implemented by the engine's block pool and by KvCache): for a block and a
+// layer, keys and values [block_size, kv_heads * head_dim], keys stored after RoPE.
 class KvStore {
  public:
   virtual ~KvStore() = default;
   virtual int block_size() const = 0;
   virtual float* Key(int32_t block, int layer) = 0;
   virtual float* Value(int32_t block, int layer) = 0;
+};
+
+// One sequence's KV cache for single-stream use (Generate, probes, tests): a KvStore that owns
+// its blocks and numbers them 0, 1, 2, ... in token order, so Decoder::Forward runs it through
+// ForwardBatch as a batch of one. Grows on demand; block memory never moves once allocated.
+class KvCache : public KvStore {
+ public:
+  static constexpr int kBlockSize = 256;
+  int block_size() const override { return kBlockSize; }
+  float* Key(int32_t block, int layer) override { return Slot(block, layer, 0); }
+  float* Value(int32_t block, int layer) override { return Slot(block, layer, 1); }
+
+  int64_t len() const { return len_; }  // tokens cached
+  // Makes room for `tokens` tokens of `layers` layers of `kv_dim` floats per key/value row. A
+  // call with another shape than the cached one starts over (an empty cache).
+  void Reserve(int64_t tokens, int layers, int64_t kv_dim);
+  void Advance(int64_t n) { len_ += n; }
+  const std::vector<int32_t>& block_table() const { return table_; }
+  void Reset() {
+    blocks_.clear();
+    table_.clear();
+    len_ = 0;
+  }
+
+ private:
+  float* Slot(int32_t block, int layer, int kv) {
+    return blocks_[static_cast<size_t>(block)].data() + (int64_t{layer} * 2 + kv) * kBlockSize * kv_dim_;
+  }
+  std::vector<std::vector<float>> blocks_;  // each [layers][2][kBlockSize][kv_dim]
+  std::vector<int32_t> table_;              // 0, 1, ..., blocks_.size() - 1
+  int layers_ = 0;
+  int64_t kv_dim_ = 0;
+  int64_t len_ = 0;
 };
 
 // One sequence's share of a packed batch: its n new tokens are consecutive rows of the batch.
@@ -56,7 +83,8 @@ class Decoder {
   // out[n, hidden] = token embeddings of ids (errors are the caller's job: ids < vocab).
   void Embed(const int32_t* ids, int64_t n, float* out) const;
 
-  // Runs n tokens; pos_t/h/w have n entries. hidden_out [n, hidden] (final RMSNorm applied).
+  // Runs n tokens of one sequence (a batch of one); pos_t/h/w have n entries. hidden_out
+  // [n, hidden] (final RMSNorm applied). trace, when given, receives layer 0's output.
   void Forward(const float* embeds, int64_t n, const int64_t* pos_t, const int64_t* pos_h,
                const int64_t* pos_w, KvCache* cache, float* hidden_out, ThreadPool* pool,
                DecoderTrace* trace = nullptr) const;
@@ -64,7 +92,7 @@ class Decoder {
   // Runs a packed batch of several sequences over a paged cache: matrix products over all rows
   // at once, attention per sequence. Each row's result does not depend on the other rows.
   void ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segments, KvStore* kv,
-                    float* hidden_out, ThreadPool* pool) const;
+                    float* hidden_out, ThreadPool* pool, DecoderTrace* trace = nullptr) const;
 
   // logits[n, vocab] = hidden[n, hidden] · lm_head^T.
   void Logits(const float* hidden, int64_t n, float* logits, ThreadPool* pool) const;
@@ -75,6 +103,9 @@ class Decoder {
   // cos/sin [n, head_dim] from the three position components per mrope_section.
   void RopeTables(int64_t n, const int64_t* pt, const int64_t* ph, const int64_t* pw, std::vector<float>* cos,
                   std::vector<float>* sin) const;
+
+  void AttendSegments(int layer, const std::vector<BatchSegment>& segments, const float* q, const float* k,
+                      const float* v, KvStore* kv, float* attn, ThreadPool* pool) const;
 
   const TextConfig& c_;
   const TextWeights& w_;

@@ -118,7 +118,7 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
     }
     {
       OpTimer t(profile, VisionOp::kResidual, 0);
-      for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
+      kernels::AddInPlace(x.data(), tmp.data(), P * E, pool);
     }
     {
       OpTimer t(profile, VisionOp::kNorm, 0);
@@ -139,7 +139,7 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
     }
     {
       OpTimer t(profile, VisionOp::kResidual, 0);
-      for (int64_t i = 0; i < P * E; ++i) x[i] += tmp[i];
+      kernels::AddInPlace(x.data(), tmp.data(), P * E, pool);
     }
     if (trace && bi == 0) trace->block0 = x;
   }
