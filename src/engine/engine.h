@@ -1,18 +1,20 @@
 // engine/engine.h — THE public entry point of the library: a thread-safe engine that runs many
 // requests at once with continuous batching over a paged KV cache.
 //
-// Submit() validates and prepares a request on the caller's thread (tokenize, preprocess images)
-// and returns a handle; one background loop encodes new images in packed batches (cached by pixel
-// hash), plans each step with the Scheduler, runs one packed decoder pass for all scheduled
-// sequences and samples each sequence with its own sampler — so a request's output does not
-// depend on what else is in the batch. Handles stream tokens/text, can be cancelled, and complete
-// with a finish reason and timings.
+// Submit() validates and prepares a request on the caller's thread (the input processor:
+// tokenize, preprocess images) and returns a handle; one background loop (the engine core) plans
+// each step with the Scheduler, has the model runner encode new images in packed batches (cached
+// by pixel hash) and run one packed decoder pass for all scheduled sequences, samples each
+// sequence with its own sampler and hands the token to the output processor — so a request's
+// output does not depend on what else is in the batch. Handles stream tokens/text, can be cancelled, and
+// complete with a finish reason and timings.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,13 +26,16 @@
 #include "base/thread_pool.h"
 #include "engine/block_pool.h"
 #include "engine/chat.h"
-#include "engine/image_cache.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "model/qwen2vl.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mineru {
+
+struct Sequence;
+class InputProcessor;
+class ModelRunner;
 
 struct EngineConfig {
   int threads = 0;              // 0 = all cores
@@ -89,6 +94,7 @@ class RequestHandle {
 
  private:
   friend class Engine;
+  friend struct HandleWriter;  // engine/output_processor.cc: the engine's loop writes output here
   int64_t id_ = 0;
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;
@@ -113,7 +119,7 @@ struct EngineStats {
 
 class Engine {
  public:
-  // tokenizer may be null (raw ids only, no text).
+  // The engine borrows model and tokenizer (null: raw ids only, no text): both must outlive it.
   static StatusOr<std::unique_ptr<Engine>> Create(const Qwen2VLModel& model, const Tokenizer* tokenizer,
                                                   const EngineConfig& config);
   ~Engine();
@@ -132,42 +138,53 @@ class Engine {
   EngineStats Stats() const;
   const Qwen2VLModel& model() const { return model_; }
   const Tokenizer* tokenizer() const { return tok_; }
+  // The engine's worker pool, for work on the caller's thread between requests (bench, probes).
+  // Not reentrant: its ParallelFor must not run while the loop runs a step, nor nested.
   ThreadPool* pool() { return pool_.get(); }
 
  private:
-  struct Seq;
   Engine(const Qwen2VLModel& model, const Tokenizer* tok, const EngineConfig& config);
+  // Queues a prepared sequence (waiting up to wait_s for room); the loop admits it.
+  Status Enqueue(std::unique_ptr<Sequence> s, double wait_s);
   void Loop();
-  StatusOr<std::shared_ptr<RequestHandle>> Prepare(EngineRequest request);
-  void AdmitNew(std::vector<std::unique_ptr<Seq>>* fresh);
-  void Finish(Seq& s, const std::string& reason, const std::string& error = "");
-  // Finishes every admitted sequence with finish_reason "error" (loop thread).
-  void FailAll(const std::string& error);
+  // Loop steps: take the queue; encode the new sequences' images and hand them to the
+  // scheduler; end cancelled and expired sequences; run one step; publish stats; fail a
+  // sequence when nothing could be scheduled.
+  std::vector<std::unique_ptr<Sequence>> TakeIncoming(bool* stop);
+  void AdmitNew(std::vector<std::unique_ptr<Sequence>>* fresh);
+  void ExpireSequences();
   bool RunStep();
-  void Forward(const StepPlan& plan, std::vector<int64_t>* sample_ids);
+  void SampleAndEmit(const std::vector<int64_t>& sample_ids);
+  void PublishStats();
+  void FailStalled();
+  void Finish(Sequence& s, const std::string& reason, const std::string& error = "");
+  // Finishes the sequences of `ids` (all admitted ones when null) with finish_reason "error".
+  void FailAll(const std::string& error);
+  Sequence& Seq(int64_t id) { return *seqs_.at(id); }
 
-  const Qwen2VLModel& model_;
-  const Tokenizer* tok_;
+  const Qwen2VLModel& model_;  // borrowed: must outlive the engine (see Create)
+  const Tokenizer* tok_;       // borrowed, may be null
   EngineConfig cfg_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<ThreadPool> pool_;  // the loop's workers; handed out by pool() for callers
+                                      // on other threads only while the engine is idle
   std::unique_ptr<BlockPool> blocks_;
   std::unique_ptr<Scheduler> sched_;
-  ImageCache image_cache_;
-  std::vector<int32_t> eos_ids_;
+  std::unique_ptr<InputProcessor> inputs_;
+  std::unique_ptr<ModelRunner> runner_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable capacity_cv_;  // live_ went down (Submit's admission wait)
-  std::deque<std::unique_ptr<Seq>> incoming_;
+  std::deque<std::unique_ptr<Sequence>> incoming_;
   size_t live_ = 0;  // submitted and not finished
   bool stop_ = false;
   std::atomic<int64_t> next_id_{1};
-  std::unordered_map<int64_t, std::unique_ptr<Seq>> seqs_;  // loop thread only
-  EngineStats stats_;                                       // guarded by mu_
+  // Admitted sequences by id, i.e. in submission order (loop thread only).
+  std::map<int64_t, std::unique_ptr<Sequence>> seqs_;
+  EngineStats stats_;  // guarded by mu_
   std::atomic<bool> degraded_{false};
   std::string degraded_reason_;         // guarded by mu_; set once, with degraded_
   int64_t kv_alloc_failures_seen_ = 0;  // loop thread only
-  std::vector<float> logits_scratch_;   // loop thread only
   std::thread loop_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "../model/golden_util.h"
 #include "engine/engine.h"
+#include "engine/image_cache.h"
 #include "image/decode.h"
 
 namespace mineru {

@@ -1,0 +1,172 @@
+#include "engine/model_runner.h"
+
+#include <cstring>
+#include <new>
+
+namespace mineru {
+namespace {
+
+// Patches encoded in one pass at most: the activations grow with them.
+constexpr int64_t kMaxPatchesPerPass = 65536;
+
+}  // namespace
+
+ModelRunner::ModelRunner(const Qwen2VLModel& model, ThreadPool* pool, KvStore* kv, size_t image_cache_bytes)
+    : model_(model), pool_(pool), kv_(kv), image_cache_(image_cache_bytes) {}
+
+std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses,
+                                    size_t start, size_t end, const std::function<Status()>& health,
+                                    Slots* slots) {
+  const int64_t H = model_.config().text.hidden_size;
+  int64_t patches = 0;
+  for (size_t k = start; k < end; ++k)
+    patches += seqs[misses[k].seq]->inputs[misses[k].image].grid.num_patches();
+  // Out of memory fails this pass's requests only.
+  try {
+    std::vector<ImageGrid> grids;
+    std::vector<float> packed;
+    for (size_t k = start; k < end; ++k) {
+      const ImageInput& in = seqs[misses[k].seq]->inputs[misses[k].image];
+      grids.push_back(in.grid);
+      packed.insert(packed.end(), in.pixel_values.begin(), in.pixel_values.end());
+    }
+    auto out = model_.vision().Encode(packed.data(), patches, grids, pool_);
+    if (!out.ok()) return "vision encoding failed: " + out.status().message();
+    // Weights that changed under the pass make garbage embeddings: never cache them.
+    if (Status h = health(); !h.ok()) return h.message();
+    int64_t row = 0;
+    for (size_t k = start; k < end; ++k) {
+      const Sequence& s = *seqs[misses[k].seq];
+      const ImageInput& in = s.inputs[misses[k].image];
+      const int64_t rows = model_.ImageTokens(in.grid);
+      auto c = std::make_shared<CachedImage>();
+      c->grid = in.grid;
+      c->embeddings.assign(out->begin() + row * H, out->begin() + (row + rows) * H);
+      image_cache_.Put(s.image_hashes[misses[k].image], c);
+      (*slots)[misses[k].seq][misses[k].image] = std::move(c);
+      row += rows;
+    }
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("encoding " + std::to_string(patches) + " image patches").message();
+  }
+  return "";
+}
+
+void ModelRunner::EncodeImages(const std::vector<Sequence*>& seqs, const std::function<Status()>& health,
+                               std::vector<std::string>* errors) {
+  errors->assign(seqs.size(), "");
+  Slots slots(seqs.size());
+  std::vector<ImageSlot> misses;
+  for (size_t si = 0; si < seqs.size(); ++si) {
+    Sequence& s = *seqs[si];
+    slots[si].resize(s.inputs.size());
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      if (auto hit = image_cache_.Get(s.image_hashes[i])) {
+        slots[si][i] = std::move(hit);
+        s.comp.image_cache_hit = true;
+      } else {
+        misses.push_back({si, i});
+      }
+    }
+  }
+  for (size_t start = 0; start < misses.size();) {
+    size_t end = start;
+    int64_t patches = 0;
+    for (; end < misses.size(); ++end) {
+      const int64_t p = seqs[misses[end].seq]->inputs[misses[end].image].grid.num_patches();
+      if (end > start && patches + p > kMaxPatchesPerPass) break;
+      patches += p;
+    }
+    const std::string error = EncodePass(seqs, misses, start, end, health, &slots);
+    if (!error.empty()) {
+      for (size_t k = start; k < end; ++k) (*errors)[misses[k].seq] = error;
+    }
+    start = end;
+  }
+  for (size_t si = 0; si < seqs.size(); ++si) {
+    Sequence& s = *seqs[si];
+    bool ok = true;
+    try {
+      for (const auto& c : slots[si]) {
+        if (!c) {
+          ok = false;
+          break;
+        }
+        s.embeds.insert(s.embeds.end(), c->embeddings.begin(), c->embeddings.end());
+      }
+    } catch (const std::bad_alloc&) {
+      ok = false;
+      (*errors)[si] = OutOfMemoryError("holding the image embeddings").message();
+    }
+    s.inputs.clear();  // pixel values are no longer needed
+    if (!ok && (*errors)[si].empty()) (*errors)[si] = "vision encoding failed";
+  }
+}
+
+void ModelRunner::GatherInputs(const StepPlan& plan, const Scheduler& sched,
+                               const std::function<Sequence&(int64_t)>& seq, std::vector<float>* embeds,
+                               std::vector<std::vector<int64_t>>* pos,
+                               std::vector<BatchSegment>* segs) const {
+  const int64_t H = model_.config().text.hidden_size;
+  const Decoder& dec = model_.decoder();
+  embeds->resize(static_cast<size_t>(plan.tokens() * H));
+  pos->assign(3 * plan.seqs.size(), {});
+  int64_t row = 0;
+  for (size_t k = 0; k < plan.seqs.size(); ++k) {
+    const ScheduledSeq& p = plan.seqs[k];
+    const Sequence& s = seq(p.id);
+    const int64_t plen = static_cast<int64_t>(s.prompt.size());
+    std::vector<int64_t>&pt = (*pos)[3 * k], &ph = (*pos)[3 * k + 1], &pw = (*pos)[3 * k + 2];
+    for (int64_t j = p.start; j < p.start + p.n; ++j, ++row) {
+      float* dst = embeds->data() + row * H;
+      if (j < plen && s.image_row[j] >= 0) {
+        std::memcpy(dst, s.embeds.data() + s.image_row[j] * H, sizeof(float) * H);
+      } else {
+        dec.Embed(j < plen ? &s.prompt[j] : &s.generated[j - plen], 1, dst);
+      }
+      // Generated tokens continue the text positions after the prompt's last one.
+      const int64_t q = s.pos.next_position + (j - plen);
+      pt.push_back(j < plen ? s.pos.t[j] : q);
+      ph.push_back(j < plen ? s.pos.h[j] : q);
+      pw.push_back(j < plen ? s.pos.w[j] : q);
+    }
+    BatchSegment seg;
+    seg.n = p.n;
+    seg.past = p.start;
+    seg.pos_t = pt.data();
+    seg.pos_h = ph.data();
+    seg.pos_w = pw.data();
+    seg.block_table = sched.BlockTable(p.id).data();
+    segs->push_back(seg);
+  }
+}
+
+void ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
+                          const std::function<Sequence&(int64_t)>& seq, std::vector<int64_t>* sample_ids) {
+  const int64_t H = model_.config().text.hidden_size, V = model_.config().text.vocab_size;
+  std::vector<float> embeds;
+  std::vector<std::vector<int64_t>> pos;
+  std::vector<BatchSegment> segs;
+  GatherInputs(plan, sched, seq, &embeds, &pos, &segs);
+  std::vector<float> hidden(embeds.size());
+  model_.decoder().ForwardBatch(embeds.data(), segs, kv_, hidden.data(), pool_);
+
+  // A sequence samples once every known token is computed: after this step, start + n reaches
+  // its token count. Its last row goes through one batched LM head with the others.
+  std::vector<float> last;
+  int64_t row = 0;
+  for (const ScheduledSeq& p : plan.seqs) {
+    row += p.n;
+    if (p.start + p.n == sched.NumTokens(p.id)) {
+      sample_ids->push_back(p.id);
+      last.insert(last.end(), hidden.begin() + (row - 1) * H, hidden.begin() + row * H);
+    }
+  }
+  if (logits_.size() < sample_ids->size() * static_cast<size_t>(V))
+    logits_.resize(sample_ids->size() * static_cast<size_t>(V));
+  if (!sample_ids->empty()) {
+    model_.decoder().Logits(last.data(), static_cast<int64_t>(sample_ids->size()), logits_.data(), pool_);
+  }
+}
+
+}  // namespace mineru
