@@ -30,52 +30,6 @@ bool ParseDType(const std::string& s, DType* out) {
 
 }  // namespace
 
-const char* DTypeName(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return "F32";
-    case DType::kF16:
-      return "F16";
-    case DType::kBF16:
-      return "BF16";
-    case DType::kF64:
-      return "F64";
-    case DType::kI64:
-      return "I64";
-    case DType::kI32:
-      return "I32";
-    case DType::kI16:
-      return "I16";
-    case DType::kI8:
-      return "I8";
-    case DType::kU8:
-      return "U8";
-    case DType::kBool:
-      return "BOOL";
-  }
-  return "?";
-}
-
-size_t DTypeSize(DType t) {
-  switch (t) {
-    case DType::kF64:
-    case DType::kI64:
-      return 8;
-    case DType::kF32:
-    case DType::kI32:
-      return 4;
-    case DType::kF16:
-    case DType::kBF16:
-    case DType::kI16:
-      return 2;
-    case DType::kI8:
-    case DType::kU8:
-    case DType::kBool:
-      return 1;
-  }
-  return 1;
-}
-
 int64_t TensorInfo::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

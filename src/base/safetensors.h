@@ -14,15 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/dtype.h"
 #include "base/mapped_file.h"
 #include "base/status.h"
 
 namespace mineru {
-
-enum class DType { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool };
-
-const char* DTypeName(DType t);
-size_t DTypeSize(DType t);
 
 struct TensorInfo {
   std::string name;

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "base/safetensors.h"
+#include "base/dtype.h"
 #include "base/thread_pool.h"
 
 namespace mineru {
