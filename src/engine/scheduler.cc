@@ -99,22 +99,14 @@ void Scheduler::Admit(std::deque<int64_t>::iterator it) {
   running_.push_back(id);
 }
 
-StepPlan Scheduler::Schedule() {
-  StepPlan plan;
-  int64_t budget = c_.max_batch_tokens;
-  const int64_t bs = pool_->block_size();
-
-  // Best rank first, admission order among equals: the budget goes to the best, the victim of a
-  // preemption is the back (worst rank, newest).
-  std::stable_sort(running_.begin(), running_.end(),
-                   [&](int64_t a, int64_t b) { return seqs_.at(a).rank() < seqs_.at(b).rank(); });
-
-  // 1. Running sequences, best first.
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
+// 1. Running sequences, best first: each gets what it still needs within the budget, the worst
+// running ones preempted for its blocks when the pool is full.
+void Scheduler::ScheduleRunning(StepPlan* plan, int64_t* budget) {
+  for (size_t i = 0; i < running_.size() && *budget > 0;) {
     const int64_t id = running_[i];
     Seq& s = seqs_.at(id);
     const int64_t need = static_cast<int64_t>(s.keys.size()) - s.num_computed;
-    const int64_t n = std::min(need, budget);
+    const int64_t n = std::min(need, *budget);
     if (n <= 0) {
       ++i;
       continue;
@@ -123,19 +115,40 @@ StepPlan Scheduler::Schedule() {
     while (!ok) {
       // Preempt the worst running sequence that is not already planned (possibly this one).
       const int64_t victim = running_.back();
-      plan.preempted.push_back(victim);
+      plan->preempted.push_back(victim);
       Preempt(victim);
       if (victim == id) break;
       ok = EnsureBlocks(s, s.num_computed + n);
     }
     if (!ok) break;  // this sequence was preempted: everything after it ranks no better
-    plan.seqs.push_back({id, s.num_computed, n});
-    budget -= n;
+    plan->seqs.push_back({id, s.num_computed, n});
+    *budget -= n;
     ++i;
   }
+}
 
-  // 2. Waiting sequences by rank then arrival, unless this step had to preempt.
-  while (plan.preempted.empty() && budget > 0 && !waiting_.empty() &&
+// Prefix cache: a new sequence's leading full blocks that someone already computed, leaving at
+// least one token to compute.
+void Scheduler::TakeCachedPrefix(Seq& s) {
+  const int64_t bs = pool_->block_size();
+  const int64_t total = static_cast<int64_t>(s.keys.size());
+  BlockHash h;
+  const int64_t max_blocks = (total - 1) / bs;
+  for (int64_t b = 0; b < max_blocks; ++b) {
+    h = HashBlock(h, s.keys.data() + b * bs);
+    auto hit = pool_->Lookup(h);
+    if (!hit) break;
+    s.blocks.push_back(*hit);
+    s.hashes.push_back(h);
+  }
+  s.num_computed = static_cast<int64_t>(s.blocks.size()) * bs;
+  s.cached_tokens = s.num_computed;
+}
+
+// 2. Waiting sequences by rank then arrival, unless this step had to preempt.
+void Scheduler::ScheduleWaiting(StepPlan* plan, int64_t* budget) {
+  const int64_t bs = pool_->block_size();
+  while (plan->preempted.empty() && *budget > 0 && !waiting_.empty() &&
          static_cast<int>(running_.size()) < c_.max_seqs) {
     const auto next = NextWaiting();
     const int64_t id = *next;
@@ -144,40 +157,38 @@ StepPlan Scheduler::Schedule() {
     // A sequence longer than the whole pool can never run.
     if ((total + bs - 1) / bs > pool_->num_blocks()) {
       waiting_.erase(next);
-      plan.rejected.push_back(id);
+      plan->rejected.push_back(id);
       continue;
     }
-    // Prefix cache: leading full blocks already computed by someone, leaving >= 1 token to compute.
-    if (c_.prefix_caching && s.blocks.empty()) {
-      BlockHash h;
-      const int64_t max_blocks = (total - 1) / bs;
-      for (int64_t b = 0; b < max_blocks; ++b) {
-        h = HashBlock(h, s.keys.data() + b * bs);
-        auto hit = pool_->Lookup(h);
-        if (!hit) break;
-        s.blocks.push_back(*hit);
-        s.hashes.push_back(h);
-      }
-      s.num_computed = static_cast<int64_t>(s.blocks.size()) * bs;
-      s.cached_tokens = s.num_computed;
-    }
-    const int64_t n = std::min(total - s.num_computed, budget);
+    if (c_.prefix_caching && s.blocks.empty()) TakeCachedPrefix(s);
+    const int64_t n = std::min(total - s.num_computed, *budget);
     if (!EnsureBlocks(s, s.num_computed + n)) {
       ReleaseBlocks(s);  // give back the cache hits too; retry next step
       s.cached_tokens = 0;
-      if (running_.empty() && plan.seqs.empty()) {
+      if (running_.empty() && plan->seqs.empty()) {
         // Nothing runs and it still does not fit: the pool is held by cached blocks only, which
         // Allocate() evicts — so this cannot happen unless the sequence is too large.
         waiting_.erase(next);
-        plan.rejected.push_back(id);
+        plan->rejected.push_back(id);
         continue;
       }
       break;
     }
     Admit(next);
-    plan.seqs.push_back({id, s.num_computed, n});
-    budget -= n;
+    plan->seqs.push_back({id, s.num_computed, n});
+    *budget -= n;
   }
+}
+
+StepPlan Scheduler::Schedule() {
+  StepPlan plan;
+  int64_t budget = c_.max_batch_tokens;
+  // Best rank first, admission order among equals: the budget goes to the best, the victim of a
+  // preemption is the back (worst rank, newest).
+  std::stable_sort(running_.begin(), running_.end(),
+                   [&](int64_t a, int64_t b) { return seqs_.at(a).rank() < seqs_.at(b).rank(); });
+  ScheduleRunning(&plan, &budget);
+  ScheduleWaiting(&plan, &budget);
   return plan;
 }
 

@@ -107,6 +107,9 @@ class Scheduler {
   std::deque<int64_t>::const_iterator NextWaiting() const;
   // `id` leaves the waiting queue for the running set: earlier arrivals still waiting were overtaken.
   void Admit(std::deque<int64_t>::iterator it);
+  void ScheduleRunning(StepPlan* plan, int64_t* budget);
+  void ScheduleWaiting(StepPlan* plan, int64_t* budget);
+  void TakeCachedPrefix(Seq& s);
 
   SchedulerConfig c_;
   BlockPool* pool_;
