@@ -20,6 +20,12 @@
 
 namespace mineru {
 
+namespace kernels {
+// A quantized matrix repacked for the integer panel kernel (kernels/quant.h PackedPanels). Opaque:
+// only kernels/cpu/ knows its layout; everyone else holds the pointer.
+struct IntegerPanels;
+}  // namespace kernels
+
 // Storage format of a weight matrix. kNone: dense, element type given by WeightView::dtype.
 // The others are row-major rows of fixed-size blocks (see kernels/quant.h for the layouts):
 //   kQ8_0     blocks of 32 int8 with one f16 scale (GGUF block_q8_0, 34 bytes)
@@ -40,7 +46,7 @@ struct WeightView {
   QuantType quant = QuantType::kNone;
   // Optional: the same quantized matrix repacked for the integer panel kernel of AVX-512 VNNI
   // CPUs (kernels/quant.h PackIntegerPanels), owned elsewhere; null = repack per call.
-  const uint8_t* panels = nullptr;
+  const kernels::IntegerPanels* panels = nullptr;
 
   bool quantized() const { return quant != QuantType::kNone; }
 };

@@ -77,7 +77,8 @@ class QuantizedMatrix {
 class PackedPanels {
  public:
   PackedPanels() = default;
-  const uint8_t* data() const { return bytes_.get(); }
+  // For WeightView::panels; the bytes behind it are kernels/cpu/'s business.
+  const IntegerPanels* data() const { return reinterpret_cast<const IntegerPanels*>(bytes_.get()); }
   size_t size_bytes() const { return size_; }
   bool empty() const { return size_ == 0; }
 

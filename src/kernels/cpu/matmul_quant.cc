@@ -542,7 +542,8 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
 #if HWY_TARGET == HWY_AVX3_DL
   if (panels) {
     MatMulVnniPanels(w.quant, q.get(), d, xc.data(), m, kpad, nb, static_cast<const uint8_t*>(w.data),
-                     QuantizedRowBytes(w.quant, w.cols), n, w.panels, bias, y, pool);
+                     QuantizedRowBytes(w.quant, w.cols), n, reinterpret_cast<const uint8_t*>(w.panels), bias,
+                     y, pool);
     return;
   }
 #endif
