@@ -397,6 +397,49 @@ StatusOr<std::string> GetType(const json& obj, const std::string& where) {
   return it->get<std::string>();
 }
 
+// The BPE options HF accepts but this tokenizer does not implement (a continuing-subword prefix, an
+// end-of-word suffix, dropout, byte fallback): an error when any is set.
+Status CheckUnsupportedBpeOptions(const json& model) {
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    auto it = model.find(key);
+    if (it != model.end() && !it->is_null()) {
+      MINERU_RETURN_IF_ERROR(Expect(it->is_string(), std::string("model.") + key + " must be a string"));
+      if (!it->get_ref<const std::string&>().empty())
+        return UnimplementedError(std::string("tokenizer.json: model.") + key + " is not supported");
+    }
+  }
+  auto dropout_it = model.find("dropout");
+  if (dropout_it != model.end() && !dropout_it->is_null()) {
+    MINERU_RETURN_IF_ERROR(Expect(dropout_it->is_number(), "model.dropout must be a number"));
+    if (dropout_it->get<double>() != 0.0)
+      return UnimplementedError("tokenizer.json: BPE dropout is not supported");
+  }
+  MINERU_ASSIGN_OR_RETURN(bool byte_fallback, GetBool(model, "byte_fallback", false));
+  if (byte_fallback) return UnimplementedError("tokenizer.json: BPE byte_fallback is not supported");
+  return Status::Ok();
+}
+
+// One entry of model.merges ("a b" or ["a", "b"]) as its two halves, viewing into `e`.
+Status SplitMerge(const json& e, size_t rank, std::string_view* a, std::string_view* b) {
+  if (e.is_string()) {
+    const std::string& s = e.get_ref<const std::string&>();
+    const size_t sp = s.find(' ');
+    if (sp == std::string::npos)
+      return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) + " '" + s +
+                                  "' has no space");
+    *a = std::string_view(s).substr(0, sp);
+    *b = std::string_view(s).substr(sp + 1);
+    return Status::Ok();
+  }
+  if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
+    *a = e[0].get_ref<const std::string&>();
+    *b = e[1].get_ref<const std::string&>();
+    return Status::Ok();
+  }
+  return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) +
+                              " is neither \"a b\" nor [\"a\", \"b\"]");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -441,6 +484,8 @@ struct Tokenizer::Impl {
   }
 
   Status LoadModel(const json& model);
+  Status LoadVocab(const json& v);
+  Status LoadMerges(const json& m);
   Status LoadAddedTokens(const json& arr);
   Status LoadNormalizer(const json& n);
   Status LoadPreTokenizer(const json& p);
@@ -469,27 +514,32 @@ Status Tokenizer::Impl::LoadModel(const json& model) {
   auto merges_it = model.find("merges");
   MINERU_RETURN_IF_ERROR(Expect(merges_it != model.end(), "model has no 'merges'"));
   MINERU_RETURN_IF_ERROR(Expect(merges_it->is_array(), "model.merges must be an array"));
-
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    auto it = model.find(key);
-    if (it != model.end() && !it->is_null()) {
-      MINERU_RETURN_IF_ERROR(Expect(it->is_string(), std::string("model.") + key + " must be a string"));
-      if (!it->get_ref<const std::string&>().empty())
-        return UnimplementedError(std::string("tokenizer.json: model.") + key + " is not supported");
-    }
-  }
-  auto dropout_it = model.find("dropout");
-  if (dropout_it != model.end() && !dropout_it->is_null()) {
-    MINERU_RETURN_IF_ERROR(Expect(dropout_it->is_number(), "model.dropout must be a number"));
-    if (dropout_it->get<double>() != 0.0)
-      return UnimplementedError("tokenizer.json: BPE dropout is not supported");
-  }
-  MINERU_ASSIGN_OR_RETURN(bool byte_fallback, GetBool(model, "byte_fallback", false));
-  if (byte_fallback) return UnimplementedError("tokenizer.json: BPE byte_fallback is not supported");
+  MINERU_RETURN_IF_ERROR(CheckUnsupportedBpeOptions(model));
   MINERU_ASSIGN_OR_RETURN(ignore_merges, GetBool(model, "ignore_merges", false));
 
-  // Vocab.
-  const json& v = *vocab_it;
+  MINERU_RETURN_IF_ERROR(LoadVocab(*vocab_it));
+  MINERU_RETURN_IF_ERROR(LoadMerges(*merges_it));
+
+  auto unk_it = model.find("unk_token");
+  if (unk_it != model.end() && !unk_it->is_null()) {
+    MINERU_RETURN_IF_ERROR(Expect(unk_it->is_string(), "model.unk_token must be a string"));
+    auto u = vocab.find(unk_it->get<std::string>());
+    if (u == vocab.end()) return InvalidArgumentError("tokenizer.json: model.unk_token is not in the vocab");
+    unk_id = u->second;
+  }
+
+  const ByteLevelAlphabet& alpha = Alphabet();
+  for (int b = 0; b < 256; ++b) {
+    std::string ch;
+    utf8::AppendCodepoint(alpha.byte_to_cp[b], &ch);
+    auto it = vocab.find(ch);
+    byte_ids[b] = it == vocab.end() ? -1 : it->second;
+  }
+  return Status::Ok();
+}
+
+// model.vocab (token -> id) into vocab, id_to_token and id_flags (ids may leave gaps).
+Status Tokenizer::Impl::LoadVocab(const json& v) {
   vocab.reserve(v.size() * 2);
   int64_t max_id = -1;
   for (auto it = v.begin(); it != v.end(); ++it) {
@@ -507,29 +557,16 @@ Status Tokenizer::Impl::LoadModel(const json& model) {
     id_to_token[kv.second] = kv.first;
     id_flags[kv.second] = kPresent;
   }
+  return Status::Ok();
+}
 
-  // Merges.
-  const json& m = *merges_it;
+// model.merges into merges: (left id, right id) -> (rank, merged id). Needs the vocab loaded.
+Status Tokenizer::Impl::LoadMerges(const json& m) {
   merges.reserve(m.size() * 2);
   std::string joined;
   for (size_t rank = 0; rank < m.size(); ++rank) {
-    const json& e = m[rank];
     std::string_view a, b;
-    if (e.is_string()) {
-      const std::string& s = e.get_ref<const std::string&>();
-      const size_t sp = s.find(' ');
-      if (sp == std::string::npos)
-        return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) + " '" + s +
-                                    "' has no space");
-      a = std::string_view(s).substr(0, sp);
-      b = std::string_view(s).substr(sp + 1);
-    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
-      a = e[0].get_ref<const std::string&>();
-      b = e[1].get_ref<const std::string&>();
-    } else {
-      return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) +
-                                  " is neither \"a b\" nor [\"a\", \"b\"]");
-    }
+    MINERU_RETURN_IF_ERROR(SplitMerge(m[rank], rank, &a, &b));
     joined.assign(a.data(), a.size());
     auto ia = vocab.find(joined);
     joined.assign(b.data(), b.size());
@@ -542,22 +579,6 @@ Status Tokenizer::Impl::LoadModel(const json& model) {
                                   " uses a token not in the vocab");
     // Later duplicates win, as in HF (its merge map is built by inserting in order).
     merges[PairKey(ia->second, ib->second)] = Merge{static_cast<int32_t>(rank), inew->second};
-  }
-
-  auto unk_it = model.find("unk_token");
-  if (unk_it != model.end() && !unk_it->is_null()) {
-    MINERU_RETURN_IF_ERROR(Expect(unk_it->is_string(), "model.unk_token must be a string"));
-    auto u = vocab.find(unk_it->get<std::string>());
-    if (u == vocab.end()) return InvalidArgumentError("tokenizer.json: model.unk_token is not in the vocab");
-    unk_id = u->second;
-  }
-
-  const ByteLevelAlphabet& alpha = Alphabet();
-  for (int b = 0; b < 256; ++b) {
-    std::string ch;
-    utf8::AppendCodepoint(alpha.byte_to_cp[b], &ch);
-    auto it = vocab.find(ch);
-    byte_ids[b] = it == vocab.end() ? -1 : it->second;
   }
   return Status::Ok();
 }
