@@ -10,8 +10,8 @@
 #include <optional>
 #include <thread>
 
-#include "download/http.h"
 #include "image/decode.h"
+#include "net/http.h"
 #include "server/base64.h"
 #include "server/http_front.h"
 #include "server/image_budget.h"
@@ -132,13 +132,12 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
     // from a server is a request-forgery risk the operator opts into).
     // Only public addresses, on every hop (no loopback, private or link-local service is reachable
     // through us), and at most 32 MB per URL.
-    download_internal::HttpOptions ho;
+    net::HttpOptions ho;
     ho.public_addresses_only = !opt.allow_private_image_hosts;
-    download_internal::HttpClient client(ho);
+    net::HttpClient client(ho);
     std::string body;
     auto r = client.GetSmall(url, &body, std::min<size_t>(opt.max_body_mb << 20, size_t(32) << 20), 30);
-    if (r.failure != download_internal::HttpFailure::kNone)
-      return InvalidArgumentError("cannot fetch image: " + r.error);
+    if (r.failure != net::HttpFailure::kNone) return InvalidArgumentError("cannot fetch image: " + r.error);
     if (!r.head_seen || r.head.status != 200) {
       return InvalidArgumentError("cannot fetch image: HTTP " + std::to_string(r.head.status));
     }

@@ -1,5 +1,5 @@
-// download/http.cc — libcurl wrapper: redirects, per-hop headers, error classification.
-#include "download/http.h"
+// net/http.cc — libcurl wrapper: redirects, per-hop headers, error classification.
+#include "net/http.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,7 +12,7 @@
 
 #include <curl/curl.h>
 
-namespace mineru::download_internal {
+namespace mineru::net {
 namespace {
 
 std::once_flag g_curl_init;
@@ -310,4 +310,4 @@ std::string UrlHost(const std::string& url) {
   return host;
 }
 
-}  // namespace mineru::download_internal
+}  // namespace mineru::net

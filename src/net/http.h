@@ -1,4 +1,5 @@
-// download/http.h — a small libcurl wrapper for the downloader (internal to download/).
+// net/http.h — a small libcurl HTTP(S) client, shared by download/ (model snapshots) and server/
+// (remote image URLs, with public_addresses_only).
 //
 // One HttpClient keeps one curl handle, so consecutive requests to a host reuse the connection.
 // Redirects are followed; headers of every hop are seen, so Hugging Face's X-Linked-* headers on
@@ -13,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace mineru::download_internal {
+namespace mineru::net {
 
 struct HttpOptions {
   long connect_timeout_s = 10;
@@ -83,4 +84,4 @@ class HttpClient {
 // "host" of a URL such as https://host:443/x (for messages).
 std::string UrlHost(const std::string& url);
 
-}  // namespace mineru::download_internal
+}  // namespace mineru::net
