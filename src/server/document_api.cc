@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -752,46 +753,56 @@ void FinishJob(Server::State& st, const Job& j, bool ok, const std::string& err,
   }
 }
 
-void RunJob(Server::State& st, const Job& j) {
-  if (j.attempts > kMaxAttempts) {
-    return FinishJob(st, j, false,
-                     "gave up after " + std::to_string(j.attempts - 1) +
-                         " attempts: the worker parsing this document stopped each time",
-                     j.result_dir, {});
+// Where a job reads its document and writes its outputs. With a file-storing job store, `work` is
+// a local scratch directory holding a copy of the upload and the outputs (removed after the job).
+struct JobPaths {
+  std::string input, result_dir, work;
+};
+
+// Copies the upload from a file-storing store into the scratch directory. False when the job
+// cannot run here: it was released back to the queue (a local failure) or finished as failed (the
+// upload is gone); the caller stops.
+bool StageUpload(Server::State& st, const Job& j, JobPaths* paths) {
+  paths->work = st.opt.data_dir + "/jobs/" + j.id;
+  RemoveTree(paths->work);
+  Status made = MakeDirs(paths->work);
+  auto up = made.ok() ? st.jobs->ReadFile(j.id, "upload/" + j.filename)
+                      : StatusOr<std::optional<std::string>>(made);
+  if (!up.ok()) {
+    std::fprintf(stderr, "job %s: cannot read the upload: %s\n", j.id.c_str(), up.status().message().c_str());
+    (void)st.jobs->Release(j.id, st.worker_id);
+    RemoveTree(paths->work);
+    return false;
   }
-  const bool stored = st.jobs->stores_files();
-  std::string input = j.input_path, result_dir = j.result_dir, work;
-  if (stored) {  // a local scratch copy of the upload; the outputs go back to the store
-    work = st.opt.data_dir + "/jobs/" + j.id;
-    RemoveTree(work);
-    Status made = MakeDirs(work);
-    auto up = made.ok() ? st.jobs->ReadFile(j.id, "upload/" + j.filename)
-                        : StatusOr<std::optional<std::string>>(made);
-    if (!up.ok()) {
-      std::fprintf(stderr, "job %s: cannot read the upload: %s\n", j.id.c_str(),
-                   up.status().message().c_str());
-      (void)st.jobs->Release(j.id, st.worker_id);
-      RemoveTree(work);
-      return;
-    }
-    if (!up->has_value()) return FinishJob(st, j, false, "the upload is missing from the job store", "", {});
-    input = work + "/" + j.filename;
-    result_dir = work + "/out";
-    Status w = WriteStringToFile(input, **up);
-    if (!w.ok()) {
-      std::fprintf(stderr, "job %s: cannot write the scratch copy: %s\n", j.id.c_str(), w.message().c_str());
-      (void)st.jobs->Release(j.id, st.worker_id);
-      RemoveTree(work);
-      return;
-    }
+  if (!up->has_value()) {
+    FinishJob(st, j, false, "the upload is missing from the job store", "", {});
+    return false;
   }
-  const ParseRequest p = JobParseRequest(j);
-  const std::string name = pipeline::DocumentName(j.filename);
-  std::unique_ptr<pipeline::Backend> owned;
-  pipeline::Backend* backend = BackendFor(st, &owned);
-  LeaseKeeper keeper(st, j.id);
+  paths->input = paths->work + "/" + j.filename;
+  paths->result_dir = paths->work + "/out";
+  Status w = WriteStringToFile(paths->input, **up);
+  if (!w.ok()) {
+    std::fprintf(stderr, "job %s: cannot write the scratch copy: %s\n", j.id.c_str(), w.message().c_str());
+    (void)st.jobs->Release(j.id, st.worker_id);
+    RemoveTree(paths->work);
+    return false;
+  }
+  return true;
+}
+
+// The parse's progress callback: records pages done in the store (which also renews the lease)
+// and, with a file-storing store, uploads each page image as soon as it is written. Marks the
+// lease lost when the store says another worker owns the job. Passed by reference (std::ref).
+struct JobProgress {
+  Server::State& st;
+  const Job& j;
+  bool stored;
+  std::string name;  // the document's folder under result_dir
+  std::string result_dir;
+  LeaseKeeper& keeper;
   std::set<std::string> stored_files;  // page images already in the store
-  auto progress = [&](const pipeline::ProgressEvent& e) {
+
+  void operator()(const pipeline::ProgressEvent& e) {
     if (e.kind == pipeline::ProgressEvent::kDocumentDone || keeper.lost) return;
     if (stored && e.kind == pipeline::ProgressEvent::kPageDone) {
       // The page image first (a replica that shows "n pages done" can show page n), now rather
@@ -810,13 +821,46 @@ void RunJob(Server::State& st, const Job& j) {
     }
     auto own = st.jobs->UpdateProgress(j.id, st.worker_id, e.pages_done, e.pages_total, st.opt.job_lease_s);
     if (own.ok() && !*own) keeper.MarkLost();
-  };
-  pipeline::ParseOptions o = OptionsFor(st, p, result_dir);
-  o.cancel = &keeper.cancel;
-  int global_page = 0;
-  pipeline::DocumentReport r = pipeline::ParseDocument(input, o, *backend, &global_page, progress);
-  keeper.Stop();
-  if (keeper.lost) {
+  }
+};
+
+// The job's error text for a finished parse: "" on success, storage failures explained, else the
+// first failed page.
+std::string JobError(const pipeline::DocumentReport& r) {
+  std::string err = r.status.ok() ? "" : r.status.message();
+  if (r.status.code() == StatusCode::kIoError) {
+    err = (SaysFull(err) ? "cannot write the result, the server's storage is full: "
+                         : "cannot write the result: ") +
+          err;
+  }
+  if (r.status.ok() && r.failed_pages() > 0) {
+    for (const auto& pg : r.pages) {
+      if (!pg.ok) {
+        err = "page " + std::to_string(pg.page + 1) + ": " + pg.error;
+        break;
+      }
+    }
+  }
+  return err;
+}
+
+// Every file under result_dir (relative paths) not already in the store, read for upload.
+std::vector<JobFile> ResultFiles(const std::string& result_dir, const std::set<std::string>& stored_files) {
+  std::vector<JobFile> files;
+  std::vector<std::string> names;
+  ListTree(result_dir, "", &names);
+  for (const std::string& rel : names) {
+    if (stored_files.count(rel)) continue;
+    auto data = ReadFileToString(result_dir + "/" + rel, size_t(1) << 30);
+    if (data.ok()) files.push_back({rel, std::move(*data)});
+  }
+  return files;
+}
+
+// Records how the parse ended: discarded (lease lost), handed back (draining), or finished.
+void RecordOutcome(Server::State& st, const Job& j, const pipeline::DocumentReport& r,
+                   const JobProgress& progress) {
+  if (progress.keeper.lost) {
     JobLost(st, j);
   } else if (r.status.code() == StatusCode::kCancelled) {
     // Draining: hand the job back to the queue (another worker, or this one after a restart, redoes it).
@@ -825,33 +869,35 @@ void RunJob(Server::State& st, const Job& j) {
                  released.ok() && *released ? "handed back to the queue (draining)"
                                             : "left for its lease to expire (draining)");
   } else {
-    std::string err = r.status.ok() ? "" : r.status.message();
-    if (r.status.code() == StatusCode::kIoError) {
-      err = (SaysFull(err) ? "cannot write the result, the server's storage is full: "
-                           : "cannot write the result: ") +
-            err;
-    }
-    if (r.status.ok() && r.failed_pages() > 0) {
-      for (const auto& pg : r.pages) {
-        if (!pg.ok) {
-          err = "page " + std::to_string(pg.page + 1) + ": " + pg.error;
-          break;
-        }
-      }
-    }
     std::vector<JobFile> files;
-    if (stored && r.status.ok()) {
-      std::vector<std::string> names;
-      ListTree(result_dir, "", &names);
-      for (const std::string& rel : names) {
-        if (stored_files.count(rel)) continue;
-        auto data = ReadFileToString(result_dir + "/" + rel, size_t(1) << 30);
-        if (data.ok()) files.push_back({rel, std::move(*data)});
-      }
-    }
-    FinishJob(st, j, r.status.ok(), err, stored ? "" : result_dir, files);
+    if (progress.stored && r.status.ok()) files = ResultFiles(progress.result_dir, progress.stored_files);
+    FinishJob(st, j, r.status.ok(), JobError(r), progress.stored ? "" : progress.result_dir, files);
   }
-  if (stored) RemoveTree(work);
+}
+
+void RunJob(Server::State& st, const Job& j) {
+  if (j.attempts > kMaxAttempts) {
+    return FinishJob(st, j, false,
+                     "gave up after " + std::to_string(j.attempts - 1) +
+                         " attempts: the worker parsing this document stopped each time",
+                     j.result_dir, {});
+  }
+  const bool stored = st.jobs->stores_files();
+  JobPaths paths{j.input_path, j.result_dir, ""};
+  if (stored && !StageUpload(st, j, &paths)) return;
+  const ParseRequest p = JobParseRequest(j);
+  std::unique_ptr<pipeline::Backend> owned;
+  pipeline::Backend* backend = BackendFor(st, &owned);
+  LeaseKeeper keeper(st, j.id);
+  JobProgress progress{st, j, stored, pipeline::DocumentName(j.filename), paths.result_dir, keeper, {}};
+  pipeline::ParseOptions o = OptionsFor(st, p, paths.result_dir);
+  o.cancel = &keeper.cancel;
+  int global_page = 0;
+  pipeline::DocumentReport r =
+      pipeline::ParseDocument(paths.input, o, *backend, &global_page, std::ref(progress));
+  keeper.Stop();
+  RecordOutcome(st, j, r, progress);
+  if (stored) RemoveTree(paths.work);
   malloc_trim(0);
 }
 
