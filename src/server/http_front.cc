@@ -499,14 +499,23 @@ bool HttpFront::Collect(Conn& c, Clock::time_point now, bool* closed, int* rejec
   return false;
 }
 
-void HttpFront::ReaderLoop() {
-  std::unordered_map<int, std::unique_ptr<Conn>> waiting;
-  auto drop = [&](std::unordered_map<int, std::unique_ptr<Conn>>::iterator it) {
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->first, nullptr);
+// The connections waiting for (the rest of) a request, by fd, each registered with epoll. Owned
+// and touched by the reader thread only.
+struct HttpFront::Waiting {
+  using Map = std::unordered_map<int, std::unique_ptr<Conn>>;
+  int epoll_fd;
+  Map conns;
+  // Unregisters the connection and hands it over.
+  std::unique_ptr<Conn> Drop(Map::iterator it) {
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->first, nullptr);
     std::unique_ptr<Conn> c = std::move(it->second);
-    waiting.erase(it);
+    conns.erase(it);
     return c;
-  };
+  }
+};
+
+void HttpFront::ReaderLoop() {
+  Waiting waiting{epoll_fd_, {}};
   epoll_event evs[64];
   auto next_sweep = Clock::now();
   for (;;) {
@@ -520,65 +529,76 @@ void HttpFront::ReaderLoop() {
     }
     if (stop) {  // connections waiting for a request are closed; requests that arrived are served
       for (auto& c : in) Close(std::move(c));
-      while (!waiting.empty()) Close(drop(waiting.begin()));
+      while (!waiting.conns.empty()) Close(waiting.Drop(waiting.conns.begin()));
       return;
     }
-    for (auto& c : in) {
-      epoll_event ev{};
-      ev.events = EPOLLIN | EPOLLRDHUP;
-      ev.data.fd = c->fd;
-      if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
-        Close(std::move(c));
-        continue;
-      }
-      const int fd = c->fd;
-      waiting[fd] = std::move(c);
-    }
+    Watch(waiting, std::move(in));
     const auto now = Clock::now();
-    for (int i = 0; i < n; ++i) {
-      const int fd = evs[i].data.fd;
-      if (fd == wake_fd_) {
-        uint64_t v;
-        while (::read(wake_fd_, &v, sizeof(v)) > 0) {
-        }
-        continue;
-      }
-      auto it = waiting.find(fd);
-      if (it == waiting.end()) continue;
-      bool closed = false;
-      int reject = 0;
-      const bool ready = Collect(*it->second, now, &closed, &reject);
-      if (ready) {
-        Dispatch(drop(it));
-      } else if (reject != 0) {
-        // Answered now; closed once the client stops sending (or after a few seconds), so that a
-        // client still sending its refused body reads the answer instead of a reset.
-        Linger(*it->second, reject, now);
-      } else if (closed) {
-        Close(drop(it));
-      }
-    }
+    for (int i = 0; i < n; ++i) OnReadable(waiting, evs[i].data.fd, now);
     if (now >= next_sweep) {  // deadlines, checked ten times a second
       next_sweep = now + std::chrono::milliseconds(100);
-      for (auto it = waiting.begin(); it != waiting.end();) {
-        if (now < it->second->deadline) {
-          ++it;
-          continue;
-        }
-        auto next = std::next(it);
-        if (it->second->lingering) {
-          // refused already: closed quietly
-        } else if (it->second->reader.in_body()) {
-          SendCanned(it->first, 408, "Request Timeout", "the request body did not arrive in time");
-          Event("read_timeout");
-        } else if (!it->second->idle) {
-          SendCanned(it->first, 408, "Request Timeout", "the request head did not arrive in time");
-          Event("head_timeout");
-        }
-        Close(drop(it));
-        it = next;
-      }
+      SweepDeadlines(waiting, now);
     }
+  }
+}
+
+void HttpFront::Watch(Waiting& w, std::vector<std::unique_ptr<Conn>> in) {
+  for (auto& c : in) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = c->fd;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+      Close(std::move(c));
+      continue;
+    }
+    const int fd = c->fd;
+    w.conns[fd] = std::move(c);
+  }
+}
+
+// fd is readable: the wake-up eventfd is drained; a waiting connection reads what arrived and is
+// dispatched (a whole request), answered and left to linger (refused), or closed (peer gone).
+void HttpFront::OnReadable(Waiting& w, int fd, Clock::time_point now) {
+  if (fd == wake_fd_) {
+    uint64_t v;
+    while (::read(wake_fd_, &v, sizeof(v)) > 0) {
+    }
+    return;
+  }
+  auto it = w.conns.find(fd);
+  if (it == w.conns.end()) return;
+  bool closed = false;
+  int reject = 0;
+  const bool ready = Collect(*it->second, now, &closed, &reject);
+  if (ready) {
+    Dispatch(w.Drop(it));
+  } else if (reject != 0) {
+    // Answered now; closed once the client stops sending (or after a few seconds), so that a
+    // client still sending its refused body reads the answer instead of a reset.
+    Linger(*it->second, reject, now);
+  } else if (closed) {
+    Close(w.Drop(it));
+  }
+}
+
+void HttpFront::SweepDeadlines(Waiting& w, Clock::time_point now) {
+  for (auto it = w.conns.begin(); it != w.conns.end();) {
+    if (now < it->second->deadline) {
+      ++it;
+      continue;
+    }
+    auto next = std::next(it);
+    if (it->second->lingering) {
+      // refused already: closed quietly
+    } else if (it->second->reader.in_body()) {
+      SendCanned(it->first, 408, "Request Timeout", "the request body did not arrive in time");
+      Event("read_timeout");
+    } else if (!it->second->idle) {
+      SendCanned(it->first, 408, "Request Timeout", "the request head did not arrive in time");
+      Event("head_timeout");
+    }
+    Close(w.Drop(it));
+    it = next;
   }
 }
 

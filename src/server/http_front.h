@@ -86,6 +86,11 @@ class HttpFront : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override;
 
   void ReaderLoop();
+  // The reader thread's state, defined in http_front.cc.
+  struct Waiting;
+  void Watch(Waiting& w, std::vector<std::unique_ptr<Conn>> in);  // registers new connections
+  void OnReadable(Waiting& w, int fd, std::chrono::steady_clock::time_point now);
+  void SweepDeadlines(Waiting& w, std::chrono::steady_clock::time_point now);  // 408s, lingering ends
   void WorkerLoop(bool ops);
   // Moves c's request forward after bytes arrived: true when a whole request is in c.request;
   // *reject: a status to answer before closing.
