@@ -10,6 +10,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -369,12 +371,19 @@ Status BenchAccuracy(BenchContext& c) {
   return Status::Ok();
 }
 
+using WorkloadFn = Status (*)(BenchContext&);
+
+// The workloads that run on a loaded model (peak needs none and is dispatched before loading).
+constexpr std::pair<std::string_view, WorkloadFn> kWorkloads[] = {
+    {"decode", BenchTokens},     {"prefill", BenchTokens},    {"vision", BenchVision},
+    {"page", BenchWorkloadFile}, {"chat", BenchWorkloadFile}, {"accuracy", BenchAccuracy},
+};
+
 // The workload's function, or null for an unknown name.
-Status (*WorkloadFn(const std::string& name))(BenchContext&) {
-  if (name == "decode" || name == "prefill") return BenchTokens;
-  if (name == "vision") return BenchVision;
-  if (name == "page" || name == "chat") return BenchWorkloadFile;
-  if (name == "accuracy") return BenchAccuracy;
+WorkloadFn FindWorkload(const std::string& name) {
+  for (const auto& [n, fn] : kWorkloads) {
+    if (n == name) return fn;
+  }
   return nullptr;
 }
 
@@ -424,7 +433,7 @@ int RunPeak(const BenchFlags& f) {
 int RunBench(const BenchFlags& f) {
   if (f.concurrency < 1 || f.concurrency > 256) return Fail("--concurrency must be 1..256");
   if (f.workload == "peak") return RunPeak(f);
-  auto run = WorkloadFn(f.workload);
+  const WorkloadFn run = FindWorkload(f.workload);
   if (run == nullptr) return Fail("--workload must be decode, prefill, vision, page, chat, accuracy or peak");
   const std::string dir = ResolveModelDir(f.model);
   const double t_load = Now();

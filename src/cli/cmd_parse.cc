@@ -148,82 +148,100 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-int RunParse(const ParseFlags& f) {
-  pipeline::ParseOptions opt;
-  opt.output_dir = f.output;
-  opt.pages = f.pages;
-  opt.layout_pictures = !f.no_layout_pictures;
+// The pipeline options the flags ask for; 0, or Fail()'s exit code on a bad flag.
+int ToParseOptions(const ParseFlags& f, pipeline::ParseOptions* opt) {
+  opt->output_dir = f.output;
+  opt->pages = f.pages;
+  opt->layout_pictures = !f.no_layout_pictures;
   if (f.pages_in_flight < 1 || f.pages_in_flight > 64) return Fail("--pages-in-flight must be 1..64");
-  opt.pages_in_flight = f.pages_in_flight;
-  opt.limits.pdf.render_timeout_s = f.page_render_timeout_s;
+  opt->pages_in_flight = f.pages_in_flight;
+  opt->limits.pdf.render_timeout_s = f.page_render_timeout_s;
   if (f.text_source == "model")
-    opt.text_source = pipeline::TextSource::kModel;
+    opt->text_source = pipeline::TextSource::kModel;
   else if (f.text_source == "pdf")
-    opt.text_source = pipeline::TextSource::kPdf;
+    opt->text_source = pipeline::TextSource::kPdf;
   else if (f.text_source == "auto")
-    opt.text_source = pipeline::TextSource::kAuto;
+    opt->text_source = pipeline::TextSource::kAuto;
   else
     return Fail("--text-source must be auto, pdf or model");
   if (f.vl_utils == "1.2")
-    opt.vl_utils = pipeline::VlUtilsVersion::k1_2;
+    opt->vl_utils = pipeline::VlUtilsVersion::k1_2;
   else if (f.vl_utils == "0.1")
-    opt.vl_utils = pipeline::VlUtilsVersion::k0_1;
+    opt->vl_utils = pipeline::VlUtilsVersion::k0_1;
   else
     return Fail("--vl-utils must be 1.2 or 0.1");
-  auto inputs = ExpandInputs(f.inputs);
-  if (!inputs.ok()) return Fail(inputs.status().message());
+  return 0;
+}
 
+// The backend and what it runs on. Members are destroyed bottom-up: the engine before the
+// tokenizer and model it uses, the backend last.
+struct BackendStack {
   std::unique_ptr<pipeline::Backend> backend;
   std::unique_ptr<Qwen2VLModel> model;
   std::unique_ptr<Tokenizer> tok;
   std::unique_ptr<Engine> engine;
+};
+
+// Downloads the model into dir when it is missing and the user agrees (--yes or a terminal
+// answer); 0, or Fail()'s exit code.
+int EnsureModel(const ParseFlags& f, const std::string& dir) {
+  if (ModelLooksComplete(dir)) return 0;
+  bool go = f.yes;
+  if (!go && ::isatty(0) && ::isatty(2)) {
+    std::fprintf(stderr, "The model is not in %s. Download MinerU2.5 (about 2.3 GB) now? [y/N] ",
+                 dir.c_str());
+    char answer[16] = {0};
+    go = std::fgets(answer, sizeof(answer), stdin) && (answer[0] == 'y' || answer[0] == 'Y');
+  }
+  if (!go) return Fail("no model at " + dir + "; run `mineru-cpp download` (or pass --yes, or --model DIR)");
+  DownloadOptions d;
+  d.model_dir = dir;
+  Status s = DownloadModel(d, MakeTerminalProgress(f.quiet || f.json));
+  if (!s.ok()) return Fail(s.message());
+  return 0;
+}
+
+// The replay backend (--replay) or the model, tokenizer and engine behind a model backend; 0, or
+// Fail()'s exit code.
+int LoadBackend(const ParseFlags& f, BackendStack* st) {
   if (!f.replay.empty()) {
     auto b = pipeline::MakeReplayBackend(f.replay);
     if (!b.ok()) return Fail(b.status().ToString());
-    backend = std::move(b).value();
-  } else {
-    const std::string dir = ResolveModelDir(f.model);
-    if (!ModelLooksComplete(dir)) {
-      bool go = f.yes;
-      if (!go && ::isatty(0) && ::isatty(2)) {
-        std::fprintf(stderr, "The model is not in %s. Download MinerU2.5 (about 2.3 GB) now? [y/N] ",
-                     dir.c_str());
-        char answer[16] = {0};
-        go = std::fgets(answer, sizeof(answer), stdin) && (answer[0] == 'y' || answer[0] == 'Y');
-      }
-      if (!go) {
-        return Fail("no model at " + dir + "; run `mineru-cpp download` (or pass --yes, or --model DIR)");
-      }
-      DownloadOptions d;
-      d.model_dir = dir;
-      Status s = DownloadModel(d, MakeTerminalProgress(f.quiet || f.json));
-      if (!s.ok()) return Fail(s.message());
-    }
-    ThreadPool load_pool(ResolveThreads(f.threads));
-    auto m = Qwen2VLModel::Load(dir, WithQuant(f.load, f.quant), &load_pool);
-    if (!m.ok()) return Fail(m.status().ToString());
-    model = std::move(m).value();
-    // Which checkpoint runs (2509, Pro-2604/2605, a GGUF file): MinerU's answers differ between them.
-    if (!f.quiet) std::fprintf(stderr, "model: %s (%s)\n", model->name().c_str(), dir.c_str());
-    auto t = LoadTokenizer(dir, f.load.mmproj);
-    if (!t.ok()) return Fail(t.status().ToString());
-    tok = std::move(t).value();
-    EngineConfig ec;
-    ec.threads = static_cast<int>(ResolveThreads(f.threads));
-    ec.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
-    auto e = Engine::Create(*model, tok.get(), ec);
-    if (!e.ok()) return Fail(e.status().ToString());
-    engine = std::move(e).value();
-    pipeline::ModelBackendOptions mo;
-    mo.max_block_tokens = f.max_block_tokens;
-    mo.max_layout_tokens = f.max_block_tokens;
-    backend = pipeline::MakeModelBackend(engine.get(), mo);
+    st->backend = std::move(b).value();
+    return 0;
   }
+  const std::string dir = ResolveModelDir(f.model);
+  if (int rc = EnsureModel(f, dir); rc != 0) return rc;
+  ThreadPool load_pool(ResolveThreads(f.threads));
+  auto m = Qwen2VLModel::Load(dir, WithQuant(f.load, f.quant), &load_pool);
+  if (!m.ok()) return Fail(m.status().ToString());
+  st->model = std::move(m).value();
+  // Which checkpoint runs (2509, Pro-2604/2605, a GGUF file): MinerU's answers differ between them.
+  if (!f.quiet) std::fprintf(stderr, "model: %s (%s)\n", st->model->name().c_str(), dir.c_str());
+  auto t = LoadTokenizer(dir, f.load.mmproj);
+  if (!t.ok()) return Fail(t.status().ToString());
+  st->tok = std::move(t).value();
+  EngineConfig ec;
+  ec.threads = static_cast<int>(ResolveThreads(f.threads));
+  ec.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
+  auto e = Engine::Create(*st->model, st->tok.get(), ec);
+  if (!e.ok()) return Fail(e.status().ToString());
+  st->engine = std::move(e).value();
+  pipeline::ModelBackendOptions mo;
+  mo.max_block_tokens = f.max_block_tokens;
+  mo.max_layout_tokens = f.max_block_tokens;
+  st->backend = pipeline::MakeModelBackend(st->engine.get(), mo);
+  return 0;
+}
 
-  Progress progress(f, backend.get(), inputs->size());
+// Parses every input in turn, reporting each document; the exit code is 1 when any file or page
+// failed.
+int ParseInputs(const ParseFlags& f, const pipeline::ParseOptions& opt,
+                const std::vector<std::string>& inputs, pipeline::Backend& backend) {
+  Progress progress(f, &backend, inputs.size());
   int global_page = 0, failed_files = 0, failed_pages = 0, pages = 0;
-  for (const std::string& in : *inputs) {
-    pipeline::DocumentReport r = pipeline::ParseDocument(in, opt, *backend, &global_page, std::ref(progress));
+  for (const std::string& in : inputs) {
+    pipeline::DocumentReport r = pipeline::ParseDocument(in, opt, backend, &global_page, std::ref(progress));
     pages += static_cast<int>(r.pages.size());
     failed_pages += r.failed_pages();
     if (!r.status.ok()) {
@@ -243,14 +261,24 @@ int RunParse(const ParseFlags& f) {
   }
   if (f.json) {
     std::printf("%s\n", nlohmann::json({{"event", "done"},
-                                        {"files", inputs->size()},
+                                        {"files", inputs.size()},
                                         {"failed_files", failed_files},
                                         {"pages", pages},
                                         {"failed_pages", failed_pages}})
                             .dump()
                             .c_str());
   }
-  const int code = failed_files == 0 && failed_pages == 0 ? 0 : 1;
+  return failed_files == 0 && failed_pages == 0 ? 0 : 1;
+}
+
+int RunParse(const ParseFlags& f) {
+  pipeline::ParseOptions opt;
+  if (int rc = ToParseOptions(f, &opt); rc != 0) return rc;
+  auto inputs = ExpandInputs(f.inputs);
+  if (!inputs.ok()) return Fail(inputs.status().message());
+  BackendStack stack;
+  if (int rc = LoadBackend(f, &stack); rc != 0) return rc;
+  const int code = ParseInputs(f, opt, *inputs, *stack.backend);
   if (AbandonedRenders() > 0) {
     // A render abandoned at its deadline still runs inside poppler: leave without running global
     // destructors under it. Every output file is closed by now.

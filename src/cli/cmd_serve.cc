@@ -101,11 +101,8 @@ int RunServe(ServeFlags f) {
   std::_Exit(0);  // in-flight work is done or left to the job store; skip global destructors
 }
 
-}  // namespace
-
-void AddServe(CLI::App& app, Action* run) {
-  auto f = std::make_shared<ServeFlags>();
-  CLI::App* c = app.add_subcommand("serve", "HTTP server: OpenAI-style API, /file_parse, /tasks, web page");
+// Where the server listens, what it serves, and who may call it.
+void AddEndpointFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--model", f->model, "Model directory");
   c->add_option("--host", f->o.host, "Address to bind")->capture_default_str();
   c->add_option("--port", f->o.port, "Port (0 = any free port)")->capture_default_str();
@@ -119,6 +116,10 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_flag("--allow-private-image-hosts", f->o.allow_private_image_hosts,
               "With --allow-remote-images: also fetch from loopback, private and link-local addresses "
               "(request forgery risk: only where every client is trusted)");
+}
+
+// Document jobs (/file_parse, /tasks): storage, workers and per-document limits.
+void AddDocumentFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--data-dir", f->o.data_dir, "Uploads and job outputs")->capture_default_str();
   c->add_option(
       "--jobs-db", f->o.jobs_db,
@@ -149,6 +150,10 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--vl-utils", f->o.vl_utils,
                 "Document extraction: 0.1 (mineru-vl-utils 0.1.17, 2509 outputs) or 1.2 (1.2.1, MinerU 3.x)")
       ->capture_default_str();
+}
+
+// Request budgets (images, pixels, pages, tokens), chat admission and retry sharing.
+void AddChatFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--max-request-images", f->o.max_request_images, "Images per chat request (413 beyond)")
       ->capture_default_str();
   c->add_option("--max-request-pixels", f->o.max_request_pixels,
@@ -178,6 +183,10 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--max-prompt-tokens", f->o.engine.max_prompt_tokens, "Per request")->capture_default_str();
   c->add_option("--request-timeout", f->o.request_timeout_s, "Seconds per chat request")
       ->capture_default_str();
+}
+
+// The HTTP front: threads, deadlines and connection budgets.
+void AddConnectionFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--http-threads", f->o.http_threads,
                 "Requests processed at once (connections waiting for a request hold no thread)")
       ->capture_default_str();
@@ -207,6 +216,10 @@ void AddServe(CLI::App& app, Action* run) {
                 "client that does not read can pin, and how soon --write-timeout-s notices it")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+}
+
+// Compute, model loading, replay (tests), the web page and shutdown.
+void AddRuntimeFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--threads", f->threads, "Compute threads (default: all cores)");
   c->add_option("--quant", f->o.quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   AddModelFileFlags(c, &f->o.load);
@@ -215,6 +228,18 @@ void AddServe(CLI::App& app, Action* run) {
   c->add_option("--replay-delay-ms", f->o.replay_delay_ms, "With --replay: latency per page (tests)");
   c->add_option("--web-dir", f->o.web_dir, "Built web page (default: web/dist of the source tree)");
   c->add_option("--drain-seconds", f->drain_s, "Graceful shutdown budget")->capture_default_str();
+}
+
+}  // namespace
+
+void AddServe(CLI::App& app, Action* run) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* c = app.add_subcommand("serve", "HTTP server: OpenAI-style API, /file_parse, /tasks, web page");
+  AddEndpointFlags(c, f.get());
+  AddDocumentFlags(c, f.get());
+  AddChatFlags(c, f.get());
+  AddConnectionFlags(c, f.get());
+  AddRuntimeFlags(c, f.get());
   c->callback([f, run] { *run = [f] { return RunServe(*f); }; });
 }
 
