@@ -61,6 +61,83 @@ Status ParseVision(const Json& v, VisionConfig* c) {
   return Status::Ok();
 }
 
+// The text model's sizes and rms_norm_eps. `text` is the nested text_config, or `root` itself (the
+// on-disk v4 form); a field in `text` wins over the same field in `root`.
+Status ParseTextSizes(const Json& root, const Json* text, TextConfig* t) {
+  const std::string w = "config.json";
+  auto get_text_int = [&](const char* key, int* out, bool required) -> Status {
+    if (text->contains(key)) return GetInt(*text, key, out, required, w);
+    return GetInt(root, key, out, required, w);
+  };
+  MINERU_RETURN_IF_ERROR(get_text_int("vocab_size", &t->vocab_size, true));
+  MINERU_RETURN_IF_ERROR(get_text_int("hidden_size", &t->hidden_size, true));
+  MINERU_RETURN_IF_ERROR(get_text_int("intermediate_size", &t->intermediate_size, true));
+  MINERU_RETURN_IF_ERROR(get_text_int("num_hidden_layers", &t->num_layers, true));
+  MINERU_RETURN_IF_ERROR(get_text_int("num_attention_heads", &t->num_heads, true));
+  t->num_kv_heads = t->num_heads;
+  MINERU_RETURN_IF_ERROR(get_text_int("num_key_value_heads", &t->num_kv_heads, false));
+  MINERU_RETURN_IF_ERROR(get_text_int("max_position_embeddings", &t->max_position_embeddings, false));
+  if (t->num_heads > 0) t->head_dim = t->hidden_size / t->num_heads;
+  double eps = t->rms_norm_eps;
+  MINERU_RETURN_IF_ERROR(GetFloat(root, "rms_norm_eps", &eps, w));
+  if (text != &root) MINERU_RETURN_IF_ERROR(GetFloat(*text, "rms_norm_eps", &eps, w));
+  t->rms_norm_eps = static_cast<float>(eps);
+  return Status::Ok();
+}
+
+// rope_theta and mrope_section, which live in several places depending on the writer: the root,
+// the text config, and its first rope_scaling / rope_parameters object (later places win).
+Status ParseRope(const Json& root, const Json* text, TextConfig* t) {
+  const std::string w = "config.json";
+  const Json* rope = nullptr;
+  for (const Json* holder : std::initializer_list<const Json*>{text, &root}) {
+    for (const char* key : {"rope_scaling", "rope_parameters"}) {
+      if (!rope && holder->contains(key) && (*holder)[key].is_object()) rope = &(*holder)[key];
+    }
+  }
+  MINERU_RETURN_IF_ERROR(GetFloat(root, "rope_theta", &t->rope_theta, w));
+  if (text != &root) MINERU_RETURN_IF_ERROR(GetFloat(*text, "rope_theta", &t->rope_theta, w));
+  if (rope) {
+    MINERU_RETURN_IF_ERROR(GetFloat(*rope, "rope_theta", &t->rope_theta, w));
+    if (rope->contains("mrope_section") && (*rope)["mrope_section"].is_array()) {
+      for (const auto& s : (*rope)["mrope_section"]) {
+        if (!s.is_number_integer())
+          return InvalidArgumentError("config.json: mrope_section must hold integers");
+        t->mrope_section.push_back(s.get<int>());
+      }
+    }
+  }
+  if (t->mrope_section.empty())
+    return InvalidArgumentError("config.json is missing rope_scaling.mrope_section");
+  return Status::Ok();
+}
+
+// The special token ids (root level; absent ones keep their defaults) and eos_token_id (one or a list).
+Status ParseTokenIds(const Json& root, ModelConfig* c) {
+  const std::string w = "config.json";
+  auto get_id = [&](const char* key, int32_t* out) -> Status {
+    int v = *out;
+    MINERU_RETURN_IF_ERROR(GetInt(root, key, &v, false, w));
+    *out = v;
+    return Status::Ok();
+  };
+  MINERU_RETURN_IF_ERROR(get_id("image_token_id", &c->image_token_id));
+  MINERU_RETURN_IF_ERROR(get_id("video_token_id", &c->video_token_id));
+  MINERU_RETURN_IF_ERROR(get_id("vision_start_token_id", &c->vision_start_token_id));
+  MINERU_RETURN_IF_ERROR(get_id("vision_end_token_id", &c->vision_end_token_id));
+  MINERU_RETURN_IF_ERROR(get_id("bos_token_id", &c->bos_token_id));
+  if (root.contains("eos_token_id")) {
+    const Json& e = root["eos_token_id"];
+    if (e.is_number_integer()) c->eos_token_ids.push_back(e.get<int32_t>());
+    if (e.is_array()) {
+      for (const auto& x : e) {
+        if (x.is_number_integer()) c->eos_token_ids.push_back(x.get<int32_t>());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ModelConfig::Validate() const {
@@ -122,47 +199,9 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   // Text fields: nested text_config (newer) or the root (on-disk v4 form). Nested wins.
   const Json* text = &root;
   if (root.contains("text_config") && root["text_config"].is_object()) text = &root["text_config"];
-  const std::string w = "config.json";
   TextConfig& t = c.text;
-  auto get_text_int = [&](const char* key, int* out, bool required) -> Status {
-    if (text->contains(key)) return GetInt(*text, key, out, required, w);
-    return GetInt(root, key, out, required, w);
-  };
-  MINERU_RETURN_IF_ERROR(get_text_int("vocab_size", &t.vocab_size, true));
-  MINERU_RETURN_IF_ERROR(get_text_int("hidden_size", &t.hidden_size, true));
-  MINERU_RETURN_IF_ERROR(get_text_int("intermediate_size", &t.intermediate_size, true));
-  MINERU_RETURN_IF_ERROR(get_text_int("num_hidden_layers", &t.num_layers, true));
-  MINERU_RETURN_IF_ERROR(get_text_int("num_attention_heads", &t.num_heads, true));
-  t.num_kv_heads = t.num_heads;
-  MINERU_RETURN_IF_ERROR(get_text_int("num_key_value_heads", &t.num_kv_heads, false));
-  MINERU_RETURN_IF_ERROR(get_text_int("max_position_embeddings", &t.max_position_embeddings, false));
-  if (t.num_heads > 0) t.head_dim = t.hidden_size / t.num_heads;
-  double eps = t.rms_norm_eps;
-  MINERU_RETURN_IF_ERROR(GetFloat(root, "rms_norm_eps", &eps, w));
-  if (text != &root) MINERU_RETURN_IF_ERROR(GetFloat(*text, "rms_norm_eps", &eps, w));
-  t.rms_norm_eps = static_cast<float>(eps);
-
-  // rope: theta and mrope_section may live in several places depending on the writer.
-  const Json* rope = nullptr;
-  for (const Json* holder : std::initializer_list<const Json*>{text, &root}) {
-    for (const char* key : {"rope_scaling", "rope_parameters"}) {
-      if (!rope && holder->contains(key) && (*holder)[key].is_object()) rope = &(*holder)[key];
-    }
-  }
-  MINERU_RETURN_IF_ERROR(GetFloat(root, "rope_theta", &t.rope_theta, w));
-  if (text != &root) MINERU_RETURN_IF_ERROR(GetFloat(*text, "rope_theta", &t.rope_theta, w));
-  if (rope) {
-    MINERU_RETURN_IF_ERROR(GetFloat(*rope, "rope_theta", &t.rope_theta, w));
-    if (rope->contains("mrope_section") && (*rope)["mrope_section"].is_array()) {
-      for (const auto& s : (*rope)["mrope_section"]) {
-        if (!s.is_number_integer())
-          return InvalidArgumentError("config.json: mrope_section must hold integers");
-        t.mrope_section.push_back(s.get<int>());
-      }
-    }
-  }
-  if (t.mrope_section.empty())
-    return InvalidArgumentError("config.json is missing rope_scaling.mrope_section");
+  MINERU_RETURN_IF_ERROR(ParseTextSizes(root, text, &t));
+  MINERU_RETURN_IF_ERROR(ParseRope(root, text, &t));
 
   bool tie = false;
   for (const Json* holder : std::initializer_list<const Json*>{&root, text}) {
@@ -172,26 +211,7 @@ StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
   }
   t.tie_word_embeddings = tie;
 
-  auto get_id = [&](const char* key, int32_t* out) -> Status {
-    int v = *out;
-    MINERU_RETURN_IF_ERROR(GetInt(root, key, &v, false, w));
-    *out = v;
-    return Status::Ok();
-  };
-  MINERU_RETURN_IF_ERROR(get_id("image_token_id", &c.image_token_id));
-  MINERU_RETURN_IF_ERROR(get_id("video_token_id", &c.video_token_id));
-  MINERU_RETURN_IF_ERROR(get_id("vision_start_token_id", &c.vision_start_token_id));
-  MINERU_RETURN_IF_ERROR(get_id("vision_end_token_id", &c.vision_end_token_id));
-  MINERU_RETURN_IF_ERROR(get_id("bos_token_id", &c.bos_token_id));
-  if (root.contains("eos_token_id")) {
-    const Json& e = root["eos_token_id"];
-    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int32_t>());
-    if (e.is_array()) {
-      for (const auto& x : e) {
-        if (x.is_number_integer()) c.eos_token_ids.push_back(x.get<int32_t>());
-      }
-    }
-  }
+  MINERU_RETURN_IF_ERROR(ParseTokenIds(root, &c));
   if (root.contains("torch_dtype") && root["torch_dtype"].is_string()) c.torch_dtype = root["torch_dtype"];
   if (c.vision.out_hidden_size == 0) c.vision.out_hidden_size = t.hidden_size;
   MINERU_RETURN_IF_ERROR(c.Validate());
