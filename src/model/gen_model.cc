@@ -124,6 +124,105 @@ void AppendValue(float x, DType dtype, std::string* out) {
   }
 }
 
+uint64_t NumElements(const Spec& s) {
+  uint64_t n = 1;
+  for (int64_t d : s.shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+// config.json, preprocessor_config.json (Qwen2-VL's defaults) and, when given, a copy of the
+// tokenizer file, into out_dir (created).
+Status WriteConfigFiles(const std::string& out_dir, const std::string& cfg_text,
+                        const std::string& tokenizer_path) {
+  MINERU_RETURN_IF_ERROR(MakeDirs(out_dir));
+  MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/config.json", cfg_text));
+  Json pp = {{"min_pixels", 3136},
+             {"max_pixels", 1605632},
+             {"patch_size", 14},
+             {"merge_size", 2},
+             {"temporal_patch_size", 2},
+             {"image_mean", {0.48145466, 0.4578275, 0.40821073}},
+             {"image_std", {0.26862954, 0.26130258, 0.27577711}},
+             {"resample", 3},
+             {"do_rescale", true},
+             {"rescale_factor", 1.0 / 255},
+             {"do_normalize", true},
+             {"do_convert_rgb", true},
+             {"image_processor_type", "Qwen2VLImageProcessor"}};
+  MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/preprocessor_config.json", pp.dump(2)));
+  if (!tokenizer_path.empty()) {
+    MINERU_ASSIGN_OR_RETURN(std::string tok, ReadFileToString(tokenizer_path, 256u << 20));
+    MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/tokenizer.json", tok));
+  }
+  return Status::Ok();
+}
+
+// The safetensors JSON header for `specs` laid out back to back, space-padded to a multiple of 8.
+std::string SafetensorsHeader(const std::vector<Spec>& specs, DType dtype, const std::string& preset) {
+  const size_t es = DTypeSize(dtype);
+  Json header = Json::object();
+  header["__metadata__"] = {{"format", "pt"}, {"generator", "mineru-cpp gen-model"}, {"preset", preset}};
+  uint64_t off = 0;
+  for (const Spec& s : specs) {
+    const uint64_t n = NumElements(s);
+    header[s.name] = {{"dtype", DTypeName(dtype)}, {"shape", s.shape}, {"data_offsets", {off, off + n * es}}};
+    off += n * es;
+  }
+  std::string h = header.dump();
+  while (h.size() % 8 != 0) h += ' ';
+  return h;
+}
+
+// Streams one tensor's random values to `out` in chunks of 1M values (buf is scratch): norm
+// weights ~ 1 + 0.1 N, biases ~ 0.05 N, embeddings ~ 0.5 N, matrices ~ N / sqrt(fan_in).
+void WriteRandomTensor(const Spec& s, DType dtype, Rng& rng, std::string& buf, std::ofstream& out) {
+  const uint64_t n = NumElements(s);
+  const int64_t fan_in = s.shape.size() > 1 ? static_cast<int64_t>(n / static_cast<uint64_t>(s.shape[0])) : 1;
+  const float std_dev = s.kind == Spec::kEmbedding ? 0.5f : 1.0f / std::sqrt(static_cast<float>(fan_in));
+  uint64_t done = 0;
+  while (done < n) {
+    const uint64_t chunk = std::min<uint64_t>(n - done, 1u << 20);
+    buf.clear();
+    for (uint64_t i = 0; i < chunk; ++i) {
+      float x;
+      switch (s.kind) {
+        case Spec::kNormWeight:
+          x = 1.0f + 0.1f * rng.Normal();
+          break;
+        case Spec::kBias:
+          x = 0.05f * rng.Normal();
+          break;
+        default:
+          x = std_dev * rng.Normal();
+      }
+      AppendValue(x, dtype, &buf);
+    }
+    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+    done += chunk;
+  }
+}
+
+// model.safetensors with every tensor of `cfg`, random from o.seed: written to a .tmp file, then
+// renamed into place.
+Status WriteRandomSafetensors(const std::string& out_dir, const ModelConfig& cfg, const GenModelOptions& o) {
+  const std::vector<Spec> specs = TensorSpecs(cfg);
+  const std::string h = SafetensorsHeader(specs, o.dtype, o.preset);
+  const std::string path = out_dir + "/model.safetensors";
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError("cannot write " + tmp);
+  uint64_t hn = h.size();
+  out.write(reinterpret_cast<const char*>(&hn), 8);
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  Rng rng(o.seed);
+  std::string buf;
+  for (const Spec& s : specs) WriteRandomTensor(s, o.dtype, rng, buf, out);
+  out.close();
+  if (!out) return IoError("write failed: " + tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename " + tmp);
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::string> PresetConfigJson(const std::string& preset) {
@@ -195,83 +294,8 @@ Status GenerateRandomModel(const std::string& out_dir, const GenModelOptions& o)
     cfg_text = j.dump(2);
   }
   MINERU_ASSIGN_OR_RETURN(ModelConfig cfg, ParseModelConfig(cfg_text));
-  MINERU_RETURN_IF_ERROR(MakeDirs(out_dir));
-  MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/config.json", cfg_text));
-  Json pp = {{"min_pixels", 3136},
-             {"max_pixels", 1605632},
-             {"patch_size", 14},
-             {"merge_size", 2},
-             {"temporal_patch_size", 2},
-             {"image_mean", {0.48145466, 0.4578275, 0.40821073}},
-             {"image_std", {0.26862954, 0.26130258, 0.27577711}},
-             {"resample", 3},
-             {"do_rescale", true},
-             {"rescale_factor", 1.0 / 255},
-             {"do_normalize", true},
-             {"do_convert_rgb", true},
-             {"image_processor_type", "Qwen2VLImageProcessor"}};
-  MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/preprocessor_config.json", pp.dump(2)));
-  if (!o.tokenizer_path.empty()) {
-    MINERU_ASSIGN_OR_RETURN(std::string tok, ReadFileToString(o.tokenizer_path, 256u << 20));
-    MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/tokenizer.json", tok));
-  }
-
-  // Stream the safetensors file: header first, then each tensor generated in turn.
-  const std::vector<Spec> specs = TensorSpecs(cfg);
-  const size_t es = DTypeSize(o.dtype);
-  Json header = Json::object();
-  header["__metadata__"] = {{"format", "pt"}, {"generator", "mineru-cpp gen-model"}, {"preset", o.preset}};
-  uint64_t off = 0;
-  for (const Spec& s : specs) {
-    uint64_t n = 1;
-    for (int64_t d : s.shape) n *= static_cast<uint64_t>(d);
-    header[s.name] = {
-        {"dtype", DTypeName(o.dtype)}, {"shape", s.shape}, {"data_offsets", {off, off + n * es}}};
-    off += n * es;
-  }
-  std::string h = header.dump();
-  while (h.size() % 8 != 0) h += ' ';
-  const std::string path = out_dir + "/model.safetensors";
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError("cannot write " + tmp);
-  uint64_t hn = h.size();
-  out.write(reinterpret_cast<const char*>(&hn), 8);
-  out.write(h.data(), static_cast<std::streamsize>(h.size()));
-  Rng rng(o.seed);
-  std::string buf;
-  for (const Spec& s : specs) {
-    uint64_t n = 1;
-    for (int64_t d : s.shape) n *= static_cast<uint64_t>(d);
-    const int64_t fan_in =
-        s.shape.size() > 1 ? static_cast<int64_t>(n / static_cast<uint64_t>(s.shape[0])) : 1;
-    const float std_dev = s.kind == Spec::kEmbedding ? 0.5f : 1.0f / std::sqrt(static_cast<float>(fan_in));
-    uint64_t done = 0;
-    while (done < n) {
-      const uint64_t chunk = std::min<uint64_t>(n - done, 1u << 20);
-      buf.clear();
-      for (uint64_t i = 0; i < chunk; ++i) {
-        float x;
-        switch (s.kind) {
-          case Spec::kNormWeight:
-            x = 1.0f + 0.1f * rng.Normal();
-            break;
-          case Spec::kBias:
-            x = 0.05f * rng.Normal();
-            break;
-          default:
-            x = std_dev * rng.Normal();
-        }
-        AppendValue(x, o.dtype, &buf);
-      }
-      out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-      done += chunk;
-    }
-  }
-  out.close();
-  if (!out) return IoError("write failed: " + tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename " + tmp);
-  return Status::Ok();
+  MINERU_RETURN_IF_ERROR(WriteConfigFiles(out_dir, cfg_text, o.tokenizer_path));
+  return WriteRandomSafetensors(out_dir, cfg, o);
 }
 
 }  // namespace mineru
