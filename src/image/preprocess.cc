@@ -106,7 +106,11 @@ StatusOr<std::pair<int, int>> SmartResize(int64_t height, int64_t width, int fac
   return std::make_pair(static_cast<int>(h_bar), static_cast<int>(w_bar));
 }
 
-StatusOr<PixelValues> PreprocessImage(const RgbImage& image, const PreprocessConfig& cfg) {
+namespace {
+
+// The processor's settings and the image checked before any work: sizes positive and
+// consistent, the image within min_input_side and max_input_pixels.
+Status CheckPreprocessInput(const RgbImage& image, const PreprocessConfig& cfg) {
   if (cfg.patch_size <= 0 || cfg.merge_size <= 0 || cfg.temporal_patch_size <= 0) {
     return InvalidArgumentError(
         "preprocess: patch_size, merge_size and temporal_patch_size must be positive");
@@ -129,6 +133,61 @@ StatusOr<PixelValues> PreprocessImage(const RgbImage& image, const PreprocessCon
                                   std::to_string(image.height) + " = " + std::to_string(npix) +
                                   " pixels exceeds the limit of " + std::to_string(cfg.max_input_pixels));
   }
+  return Status::Ok();
+}
+
+// Normalized value per byte value and channel: float32((float32(v) * scale - mean) / std).
+// The image has only 256 distinct values per channel, so a table is exact and cheap.
+void FillNormTable(const PreprocessConfig& cfg, float table[3][256]) {
+  const float scale = cfg.rescale_factor;
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      volatile float a = static_cast<float>(v) * scale;  // no FMA contraction across these steps
+      volatile float d = a - cfg.image_mean[c];
+      table[c][v] = d / cfg.image_std[c];
+    }
+  }
+}
+
+// Writes the normalized patches of an RGB8 image `rw` pixels wide (covering gh*p rows, gw*p
+// columns; gh, gw multiples of m) into pv->data, which holds gh*gw rows of 3*tps*p*p floats. Row r = ((bh *
+// (gw/m) + bw) * m + mh)
+// * m + mw; column ((c * tps + t) * p + py) * p + px.
+void Patchify(const uint8_t* px, int rw, int gh, int gw, int p, int m, int tps, const float table[3][256],
+              PixelValues* pv) {
+  const int patch_dim = pv->patch_dim;
+  const int bw_n = gw / m;
+  const size_t stride = static_cast<size_t>(rw) * 3;
+  for (int bh = 0; bh < gh / m; ++bh) {
+    for (int bw = 0; bw < bw_n; ++bw) {
+      for (int mh = 0; mh < m; ++mh) {
+        for (int mw = 0; mw < m; ++mw) {
+          const size_t r = ((static_cast<size_t>(bh) * bw_n + bw) * m + mh) * m + mw;
+          float* row = &pv->data[r * patch_dim];
+          const int y0 = (bh * m + mh) * p, x0 = (bw * m + mw) * p;
+          for (int c = 0; c < 3; ++c) {
+            float* dst0 = row + static_cast<size_t>(c) * tps * p * p;
+            for (int py = 0; py < p; ++py) {
+              const uint8_t* src =
+                  px + static_cast<size_t>(y0 + py) * stride + static_cast<size_t>(x0) * 3 + c;
+              float* dst = dst0 + static_cast<size_t>(py) * p;
+              for (int q = 0; q < p; ++q) dst[q] = table[c][src[3 * q]];
+            }
+            // The frame is repeated temporal_patch_size times.
+            for (int t = 1; t < tps; ++t) {
+              std::copy(dst0, dst0 + p * p, dst0 + static_cast<size_t>(t) * p * p);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<PixelValues> PreprocessImage(const RgbImage& image, const PreprocessConfig& cfg) {
+  MINERU_RETURN_IF_ERROR(CheckPreprocessInput(image, cfg));
   const int p = cfg.patch_size, m = cfg.merge_size, tps = cfg.temporal_patch_size;
   MINERU_ASSIGN_OR_RETURN(auto hw,
                           SmartResize(image.height, image.width, p * m, cfg.min_pixels, cfg.max_pixels));
@@ -152,46 +211,9 @@ StatusOr<PixelValues> PreprocessImage(const RgbImage& image, const PreprocessCon
   pv.grid_w = gw;
   pv.data.resize(static_cast<size_t>(num_patches) * patch_dim);
 
-  // Normalized value per byte value and channel: float32((float32(v) * scale - mean) / std).
-  // The image has only 256 distinct values per channel, so a table is exact and cheap.
   float table[3][256];
-  const float scale = cfg.rescale_factor;
-  for (int c = 0; c < 3; ++c) {
-    for (int v = 0; v < 256; ++v) {
-      volatile float a = static_cast<float>(v) * scale;  // no FMA contraction across these steps
-      volatile float d = a - cfg.image_mean[c];
-      table[c][v] = d / cfg.image_std[c];
-    }
-  }
-
-  // Row r = ((bh * (gw/m) + bw) * m + mh) * m + mw; column ((c * tps + t) * p + py) * p + px.
-  const int bw_n = gw / m;
-  const size_t stride = static_cast<size_t>(rw) * 3;
-  const uint8_t* px = im->pixels.data();
-  for (int bh = 0; bh < gh / m; ++bh) {
-    for (int bw = 0; bw < bw_n; ++bw) {
-      for (int mh = 0; mh < m; ++mh) {
-        for (int mw = 0; mw < m; ++mw) {
-          const size_t r = ((static_cast<size_t>(bh) * bw_n + bw) * m + mh) * m + mw;
-          float* row = &pv.data[r * patch_dim];
-          const int y0 = (bh * m + mh) * p, x0 = (bw * m + mw) * p;
-          for (int c = 0; c < 3; ++c) {
-            float* dst0 = row + static_cast<size_t>(c) * tps * p * p;
-            for (int py = 0; py < p; ++py) {
-              const uint8_t* src =
-                  px + static_cast<size_t>(y0 + py) * stride + static_cast<size_t>(x0) * 3 + c;
-              float* dst = dst0 + static_cast<size_t>(py) * p;
-              for (int q = 0; q < p; ++q) dst[q] = table[c][src[3 * q]];
-            }
-            // The frame is repeated temporal_patch_size times.
-            for (int t = 1; t < tps; ++t) {
-              std::copy(dst0, dst0 + p * p, dst0 + static_cast<size_t>(t) * p * p);
-            }
-          }
-        }
-      }
-    }
-  }
+  FillNormTable(cfg, table);
+  Patchify(im->pixels.data(), rw, gh, gw, p, m, tps, table, &pv);
   return pv;
 }
 
