@@ -200,6 +200,97 @@ bool EmitText(const std::string& s, size_t i, size_t end, Node* cur, bool* open,
   return false;
 }
 
+// Parse's state: the node text and tags go into, and bs4's bookkeeping.
+struct TreeBuilder {
+  const std::string& s;
+  Node* cur;
+  bool open = false;                          // bs4's pending string: text may still join the last text node
+  bool bailed = false;                        // see EmitText
+  std::vector<std::string> already_closed{};  // bs4's already_closed_empty_element
+
+  // A comment ("<!--"), declaration ("<!") or processing instruction ("<?") at lt, kept as raw
+  // text. Returns where the document goes on.
+  size_t Markup(size_t lt) {
+    const bool comment = s.compare(lt, 4, "<!--") == 0;
+    size_t e = comment ? s.find("-->", lt + 4) : s.find('>', lt);
+    e = e == std::string::npos ? s.size() : e + (comment ? 3 : 1);
+    auto raw = std::make_unique<Node>();
+    raw->is_text = raw->raw = true;
+    raw->text = s.substr(lt, e - lt);
+    // bs4's Doctype (a declaration starting "DOCTYPE", case-sensitive) is written with a trailing "\n".
+    if (raw->text.compare(0, 10, "<!DOCTYPE ") == 0 || raw->text == "<!DOCTYPE>") raw->text += "\n";
+    Append(cur, std::move(raw));
+    open = false;
+    return e;
+  }
+
+  // A start tag, an end tag, or what html.parser makes of a '<' that starts neither, at lt.
+  // Returns where the document goes on.
+  size_t Tag(size_t lt) {
+    const bool closing = lt + 1 < s.size() && s[lt + 1] == '/';
+    size_t name_at = lt + (closing ? 2 : 1);
+    if (closing) {  // html.parser's endtagfind: "</ td>" closes td
+      while (name_at < s.size() && std::isspace(static_cast<unsigned char>(s[name_at]))) ++name_at;
+    }
+    const size_t gt = closing ? s.find('>', lt) : StartTagEnd(s, lt);
+    if (closing && gt != std::string::npos && name_at < s.size() &&
+        !std::isalpha(static_cast<unsigned char>(s[name_at]))) {
+      // html.parser: "</>" is dropped; "</" + no tag name is a bogus comment up to the next '>'.
+      if (gt != lt + 2) {
+        auto raw = std::make_unique<Node>();
+        raw->is_text = raw->raw = true;
+        raw->text = "<!--" + s.substr(lt + 2, gt - lt - 2) + "-->";
+        Append(cur, std::move(raw));
+        open = false;
+      }
+      return gt + 1;
+    }
+    if (gt == std::string::npos || name_at >= s.size() ||
+        !std::isalpha(static_cast<unsigned char>(s[name_at]))) {
+      AddText(cur, "<", &open);  // not a tag: literal text
+      return lt + 1;
+    }
+    size_t ne = name_at;
+    while (ne < gt && !std::isspace(static_cast<unsigned char>(s[ne])) && s[ne] != '/') ++ne;
+    const std::string name = Lower(s.substr(name_at, ne - name_at));
+    if (closing) {
+      if (SwallowedEndTag(name)) return gt + 1;
+      for (Node* n = cur; n && !n->name.empty(); n = n->parent) {
+        if (n->name == name) {
+          cur = n->parent;
+          break;
+        }
+      }
+    } else {
+      StartTag(name, lt, ne, gt);
+    }
+    open = false;  // a tag event (even an ignored end tag) ends bs4's pending string
+    return gt + 1;
+  }
+
+  // bs4: the end tag of a void element opened without "/>" (<br>...</br>) is swallowed, with no
+  // tag event, so the pending string goes on.
+  bool SwallowedEndTag(const std::string& name) {
+    const auto it = std::find(already_closed.begin(), already_closed.end(), name);
+    if (it == already_closed.end()) return false;
+    already_closed.erase(it);
+    return true;
+  }
+
+  // The element `name` whose tag spans s[lt, gt] (attributes from ne on); entered unless void or
+  // self-closing.
+  void StartTag(const std::string& name, size_t lt, size_t ne, size_t gt) {
+    auto el = std::make_unique<Node>();
+    el->name = name;
+    const bool slash_in_value = ParseAttrs(s, ne, gt, el.get());
+    Node* raw = el.get();
+    Append(cur, std::move(el));
+    const bool self_closing = gt > lt && s[gt - 1] == '/' && !slash_in_value;
+    if (!IsVoid(name) && !self_closing) cur = raw;
+    if (IsVoid(name) && !self_closing) already_closed.push_back(name);
+  }
+};
+
 }  // namespace
 
 int Node::IntAttr(const std::string& key, int def) const {
@@ -229,84 +320,18 @@ void Node::RemoveAttr(const std::string& key) {
 
 std::unique_ptr<Node> Parse(const std::string& s) {
   auto root = std::make_unique<Node>();
-  Node* cur = root.get();
+  TreeBuilder b{s, root.get()};
   size_t i = 0;
-  bool open = false, bailed = false;
-  std::vector<std::string> already_closed;  // bs4's already_closed_empty_element
   while (i < s.size()) {
     const size_t lt = s.find('<', i);
-    if (EmitText(s, i, lt == std::string::npos ? s.size() : lt, cur, &open, &bailed) ||
+    if (EmitText(s, i, lt == std::string::npos ? s.size() : lt, b.cur, &b.open, &b.bailed) ||
         lt == std::string::npos)
       break;
     if (s.compare(lt, 4, "<!--") == 0 || s.compare(lt, 2, "<!") == 0 || s.compare(lt, 2, "<?") == 0) {
-      const bool comment = s.compare(lt, 4, "<!--") == 0;
-      size_t e = comment ? s.find("-->", lt + 4) : s.find('>', lt);
-      e = e == std::string::npos ? s.size() : e + (comment ? 3 : 1);
-      auto raw = std::make_unique<Node>();
-      raw->is_text = raw->raw = true;
-      raw->text = s.substr(lt, e - lt);
-      // bs4's Doctype (a declaration starting "DOCTYPE", case-sensitive) is written with a trailing "\n".
-      if (raw->text.compare(0, 10, "<!DOCTYPE ") == 0 || raw->text == "<!DOCTYPE>") raw->text += "\n";
-      Append(cur, std::move(raw));
-      open = false;
-      i = e;
-      continue;
-    }
-    const bool closing = lt + 1 < s.size() && s[lt + 1] == '/';
-    size_t name_at = lt + (closing ? 2 : 1);
-    if (closing) {  // html.parser's endtagfind: "</ td>" closes td
-      while (name_at < s.size() && std::isspace(static_cast<unsigned char>(s[name_at]))) ++name_at;
-    }
-    const size_t gt = closing ? s.find('>', lt) : StartTagEnd(s, lt);
-    if (closing && gt != std::string::npos && name_at < s.size() &&
-        !std::isalpha(static_cast<unsigned char>(s[name_at]))) {
-      // html.parser: "</>" is dropped; "</" + no tag name is a bogus comment up to the next '>'.
-      if (gt != lt + 2) {
-        auto raw = std::make_unique<Node>();
-        raw->is_text = raw->raw = true;
-        raw->text = "<!--" + s.substr(lt + 2, gt - lt - 2) + "-->";
-        Append(cur, std::move(raw));
-        open = false;
-      }
-      i = gt + 1;
-      continue;
-    }
-    if (gt == std::string::npos || name_at >= s.size() ||
-        !std::isalpha(static_cast<unsigned char>(s[name_at]))) {
-      AddText(cur, "<", &open);  // not a tag: literal text
-      i = lt + 1;
-      continue;
-    }
-    size_t ne = name_at;
-    while (ne < gt && !std::isspace(static_cast<unsigned char>(s[ne])) && s[ne] != '/') ++ne;
-    const std::string name = Lower(s.substr(name_at, ne - name_at));
-    if (closing) {
-      // bs4: the end tag of a void element opened without "/>" (<br>...</br>) is swallowed, with no
-      // tag event, so the pending string goes on.
-      const auto it = std::find(already_closed.begin(), already_closed.end(), name);
-      if (it != already_closed.end()) {
-        already_closed.erase(it);
-        i = gt + 1;
-        continue;
-      }
-      for (Node* n = cur; n && !n->name.empty(); n = n->parent) {
-        if (n->name == name) {
-          cur = n->parent;
-          break;
-        }
-      }
+      i = b.Markup(lt);
     } else {
-      auto el = std::make_unique<Node>();
-      el->name = name;
-      const bool slash_in_value = ParseAttrs(s, ne, gt, el.get());
-      Node* raw = el.get();
-      Append(cur, std::move(el));
-      const bool self_closing = gt > lt && s[gt - 1] == '/' && !slash_in_value;
-      if (!IsVoid(name) && !self_closing) cur = raw;
-      if (IsVoid(name) && !self_closing) already_closed.push_back(name);
+      i = b.Tag(lt);
     }
-    open = false;  // a tag event (even an ignored end tag) ends bs4's pending string
-    i = gt + 1;
   }
   CollapseBlankStrings(root.get(), false);
   return root;
