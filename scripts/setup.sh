@@ -21,7 +21,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev \
   libpoppler-cpp-dev libcpp-httplib-dev libcli11-dev libxxhash-dev libsqlite3-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  libcurl4-openssl-dev poppler-utils chromium clang clang-format-14 libclang-rt-14-dev \
+  libcurl4-openssl-dev poppler-utils chromium clang clang-format-14 clang-tidy-14 libclang-rt-14-dev \
   postgresql libpq-dev nginx
 # Node.js + npm for web/ (the page build and its browser test). A NodeSource nodejs already
 # includes npm and conflicts with Debian's npm package; Debian 12's own nodejs 18 is enough.

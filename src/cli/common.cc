@@ -15,8 +15,8 @@ std::string ResolveModelDir(const std::string& flag) {
   if (const char* env = std::getenv("MINERU_MODEL"); env && *env) return env;
   // What `download` fetches by default (Pro-2605); a 2509 checkpoint downloaded by an earlier
   // version is still found when it is the only one there.
-  const std::string pro = DefaultModelDir();
-  const std::string legacy = DefaultModelDir(*ResolveRepo("2509", HubSource::kHuggingFace));
+  std::string pro = DefaultModelDir();
+  std::string legacy = DefaultModelDir(*ResolveRepo("2509", HubSource::kHuggingFace));
   if (!ModelLooksComplete(pro) && ModelLooksComplete(legacy)) return legacy;
   return pro;
 }

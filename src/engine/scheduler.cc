@@ -87,7 +87,7 @@ int64_t Scheduler::StalledVictim() const {
   return running_.empty() ? -1 : running_.back();
 }
 
-void Scheduler::Admit(std::deque<int64_t>::iterator it) {
+void Scheduler::Admit(const std::deque<int64_t>::iterator& it) {
   const int64_t id = *it;
   waiting_.erase(it);
   Seq& s = seqs_.at(id);

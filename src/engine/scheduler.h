@@ -106,7 +106,7 @@ class Scheduler {
   std::deque<int64_t>::iterator NextWaiting();
   std::deque<int64_t>::const_iterator NextWaiting() const;
   // `id` leaves the waiting queue for the running set: earlier arrivals still waiting were overtaken.
-  void Admit(std::deque<int64_t>::iterator it);
+  void Admit(const std::deque<int64_t>::iterator& it);
   void ScheduleRunning(StepPlan* plan, int64_t* budget);
   void ScheduleWaiting(StepPlan* plan, int64_t* budget);
   void TakeCachedPrefix(Seq& s);

@@ -277,7 +277,7 @@ template <typename BoxOf>
 std::function<std::string(const CropRequest&)> CropWriter(const PageImage& pg, const std::string& md5,
                                                           const std::string& images_dir, BoxOf box_of) {
   return [&pg, md5, images_dir, box_of](const CropRequest& c) {
-    const std::string name = CropFileName(c.span_type, md5, c.page_idx, c.bbox);
+    std::string name = CropFileName(c.span_type, md5, c.page_idx, c.bbox);
     const std::string path = images_dir + "/" + name;
     if (!FileExists(path)) {
       PixelBox box = box_of(c.bbox, pg.scale);

@@ -126,7 +126,7 @@ struct IdState {
 };
 
 std::string ConvertEndpoint(std::string_view token, IdState& st) {
-  const std::string raw(py::Strip(token));
+  std::string raw(py::Strip(token));
   if (raw.empty() || raw.find_first_of("[](){}\"|") != std::string::npos) return std::string(token);
   if (ValidId(raw)) return raw;
   std::string fixed;

@@ -13,7 +13,6 @@ namespace mineru::pipeline {
 namespace {
 
 using v34::MergeParaWithText;
-using v34::MergeParaWithTextV2;
 
 using detail::MediaPath;
 using detail::StrOr;

@@ -219,7 +219,7 @@ void InstallRequestHooks(HttpFront& http, Server::State& s) {
     s.metrics.Inc("mineru_http_requests_total", std::string("route=\"") + RouteLabel(req.path) +
                                                     "\",code=\"" + std::to_string(res.status) + "\"");
   });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
     std::string what = "internal error";
     int code = 500;
     try {
