@@ -28,6 +28,82 @@ bool ParseDType(const std::string& s, DType* out) {
   return false;
 }
 
+// The JSON header of a mapped safetensors file (8-byte little-endian length, then the JSON);
+// *header_len gets its length.
+StatusOr<nlohmann::json> ReadHeader(const MappedFile& file, const std::string& path, uint64_t* header_len) {
+  const size_t size = file.size();
+  if (size < 8) return DataLossError(path + ": too short for a safetensors file");
+  std::memcpy(header_len, file.data(), 8);  // little-endian hosts only (x86, ARM)
+  if (*header_len > kMaxHeaderBytes) {
+    return DataLossError(path + ": header length " + std::to_string(*header_len) +
+                         " exceeds the format's limit");
+  }
+  if (*header_len > size - 8) {
+    return DataLossError(path + ": truncated: the header alone needs " + std::to_string(8 + *header_len) +
+                         " bytes, the file has " + std::to_string(size));
+  }
+  const char* hdr = reinterpret_cast<const char*>(file.data() + 8);
+  nlohmann::json j = nlohmann::json::parse(hdr, hdr + *header_len, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return DataLossError(path + ": header is not a JSON object");
+  return j;
+}
+
+// One header entry checked against the file: a known dtype, a sane shape, and a byte range
+// [begin, end) of the data section (which starts at byte 8 + header_len of a `size`-byte file)
+// that matches the shape. t.data points into the data section at `base`.
+struct TensorEntry {
+  TensorInfo t;
+  uint64_t begin = 0, end = 0;
+};
+
+StatusOr<TensorEntry> ParseTensorEntry(const std::string& path, const std::string& name,
+                                       const nlohmann::json& v, const uint8_t* base, uint64_t header_len,
+                                       uint64_t size) {
+  const uint64_t data_size = size - 8 - header_len;
+  const std::string where = path + ": tensor '" + name + "'";
+  if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
+    return DataLossError(where + " lacks dtype/shape/data_offsets");
+  }
+  TensorEntry te;
+  TensorInfo& t = te.t;
+  t.name = name;
+  if (!v["dtype"].is_string() || !ParseDType(v["dtype"].get<std::string>(), &t.dtype)) {
+    return DataLossError(where + " has an unknown dtype");
+  }
+  const auto& shape = v["shape"];
+  const auto& offs = v["data_offsets"];
+  if (!shape.is_array() || shape.size() > 8 || !offs.is_array() || offs.size() != 2) {
+    return DataLossError(where + " has a malformed shape or data_offsets");
+  }
+  uint64_t numel = 1;
+  for (const auto& d : shape) {
+    if (!d.is_number_unsigned()) return DataLossError(where + " has a negative or non-integer dimension");
+    uint64_t dim = d.get<uint64_t>();
+    if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / dim) {
+      return DataLossError(where + " has an absurd shape");
+    }
+    numel *= dim;
+    t.shape.push_back(static_cast<int64_t>(dim));
+  }
+  if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned()) {
+    return DataLossError(where + " has non-integer data_offsets");
+  }
+  const uint64_t b = offs[0].get<uint64_t>(), e = offs[1].get<uint64_t>();
+  if (b > e) return DataLossError(where + " has data_offsets in the wrong order");
+  if (e > data_size) {
+    return DataLossError(path + ": truncated: tensor '" + name + "' ends at byte " +
+                         std::to_string(8 + header_len + e) + ", the file has " + std::to_string(size));
+  }
+  if (e - b != numel * DTypeSize(t.dtype)) {
+    return DataLossError(where + " byte range does not match its shape " + t.ShapeString());
+  }
+  t.data = base + b;
+  t.nbytes = static_cast<size_t>(e - b);
+  te.begin = b;
+  te.end = e;
+  return te;
+}
+
 }  // namespace
 
 int64_t TensorInfo::numel() const {
@@ -47,25 +123,11 @@ std::string TensorInfo::ShapeString() const {
 
 StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
   MINERU_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
-  const size_t size = file->size();
-  if (size < 8) return DataLossError(path + ": too short for a safetensors file");
   uint64_t header_len = 0;
-  std::memcpy(&header_len, file->data(), 8);  // little-endian hosts only (x86, ARM)
-  if (header_len > kMaxHeaderBytes) {
-    return DataLossError(path + ": header length " + std::to_string(header_len) +
-                         " exceeds the format's limit");
-  }
-  if (header_len > size - 8) {
-    return DataLossError(path + ": truncated: the header alone needs " + std::to_string(8 + header_len) +
-                         " bytes, the file has " + std::to_string(size));
-  }
-  const char* hdr = reinterpret_cast<const char*>(file->data() + 8);
-  nlohmann::json j = nlohmann::json::parse(hdr, hdr + header_len, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return DataLossError(path + ": header is not a JSON object");
+  MINERU_ASSIGN_OR_RETURN(nlohmann::json j, ReadHeader(*file, path, &header_len));
 
   std::unique_ptr<SafetensorsFile> st(new SafetensorsFile());
   const uint8_t* base = file->data() + 8 + header_len;
-  const uint64_t data_size = size - 8 - header_len;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& name = it.key();
@@ -78,47 +140,10 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
       }
       continue;
     }
-    const std::string where = path + ": tensor '" + name + "'";
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
-      return DataLossError(where + " lacks dtype/shape/data_offsets");
-    }
-    TensorInfo t;
-    t.name = name;
-    if (!v["dtype"].is_string() || !ParseDType(v["dtype"].get<std::string>(), &t.dtype)) {
-      return DataLossError(where + " has an unknown dtype");
-    }
-    const auto& shape = v["shape"];
-    const auto& offs = v["data_offsets"];
-    if (!shape.is_array() || shape.size() > 8 || !offs.is_array() || offs.size() != 2) {
-      return DataLossError(where + " has a malformed shape or data_offsets");
-    }
-    uint64_t numel = 1;
-    for (const auto& d : shape) {
-      if (!d.is_number_unsigned()) return DataLossError(where + " has a negative or non-integer dimension");
-      uint64_t dim = d.get<uint64_t>();
-      if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / dim) {
-        return DataLossError(where + " has an absurd shape");
-      }
-      numel *= dim;
-      t.shape.push_back(static_cast<int64_t>(dim));
-    }
-    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned()) {
-      return DataLossError(where + " has non-integer data_offsets");
-    }
-    uint64_t b = offs[0].get<uint64_t>(), e = offs[1].get<uint64_t>();
-    if (b > e) return DataLossError(where + " has data_offsets in the wrong order");
-    if (e > data_size) {
-      return DataLossError(path + ": truncated: tensor '" + name + "' ends at byte " +
-                           std::to_string(8 + header_len + e) + ", the file has " + std::to_string(size));
-    }
-    if (e - b != numel * DTypeSize(t.dtype)) {
-      return DataLossError(where + " byte range does not match its shape " + t.ShapeString());
-    }
-    t.data = base + b;
-    t.nbytes = static_cast<size_t>(e - b);
-    if (e > b) ranges.emplace_back(b, e);
+    MINERU_ASSIGN_OR_RETURN(TensorEntry te, ParseTensorEntry(path, name, v, base, header_len, file->size()));
+    if (te.end > te.begin) ranges.emplace_back(te.begin, te.end);
     st->index_[name] = st->tensors_.size();
-    st->tensors_.push_back(std::move(t));
+    st->tensors_.push_back(std::move(te.t));
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i) {
