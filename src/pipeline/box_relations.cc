@@ -78,35 +78,35 @@ void SortByOrigin(std::vector<IBox>& boxes, std::vector<size_t>& ids) {
   ids = std::move(si);
 }
 
-}  // namespace
+constexpr size_t kObjOffset = 10000;
 
-std::vector<TieUpResult> TieUp(std::vector<IBox>& subjects, std::vector<size_t>& subject_ids,
-                               std::vector<IBox>& objects, std::vector<size_t>& object_ids) {
-  constexpr size_t kObjOffset = 10000;
-  SortByOrigin(subjects, subject_ids);
-  SortByOrigin(objects, object_ids);
-  const size_t n = subjects.size(), m = objects.size();
+// One box of TieUp's joint candidate list.
+struct Cand {
+  size_t idx;  // subject index, or object index + kObjOffset
+  int kind;    // 0 subject, 1 object
+  int x0, y0;
+};
 
-  struct Cand {
-    size_t idx;  // subject index, or object index + kObjOffset
-    int kind;    // 0 subject, 1 object
-    int x0, y0;
-  };
-  std::vector<Cand> all;
-  for (size_t i = 0; i < n; ++i) all.push_back({i, 0, subjects[i][0], subjects[i][1]});
-  for (size_t i = 0; i < m; ++i) all.push_back({i + kObjOffset, 1, objects[i][0], objects[i][1]});
-  auto box_of = [&](const Cand& c) -> const IBox& {
+// tie_up_category_by_distance_v3's bookkeeping over the sorted subjects and objects.
+struct TieUpState {
+  const std::vector<IBox>& subjects;
+  const std::vector<IBox>& objects;
+  std::vector<TieUpResult> ret{};
+  std::set<size_t> seen_idx{};  // Cand::idx values taken (subjects also by plain index in phase 2)
+  std::set<size_t> seen_sub{};  // subjects with a result
+
+  const IBox& BoxOf(const Cand& c) const {
     return c.kind == 0 ? subjects[c.idx] : objects[c.idx - kObjOffset];
-  };
+  }
 
-  std::vector<TieUpResult> ret;
-  std::set<size_t> seen_idx, seen_sub;
-  while (n > seen_sub.size()) {
+  // Among the unseen candidates: the one nearest the top-left corner of them all (by x0, y0), and
+  // the box of the other kind nearest to it. False when either is missing.
+  bool NextPair(const std::vector<Cand>& all, size_t* sub_idx, size_t* obj_idx) const {
     std::vector<Cand> cands;
     for (const auto& c : all) {
       if (!seen_idx.count(c.idx)) cands.push_back(c);
     }
-    if (cands.empty()) break;
+    if (cands.empty()) return false;
     int left_x = cands[0].x0, top_y = cands[0].y0;
     for (const auto& c : cands) {
       left_x = std::min(left_x, c.x0);
@@ -118,9 +118,9 @@ std::vector<TieUpResult> TieUp(std::vector<IBox>& subjects, std::vector<size_t>&
       return da < db;
     });
     const Cand fst = cands[0];
-    const IBox fst_box = box_of(fst);
+    const IBox fst_box = BoxOf(fst);
     std::stable_sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
-      return BoxDistance(fst_box, box_of(a)) < BoxDistance(fst_box, box_of(b));
+      return BoxDistance(fst_box, BoxOf(a)) < BoxDistance(fst_box, BoxOf(b));
     });
     const Cand* nxt = nullptr;
     for (size_t i = 1; i < cands.size(); ++i) {
@@ -129,61 +129,91 @@ std::vector<TieUpResult> TieUp(std::vector<IBox>& subjects, std::vector<size_t>&
         break;
       }
     }
-    if (!nxt) break;
-    size_t sub_idx, obj_idx;
+    if (!nxt) return false;
     if (fst.kind == 0) {
-      sub_idx = fst.idx;
-      obj_idx = nxt->idx - kObjOffset;
+      *sub_idx = fst.idx;
+      *obj_idx = nxt->idx - kObjOffset;
     } else {
-      sub_idx = nxt->idx;
-      obj_idx = fst.idx - kObjOffset;
+      *sub_idx = nxt->idx;
+      *obj_idx = fst.idx - kObjOffset;
     }
-    const double pair_dis = BoxDistance(subjects[sub_idx], objects[obj_idx]);
-    double nearest = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < n; ++i) nearest = std::min(nearest, BoxDistance(subjects[i], objects[obj_idx]));
-    if (pair_dis >= 3 * nearest) {
-      seen_idx.insert(sub_idx);
-      continue;
-    }
-    seen_idx.insert(sub_idx);
-    seen_idx.insert(obj_idx + kObjOffset);
-    seen_sub.insert(sub_idx);
-    ret.push_back(TieUpResult{sub_idx, {obj_idx}});
+    return true;
   }
 
-  for (size_t i = 0; i < m; ++i) {
-    const size_t j = i + kObjOffset;
-    if (seen_idx.count(j)) continue;
-    seen_idx.insert(j);
-    double nearest = std::numeric_limits<double>::infinity();
-    long long nearest_sub = -1;
-    for (size_t k = 0; k < n; ++k) {
-      const double dis = BoxDistance(objects[i], subjects[k]);
-      if (dis < nearest) {
-        nearest = dis;
-        nearest_sub = static_cast<long long>(k);
+  // Phase 1: pairs taken greedily from the top-left; a pair far worse (3x) than the object's
+  // nearest subject is skipped and its subject set aside.
+  void PairGreedily(const std::vector<Cand>& all) {
+    const size_t n = subjects.size();
+    while (n > seen_sub.size()) {
+      size_t sub_idx, obj_idx;
+      if (!NextPair(all, &sub_idx, &obj_idx)) break;
+      const double pair_dis = BoxDistance(subjects[sub_idx], objects[obj_idx]);
+      double nearest = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < n; ++i) nearest = std::min(nearest, BoxDistance(subjects[i], objects[obj_idx]));
+      if (pair_dis >= 3 * nearest) {
+        seen_idx.insert(sub_idx);
+        continue;
       }
+      seen_idx.insert(sub_idx);
+      seen_idx.insert(obj_idx + kObjOffset);
+      seen_sub.insert(sub_idx);
+      ret.push_back(TieUpResult{sub_idx, {obj_idx}});
     }
-    if (nearest_sub < 0) continue;
-    const size_t k = static_cast<size_t>(nearest_sub);
-    if (seen_sub.count(k)) {
-      for (auto& r : ret) {
-        if (r.sub == k) {
-          r.objects.push_back(i);
-          break;
+  }
+
+  // Phase 2: every object still unpaired joins its nearest subject (a new result if that subject
+  // has none yet).
+  void AttachLeftoverObjects() {
+    const size_t n = subjects.size(), m = objects.size();
+    for (size_t i = 0; i < m; ++i) {
+      const size_t j = i + kObjOffset;
+      if (seen_idx.count(j)) continue;
+      seen_idx.insert(j);
+      double nearest = std::numeric_limits<double>::infinity();
+      long long nearest_sub = -1;
+      for (size_t k = 0; k < n; ++k) {
+        const double dis = BoxDistance(objects[i], subjects[k]);
+        if (dis < nearest) {
+          nearest = dis;
+          nearest_sub = static_cast<long long>(k);
         }
       }
-    } else {
-      ret.push_back(TieUpResult{k, {i}});
+      if (nearest_sub < 0) continue;
+      const size_t k = static_cast<size_t>(nearest_sub);
+      if (seen_sub.count(k)) {
+        for (auto& r : ret) {
+          if (r.sub == k) {
+            r.objects.push_back(i);
+            break;
+          }
+        }
+      } else {
+        ret.push_back(TieUpResult{k, {i}});
+      }
+      seen_sub.insert(k);
+      seen_idx.insert(k);
     }
-    seen_sub.insert(k);
-    seen_idx.insert(k);
   }
+};
 
+}  // namespace
+
+std::vector<TieUpResult> TieUp(std::vector<IBox>& subjects, std::vector<size_t>& subject_ids,
+                               std::vector<IBox>& objects, std::vector<size_t>& object_ids) {
+  SortByOrigin(subjects, subject_ids);
+  SortByOrigin(objects, object_ids);
+  const size_t n = subjects.size(), m = objects.size();
+  std::vector<Cand> all;
+  for (size_t i = 0; i < n; ++i) all.push_back({i, 0, subjects[i][0], subjects[i][1]});
+  for (size_t i = 0; i < m; ++i) all.push_back({i + kObjOffset, 1, objects[i][0], objects[i][1]});
+
+  TieUpState st{subjects, objects};
+  st.PairGreedily(all);
+  st.AttachLeftoverObjects();
   for (size_t i = 0; i < n; ++i) {
-    if (!seen_sub.count(i)) ret.push_back(TieUpResult{i, {}});
+    if (!st.seen_sub.count(i)) st.ret.push_back(TieUpResult{i, {}});
   }
-  return ret;
+  return std::move(st.ret);
 }
 
 }  // namespace mineru::pipeline
