@@ -255,11 +255,9 @@ void FillRows(const Geometry& g, const float* q, size_t kvh, size_t rb0, size_t 
   }
 }
 
-}  // namespace
-
-void AttentionImpl(const float* q, const float* k, const float* v, const AttentionShape& shape, float* out,
-                   ThreadPool* pool) {
-  if (shape.n_q <= 0 || shape.num_heads <= 0) return;
+// The kernel's geometry for `shape` (n_q > 0, num_heads > 0): sizes as size_t, the head width
+// padded to whole panels, and on AVX-512 one wide P·V tile for heads of an odd number of vectors.
+Geometry MakeGeometry(const AttentionShape& shape) {
   Geometry g;
   g.n_q = static_cast<size_t>(shape.n_q);
   g.n_kv = static_cast<size_t>(shape.n_kv);
@@ -288,6 +286,53 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
   g.causal = shape.causal;
   g.scale = shape.scale;
   g.rows = g.n_q * g.group;
+  return g;
+}
+
+// Key ranges per KV head: more than one only when a KV head's rows fit one block (nblk == 1) and
+// there are fewer heads than workers; each range keeps at least 256 keys.
+size_t KeySplits(const Geometry& g, size_t nblk, size_t threads) {
+  size_t splits = 1;
+  if (nblk == 1 && g.num_kv_heads < threads) {
+    splits = std::min((threads + g.num_kv_heads - 1) / g.num_kv_heads, std::max<size_t>(1, g.n_kv / 256));
+  }
+  return splits;
+}
+
+// Combines the split-key partials into `out`: task t = kvh * splits + sp holds, per row r, the
+// unnormalised O (part_o, rows x hdp), running max m and sum l; ranges with no visible key
+// (m = -inf) contribute nothing.
+void MergeKeySplits(const Geometry& g, size_t splits, const std::vector<float>& part_o,
+                    const std::vector<float>& part_m, const std::vector<float>& part_l, float* out) {
+  for (size_t kvh = 0; kvh < g.num_kv_heads; ++kvh) {
+    for (size_t r = 0; r < g.rows; ++r) {
+      float mx = kNegInf;
+      for (size_t sp = 0; sp < splits; ++sp) mx = std::max(mx, part_m[(kvh * splits + sp) * g.rows + r]);
+      const RowInfo ri = RowOf(g, kvh, r);
+      float* o = out + ri.i * g.out_stride + ri.head * g.hd;
+      std::fill(o, o + g.hd, 0.0f);
+      float l = 0.0f;
+      for (size_t sp = 0; sp < splits; ++sp) {
+        const size_t t = kvh * splits + sp;
+        const float m = part_m[t * g.rows + r];
+        if (m == kNegInf) continue;
+        const float w = std::exp(m - mx);
+        l += w * part_l[t * g.rows + r];
+        const float* po = part_o.data() + (t * g.rows + r) * g.hdp;
+        for (size_t dd = 0; dd < g.hd; ++dd) o[dd] += w * po[dd];
+      }
+      const float inv = 1.0f / l;
+      for (size_t dd = 0; dd < g.hd; ++dd) o[dd] *= inv;
+    }
+  }
+}
+
+}  // namespace
+
+void AttentionImpl(const float* q, const float* k, const float* v, const AttentionShape& shape, float* out,
+                   ThreadPool* pool) {
+  if (shape.n_q <= 0 || shape.num_heads <= 0) return;
+  const Geometry g = MakeGeometry(shape);
   if (g.n_kv == 0) {
     for (size_t i = 0; i < g.n_q; ++i)
       std::fill(out + i * g.out_stride, out + i * g.out_stride + g.hd * g.group * g.num_kv_heads, 0.0f);
@@ -298,11 +343,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
                  2 * g.n_kv * g.hd * g.num_kv_heads * sizeof(float));
   const size_t threads = NumWorkers(pool);
   const size_t nblk = (g.rows + kBQ - 1) / kBQ;
-  // Key splits when a KV head's rows fit one block and there are fewer heads than workers.
-  size_t splits = 1;
-  if (nblk == 1 && g.num_kv_heads < threads) {
-    splits = std::min((threads + g.num_kv_heads - 1) / g.num_kv_heads, std::max<size_t>(1, g.n_kv / 256));
-  }
+  const size_t splits = KeySplits(g, nblk, threads);
 
   if (splits == 1) {
     // Tasks: KV head × a range of row blocks; ~4 tasks per worker, heaviest (last rows) first.
@@ -361,27 +402,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     std::copy(s.m.begin(), s.m.begin() + nr, part_m.begin() + t * g.rows);
     std::copy(s.l.begin(), s.l.begin() + nr, part_l.begin() + t * g.rows);
   });
-  for (size_t kvh = 0; kvh < g.num_kv_heads; ++kvh) {
-    for (size_t r = 0; r < g.rows; ++r) {
-      float mx = kNegInf;
-      for (size_t sp = 0; sp < splits; ++sp) mx = std::max(mx, part_m[(kvh * splits + sp) * g.rows + r]);
-      const RowInfo ri = RowOf(g, kvh, r);
-      float* o = out + ri.i * g.out_stride + ri.head * g.hd;
-      std::fill(o, o + g.hd, 0.0f);
-      float l = 0.0f;
-      for (size_t sp = 0; sp < splits; ++sp) {
-        const size_t t = kvh * splits + sp;
-        const float m = part_m[t * g.rows + r];
-        if (m == kNegInf) continue;
-        const float w = std::exp(m - mx);
-        l += w * part_l[t * g.rows + r];
-        const float* po = part_o.data() + (t * g.rows + r) * g.hdp;
-        for (size_t dd = 0; dd < g.hd; ++dd) o[dd] += w * po[dd];
-      }
-      const float inv = 1.0f / l;
-      for (size_t dd = 0; dd < g.hd; ++dd) o[dd] *= inv;
-    }
-  }
+  MergeKeySplits(g, splits, part_o, part_m, part_l, out);
 }
 
 }  // namespace HWY_NAMESPACE
