@@ -36,7 +36,8 @@ class TensorSource {
     return it == by_name_.end() ? nullptr : it->second;
   }
   // kind: 'v' vision, 't' text, 'h' head (lm_head.*).
-  StatusOr<const TensorInfo*> Get(char kind, const std::string& suffix, const std::vector<int64_t>& shape) const {
+  StatusOr<const TensorInfo*> Get(char kind, const std::string& suffix,
+                                  const std::vector<int64_t>& shape) const {
     std::string name = kind == 'v' ? vision_prefix_ + suffix : kind == 't' ? text_prefix_ + suffix : suffix;
     const TensorInfo* t = FindRaw(name);
     if (!t) return NotFoundError("missing tensor '" + name + "'");

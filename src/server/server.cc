@@ -219,21 +219,22 @@ void InstallRequestHooks(HttpFront& http, Server::State& s) {
     s.metrics.Inc("mineru_http_requests_total", std::string("route=\"") + RouteLabel(req.path) +
                                                     "\",code=\"" + std::to_string(res.status) + "\"");
   });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
-    std::string what = "internal error";
-    int code = 500;
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::bad_alloc&) {
-      // What a handler did not turn into a Status itself: the request is lost, the process is not.
-      what = "out of memory handling the request";
-      code = 507;
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    SendError(res, code, what);
-  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
+        std::string what = "internal error";
+        int code = 500;
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::bad_alloc&) {
+          // What a handler did not turn into a Status itself: the request is lost, the process is not.
+          what = "out of memory handling the request";
+          code = 507;
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        SendError(res, code, what);
+      });
 }
 
 // GET /health: 200 with the queue when ready; 503 while loading, draining, degraded or failed.
