@@ -388,7 +388,8 @@ WorkloadFn FindWorkload(const std::string& name) {
 }
 
 // peak: what this machine can do, to read the profile's GFLOP/s against: fp32 fused
-// multiply-add throughput and streaming-read bandwidth, on one thread and on all (no model).
+// multiply-add, bf16 and int8 dot-product throughput and streaming-read bandwidth, on one thread
+// and on all (no model).
 int RunPeak(const BenchFlags& f) {
   ThreadPool pool(ResolveThreads(f.threads));
   const size_t threads = pool.num_threads();
@@ -403,6 +404,19 @@ int RunPeak(const BenchFlags& f) {
     double sum = 0;
     for (double x : flops) sum += x;
     return sum / dt / 1e9;
+  };
+  // The reduced-precision dot products (AVX512-BF16 vdpbf16ps, AVX512-VNNI vpdpbusd): G ops/s,
+  // or null where the CPU lacks the instruction.
+  auto dot = [&](kernels::DotKind kind, size_t workers) -> Json {
+    std::vector<kernels::DotProbeResult> r(workers);
+    const double t0 = Now();
+    pool.ParallelFor(workers, [&](size_t b, size_t e, size_t) {
+      for (size_t i = b; i < e; ++i) r[i] = kernels::DotProbe(kind, kIters / 4);
+    });
+    const double dt = Now() - t0;
+    double ops = 0;
+    for (const auto& x : r) ops += x.ops;
+    return r[0].ok ? Json(ops / dt / 1e9) : Json(nullptr);
   };
   // 512 MB, touched first: larger than any cache, so the reads come from memory.
   std::vector<float> buf(size_t(128) << 20, 1.0f);
@@ -424,6 +438,10 @@ int RunPeak(const BenchFlags& f) {
               {"target", kernels::ActiveTargetName()},
               {"fp32_fma_gflops_1t", fma(1)},
               {"fp32_fma_gflops", fma(threads)},
+              {"bf16_dot_gflops_1t", dot(kernels::DotKind::kBf16, 1)},
+              {"bf16_dot_gflops", dot(kernels::DotKind::kBf16, threads)},
+              {"int8_dot_gops_1t", dot(kernels::DotKind::kInt8, 1)},
+              {"int8_dot_gops", dot(kernels::DotKind::kInt8, threads)},
               {"read_gbs_1t", read(1)},
               {"read_gbs", read(threads)}};
   std::printf("%s\n", out.dump(f.json ? -1 : 2).c_str());

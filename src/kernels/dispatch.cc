@@ -73,6 +73,9 @@ ProbeResult FmaProbe(int64_t iters, float start) {
   if (UseRef()) return ref::FmaProbe(iters, start);
   return cpu::FmaProbe(iters, start);
 }
+
+DotProbeResult DotProbe(DotKind kind, int64_t iters) { return cpu::DotProbe(kind, iters); }
+
 double ReadProbe(const float* x, int64_t n) {
   if (UseRef()) return ref::ReadProbe(x, n);
   return cpu::ReadProbe(x, n);

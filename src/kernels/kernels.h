@@ -141,6 +141,17 @@ struct ProbeResult {
 };
 ProbeResult FmaProbe(int64_t iters, float start);
 double ReadProbe(const float* x, int64_t n);
+// DotProbe: `iters` rounds of 8 independent 512-bit dot-product instructions — kBf16 vdpbf16ps
+// (AVX512-BF16: 2 bf16 products per fp32 lane, 1 x 0.5 each), kInt8 vpdpbusd (AVX512-VNNI: 4
+// u8 x s8 products per int32 lane, 1 x 1 each); value = where every lane ends (iters or 4 iters),
+// ops = products and adds done. ok = false (nothing run) where the CPU lacks the instruction.
+enum class DotKind { kBf16, kInt8 };
+struct DotProbeResult {
+  bool ok = false;
+  double value = 0;
+  double ops = 0;
+};
+DotProbeResult DotProbe(DotKind kind, int64_t iters);
 
 }  // namespace kernels
 }  // namespace mineru

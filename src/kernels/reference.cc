@@ -183,6 +183,24 @@ ProbeResult FmaProbe(int64_t iters, float start) {
   return r;
 }
 
+DotProbeResult DotProbe(DotKind kind, int64_t iters, bool available) {
+  DotProbeResult r;
+  r.ok = available;
+  if (!available) return r;
+  const bool bf16 = kind == DotKind::kBf16;
+  if (bf16) {
+    float v = 0;  // vdpbf16ps adds its two products in turn
+    for (int64_t i = 0; i < iters; ++i) v = (v + 0.5f) + 0.5f;
+    r.value = v;
+  } else {
+    int32_t v = 0;
+    for (int64_t i = 0; i < iters; ++i) v += 4;
+    r.value = v;
+  }
+  r.ops = 2.0 * (bf16 ? 2.0 : 4.0) * 16.0 * 8.0 * static_cast<double>(iters);
+  return r;
+}
+
 double ReadProbe(const float* x, int64_t n) {
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += x[i];

@@ -12,6 +12,8 @@ namespace ref {
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool);
 ProbeResult FmaProbe(int64_t iters, float start);
 double ReadProbe(const float* x, int64_t n);
+// What DotProbe computes, for `available` (the instruction exists on this CPU).
+DotProbeResult DotProbe(DotKind kind, int64_t iters, bool available);
 void WeightRowToF32(const WeightView& w, int64_t row, float* out);
 void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,
              ThreadPool* pool = nullptr);

@@ -168,6 +168,19 @@ TEST_P(ElementwiseTest, ProbesMatchTheirTwins) {
 
 MINERU_INSTANTIATE_PER_TARGET(ElementwiseTest);
 
+// The dot-product probes (not per Highway target: CPUID decides) against their twins.
+TEST(DotProbeTest, MatchesItsTwin) {
+  for (DotKind kind : {DotKind::kBf16, DotKind::kInt8}) {
+    for (int64_t iters : {0, 1, 7, 1000}) {
+      const DotProbeResult got = cpu::DotProbe(kind, iters);
+      const DotProbeResult want = ref::DotProbe(kind, iters, got.ok);
+      EXPECT_EQ(got.ok, want.ok);
+      EXPECT_EQ(got.value, want.value) << static_cast<int>(kind) << " " << iters;
+      EXPECT_EQ(got.ops, want.ops) << static_cast<int>(kind) << " " << iters;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kernels
 }  // namespace mineru

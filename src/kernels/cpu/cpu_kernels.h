@@ -46,6 +46,7 @@ bool IntegerPathAtAnyRows();
 
 ProbeResult FmaProbe(int64_t iters, float start);
 double ReadProbe(const float* x, int64_t n);
+DotProbeResult DotProbe(DotKind kind, int64_t iters);  // probe_x86.cc
 
 // Name of the target HWY_DYNAMIC_DISPATCH selects now.
 const char* DispatchedTargetName();
