@@ -45,6 +45,7 @@ struct BenchFlags {
   int batch_tokens = 2048;
   bool json = false;
   bool profile = false;  // vision: time and GFLOP/s per op kind
+  std::string target;    // SIMD tier cap (kernels::CapSimdTier); "" = the best this CPU runs
 };
 
 double PeakRssMb() {
@@ -450,6 +451,9 @@ int RunPeak(const BenchFlags& f) {
 
 int RunBench(const BenchFlags& f) {
   if (f.concurrency < 1 || f.concurrency > 256) return Fail("--concurrency must be 1..256");
+  if (!f.target.empty()) {
+    if (Status s = kernels::CapSimdTier(f.target); !s.ok()) return Fail(s.message());
+  }
   if (f.workload == "peak") return RunPeak(f);
   const WorkloadFn run = FindWorkload(f.workload);
   if (run == nullptr) return Fail("--workload must be decode, prefill, vision, page, chat, accuracy or peak");
@@ -474,7 +478,7 @@ int RunBench(const BenchFlags& f) {
   Json out = {{"workload", f.workload}, {"threads", ec.threads},
               {"quant", f.quant},       {"concurrency", f.concurrency},
               {"load_s", load_s},       {"batch_tokens", f.batch_tokens},
-              {"model", m.name()}};
+              {"model", m.name()},      {"target", kernels::ActiveTargetName()}};
   // Memory right after load: mapped weights count in RSS once touched (panel packing reads the
   // decoder's); anonymous memory is what load copied or built.
   out["rss_after_load_mb"] = StatusMb("VmRSS");
@@ -500,6 +504,9 @@ void AddBench(CLI::App& app, Action* run) {
   c->add_option("--workload-file", f->workload_file,
                 "Page workload JSON (default: bench/page_workload.json)");
   c->add_option("--quant", f->quant, "Weight format")->capture_default_str();
+  c->add_option("--target", f->target,
+                "Cap the SIMD kernels at a tier: avx512_vnni | avx512 | avx2 | sse4 (default: the best here; "
+                "MINERU_KERNELS=<tier> caps every command)");
   AddModelFileFlags(c, &f->load);
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--concurrency", f->concurrency, "Concurrent sequences")->capture_default_str();

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 
 namespace mineru::cli {
 
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       return Fail(e.what());
     }
+    if (mineru::Status s = ApplyKernelTierFromEnv(); !s.ok()) return Fail(s.message());
     return run ? run() : Fail("no command");
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <string>
 
+#include "hwy/targets.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
@@ -59,6 +61,44 @@ PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool) {
   cpu::PackIntegerPanels(w, buf, pool);
   out.size_ = bytes;
   return out;
+}
+
+Status CapSimdTier(const std::string& tier) {
+#if HWY_ARCH_X86
+  struct Tier {
+    const char* name;
+    int64_t disable;  // Highway targets above the tier
+    int64_t target;   // what the tier runs
+  };
+  static const Tier kTiers[] = {
+      {"avx512_vnni", 0, HWY_AVX3_DL},
+      {"avx512", HWY_AVX3_DL, HWY_AVX3},
+      {"avx2", HWY_AVX3_DL | HWY_AVX3, HWY_AVX2},
+      {"sse4", HWY_AVX3_DL | HWY_AVX3 | HWY_AVX2, HWY_SSE4},
+  };
+  if (tier.empty()) {  // no cap: the best target this CPU runs
+    hwy::DisableTargets(0);
+    return Status::Ok();
+  }
+  if (tier == "avx2_vnni") {
+    return InvalidArgumentError("no AVX-VNNI kernels are built: AVX2 + AVX-VNNI CPUs run the avx2 tier");
+  }
+  for (const Tier& t : kTiers) {
+    if (tier != t.name) continue;
+    hwy::DisableTargets(t.disable);
+    const std::string runs = cpu::DispatchedTargetName(), want = hwy::TargetName(t.target);
+    if (runs != want) {
+      hwy::DisableTargets(0);
+      return InvalidArgumentError("SIMD tier " + tier + " (" + want +
+                                  ") is not available here: this CPU and build run " + runs);
+    }
+    return Status::Ok();
+  }
+  return InvalidArgumentError("unknown SIMD tier '" + tier + "' (avx512_vnni, avx512, avx2, sse4)");
+#else
+  return InvalidArgumentError("SIMD tiers name x86 targets; this build runs " +
+                              std::string(cpu::DispatchedTargetName()));
+#endif
 }
 
 const char* ActiveTargetName() { return UseRef() ? "reference" : cpu::DispatchedTargetName(); }

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "base/dtype.h"
+#include "base/status.h"
 #include "base/thread_pool.h"
 
 namespace mineru {
@@ -63,6 +64,12 @@ KernelPath GetKernelPath();
 // Name of the SIMD target the Highway kernels run on now ("AVX2", "AVX3", "SSE4", "EMU128"…),
 // or "reference" under kReference.
 const char* ActiveTargetName();
+// Caps the SIMD dispatch of every kernel (the integer paths included) at an x86 tier, so one
+// machine measures what an older CPU gets: "avx512_vnni" (AVX-512 + VNNI, Highway's AVX3_DL),
+// "avx512" (AVX3), "avx2", "sse4"; "" lifts the cap. Process-wide; call before loading a model (load-time
+// panel packing follows the tier). Errors: an unknown tier, one this CPU or build does not run, and
+// "avx2_vnni" (no AVX-VNNI kernels are built: such CPUs run the avx2 tier).
+Status CapSimdTier(const std::string& tier);
 
 // y[m, n] = x[m, k] · W[n, k]^T (+ bias[n]). x and y must not alias. pool may be null.
 // Dense W is widened to fp32 on the fly. Quantized W (kernels/quant.h): for

@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/quant.h"
 #include "kernels/reference.h"
 
 namespace mineru {
@@ -167,6 +169,31 @@ TEST_P(ElementwiseTest, ProbesMatchTheirTwins) {
 }
 
 MINERU_INSTANTIATE_PER_TARGET(ElementwiseTest);
+
+// bench --target / MINERU_KERNELS: a tier caps what every kernel dispatches to, and lifts.
+TEST(SimdTierTest, CapsTheDispatchAndLifts) {
+  const std::string best = ActiveTargetName();
+  EXPECT_FALSE(CapSimdTier("avx9").ok());
+  EXPECT_FALSE(CapSimdTier("avx2_vnni").ok());
+  EXPECT_EQ(ActiveTargetName(), best);  // a refused tier changes nothing
+#if HWY_ARCH_X86
+  const struct {
+    const char* tier;
+    int64_t target;
+  } tiers[] = {{"avx512_vnni", HWY_AVX3_DL}, {"avx512", HWY_AVX3}, {"avx2", HWY_AVX2}, {"sse4", HWY_SSE4}};
+  int capped = 0;
+  for (const auto& t : tiers) {
+    const Status s = CapSimdTier(t.tier);
+    if (!s.ok()) continue;  // above this CPU
+    ++capped;
+    EXPECT_STREQ(ActiveTargetName(), hwy::TargetName(t.target)) << t.tier;
+    EXPECT_EQ(IntegerPanelsAvailable(), t.target == HWY_AVX3_DL) << t.tier;
+  }
+  EXPECT_GE(capped, 1);  // every x86-64 CPU that runs this has SSE4
+#endif
+  ASSERT_TRUE(CapSimdTier("").ok());
+  EXPECT_EQ(ActiveTargetName(), best);
+}
 
 // The dot-product probes (not per Highway target: CPUID decides) against their twins.
 TEST(DotProbeTest, MatchesItsTwin) {
