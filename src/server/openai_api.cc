@@ -158,9 +158,8 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
   }
   if (!bytes) return InvalidArgumentError("invalid base64 in an image data URL");
   // The analyzer reads the optional's assignment inside the try as a later reallocation.
-  auto img = DecodeImage(
-      reinterpret_cast<const uint8_t*>(bytes->data()),  // NOLINT(clang-analyzer-cplusplus.InnerPointer)
-      bytes->size(), limits);
+  // NOLINTNEXTLINE(clang-analyzer-cplusplus.InnerPointer)
+  auto img = DecodeImage(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), limits);
   if (!img.ok()) return img.status().WithPrefix("image");
   return img;
 }
