@@ -64,6 +64,10 @@ PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool) {
 }
 
 Status CapSimdTier(const std::string& tier) {
+  if (tier.empty()) {  // no cap: the best target this CPU runs
+    hwy::DisableTargets(0);
+    return Status::Ok();
+  }
 #if HWY_ARCH_X86
   struct Tier {
     const char* name;
@@ -76,10 +80,6 @@ Status CapSimdTier(const std::string& tier) {
       {"avx2", HWY_AVX3_DL | HWY_AVX3, HWY_AVX2},
       {"sse4", HWY_AVX3_DL | HWY_AVX3 | HWY_AVX2, HWY_SSE4},
   };
-  if (tier.empty()) {  // no cap: the best target this CPU runs
-    hwy::DisableTargets(0);
-    return Status::Ok();
-  }
   if (tier == "avx2_vnni") {
     return InvalidArgumentError("no AVX-VNNI kernels are built: AVX2 + AVX-VNNI CPUs run the avx2 tier");
   }
