@@ -50,7 +50,8 @@ Json ChatBody(const std::string& image_url, int max_tokens, bool stream) {
           {"stream", stream}};
 }
 
-std::string PngDataUrl(const std::string& png) {
+// [[maybe_unused]]: its test is compiled out of sanitizer builds (see below).
+[[maybe_unused]] std::string PngDataUrl(const std::string& png) {
   return "data:image/png;base64," + server::Base64Encode(png);
 }
 
@@ -167,7 +168,7 @@ TEST(ServerFaultTest, ModelTruncatedBeforeLoadIsAClearError) {
 }
 
 // An 8-bit grayscale PNG of zeros, deflated row by row (the test never holds the pixels).
-std::string BlankPng(uint32_t w, uint32_t h) {
+[[maybe_unused]] std::string BlankPng(uint32_t w, uint32_t h) {
   auto be32 = [](std::string* s, uint32_t v) {
     for (int sh = 24; sh >= 0; sh -= 8) s->push_back(static_cast<char>((v >> sh) & 0xff));
   };
