@@ -297,7 +297,7 @@ TEST_F(ServerTest, JobSurvivesKill9) {
   ASSERT_EQ(t->status, 202);
   const std::string id = Json::parse(t->body)["task_id"];
   // Wait until it is running with at least one page done, then kill the server hard.
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30 * kSanitizerWaitFactor);
   Json st;
   while (std::chrono::steady_clock::now() < end) {
     st = Json::parse(cli.Get("/tasks/" + id)->body);
@@ -313,7 +313,7 @@ TEST_F(ServerTest, JobSurvivesKill9) {
       << again.log();
   EXPECT_NE(again.log().find("resuming 1 interrupted job"), std::string::npos) << again.log();
   auto cli2 = again.Client();
-  end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  end = std::chrono::steady_clock::now() + std::chrono::seconds(60 * kSanitizerWaitFactor);
   while (std::chrono::steady_clock::now() < end) {
     st = Json::parse(cli2.Get("/tasks/" + id)->body);
     if (st["status"] == "done" || st["status"] == "failed") break;

@@ -21,3 +21,11 @@
 #if defined(MINERU_TEST_ASAN) || defined(MINERU_TEST_TSAN)
 #define MINERU_TEST_SANITIZED 1
 #endif
+
+// How much longer than a plain build a wait bound allows in a sanitizer build (ASan/TSan run a
+// document job 5-15x slower, more on a loaded 2-core machine). For deadlines only, never sleeps.
+#ifdef MINERU_TEST_SANITIZED
+constexpr int kSanitizerWaitFactor = 5;
+#else
+constexpr int kSanitizerWaitFactor = 1;
+#endif
