@@ -505,7 +505,8 @@ void AddBench(CLI::App& app, Action* run) {
                 "Page workload JSON (default: bench/page_workload.json)");
   c->add_option("--quant", f->quant, "Weight format")->capture_default_str();
   c->add_option("--target", f->target,
-                "Cap the SIMD kernels at a tier: avx512_vnni | avx512 | avx2 | sse4 (default: the best here; "
+                "Cap the SIMD kernels at a tier: avx512_vnni | avx512 | avx2_vnni | avx2 | sse4 (default: "
+                "the best here; "
                 "MINERU_KERNELS=<tier> caps every command)");
   AddModelFileFlags(c, &f->load);
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");

@@ -34,7 +34,7 @@ inline ModelLoadOptions WithQuant(ModelLoadOptions o, const std::string& quant) 
 // "5 17 300" or "5,17,300" -> ids; errors on anything else.
 StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text);
 
-// MINERU_KERNELS=<tier> (avx512_vnni, avx512, avx2, sse4) caps every kernel's SIMD dispatch
+// MINERU_KERNELS=<tier> (avx512_vnni, avx512, avx2_vnni, avx2, sse4) caps every kernel's SIMD dispatch
 // (kernels::CapSimdTier); "ref"/"reference" selects the scalar twins (kernels::KernelPath);
 // unset or empty changes nothing. Errors name the variable.
 Status ApplyKernelTierFromEnv();

@@ -47,7 +47,7 @@ int64_t QuantDequantMinRows() {
   return cpu::IntegerPathAtAnyRows() ? std::numeric_limits<int64_t>::max() : kQuantDequantMinRows;
 }
 
-bool IntegerPanelsAvailable() { return cpu::IntegerPathAtAnyRows(); }
+bool IntegerPanelsAvailable() { return cpu::PrepackedPanels(); }
 
 void PackedPanels::Free::operator()(uint8_t* p) const { std::free(p); }
 
@@ -66,6 +66,7 @@ PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool) {
 Status CapSimdTier(const std::string& tier) {
   if (tier.empty()) {  // no cap: the best target this CPU runs
     hwy::DisableTargets(0);
+    cpu::AllowAvxVnni(true);
     return Status::Ok();
   }
 #if HWY_ARCH_X86
@@ -73,18 +74,20 @@ Status CapSimdTier(const std::string& tier) {
     const char* name;
     int64_t disable;  // Highway targets above the tier
     int64_t target;   // what the tier runs
+    bool avx_vnni;    // the 256-bit panel kernel uses AVX-VNNI (the CPU must have it)
   };
   static const Tier kTiers[] = {
-      {"avx512_vnni", 0, HWY_AVX3_DL},
-      {"avx512", HWY_AVX3_DL, HWY_AVX3},
-      {"avx2", HWY_AVX3_DL | HWY_AVX3, HWY_AVX2},
-      {"sse4", HWY_AVX3_DL | HWY_AVX3 | HWY_AVX2, HWY_SSE4},
+      {"avx512_vnni", 0, HWY_AVX3_DL, false},
+      {"avx512", HWY_AVX3_DL, HWY_AVX3, false},
+      {"avx2_vnni", HWY_AVX3_DL | HWY_AVX3, HWY_AVX2, true},
+      {"avx2", HWY_AVX3_DL | HWY_AVX3, HWY_AVX2, false},
+      {"sse4", HWY_AVX3_DL | HWY_AVX3 | HWY_AVX2, HWY_SSE4, false},
   };
-  if (tier == "avx2_vnni") {
-    return InvalidArgumentError("no AVX-VNNI kernels are built: AVX2 + AVX-VNNI CPUs run the avx2 tier");
-  }
   for (const Tier& t : kTiers) {
     if (tier != t.name) continue;
+    if (t.avx_vnni && !cpu::HasAvxVnni()) {
+      return InvalidArgumentError("SIMD tier " + tier + " is not available here: this CPU has no AVX-VNNI");
+    }
     hwy::DisableTargets(t.disable);
     const std::string runs = cpu::DispatchedTargetName(), want = hwy::TargetName(t.target);
     if (runs != want) {
@@ -92,9 +95,11 @@ Status CapSimdTier(const std::string& tier) {
       return InvalidArgumentError("SIMD tier " + tier + " (" + want +
                                   ") is not available here: this CPU and build run " + runs);
     }
+    cpu::AllowAvxVnni(t.avx_vnni);
     return Status::Ok();
   }
-  return InvalidArgumentError("unknown SIMD tier '" + tier + "' (avx512_vnni, avx512, avx2, sse4)");
+  return InvalidArgumentError("unknown SIMD tier '" + tier +
+                              "' (avx512_vnni, avx512, avx2_vnni, avx2, sse4)");
 #else
   return InvalidArgumentError("SIMD tiers name x86 targets; this build runs " +
                               std::string(cpu::DispatchedTargetName()));

@@ -66,9 +66,9 @@ KernelPath GetKernelPath();
 const char* ActiveTargetName();
 // Caps the SIMD dispatch of every kernel (the integer paths included) at an x86 tier, so one
 // machine measures what an older CPU gets: "avx512_vnni" (AVX-512 + VNNI, Highway's AVX3_DL),
-// "avx512" (AVX3), "avx2", "sse4"; "" lifts the cap. Process-wide; call before loading a model (load-time
-// panel packing follows the tier). Errors: an unknown tier, one this CPU or build does not run, and
-// "avx2_vnni" (no AVX-VNNI kernels are built: such CPUs run the avx2 tier).
+// "avx512" (AVX3), "avx2_vnni" (AVX2 + the VEX vpdpbusd of Alder Lake and later), "avx2", "sse4";
+// "" lifts the cap. Process-wide; call before loading a model (load-time panel packing follows the
+// tier). Errors: an unknown tier, or one this CPU or build does not run.
 Status CapSimdTier(const std::string& tier);
 
 // y[m, n] = x[m, k] · W[n, k]^T (+ bias[n]). x and y must not alias. pool may be null.

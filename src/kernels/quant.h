@@ -36,10 +36,10 @@ const char* QuantTypeName(QuantType t);
 // MatMul with a quantized W and m < QuantDequantMinRows() quantizes each row of x to int8
 // per block (block = QuantBlockSize) on the fly and uses integer dot products; for larger m
 // it dequantizes W panel by panel to fp32 and runs the fp32 GEMM (no activation rounding
-// there). The threshold is kQuantDequantMinRows, except on CPUs with AVX-512 VNNI (the
-// AVX3_DL target compiled and supported), where integer products are faster at every m and
-// the threshold is unlimited. Both backends follow the same rule (it honours
-// hwy::SetSupportedTargetsForTest), so the reference twin computes what the SIMD path does.
+// there). The threshold is kQuantDequantMinRows, except where the dispatched target has an
+// integer panel kernel — AVX-512 VNNI (AVX3_DL) and AVX2 (with AVX-VNNI where the CPU has it) —
+// where integer products are faster at every m and the threshold is unlimited. Both backends follow the same
+// rule (it honours hwy::SetSupportedTargetsForTest), so the reference twin computes what the SIMD path does.
 constexpr int64_t kQuantDequantMinRows = 48;
 int64_t QuantDequantMinRows();
 

@@ -174,13 +174,16 @@ MINERU_INSTANTIATE_PER_TARGET(ElementwiseTest);
 TEST(SimdTierTest, CapsTheDispatchAndLifts) {
   const std::string best = ActiveTargetName();
   EXPECT_FALSE(CapSimdTier("avx9").ok());
-  EXPECT_FALSE(CapSimdTier("avx2_vnni").ok());
   EXPECT_EQ(ActiveTargetName(), best);  // a refused tier changes nothing
 #if HWY_ARCH_X86
   const struct {
     const char* tier;
     int64_t target;
-  } tiers[] = {{"avx512_vnni", HWY_AVX3_DL}, {"avx512", HWY_AVX3}, {"avx2", HWY_AVX2}, {"sse4", HWY_SSE4}};
+  } tiers[] = {{"avx512_vnni", HWY_AVX3_DL},
+               {"avx512", HWY_AVX3},
+               {"avx2_vnni", HWY_AVX2},
+               {"avx2", HWY_AVX2},
+               {"sse4", HWY_SSE4}};
   int capped = 0;
   for (const auto& t : tiers) {
     const Status s = CapSimdTier(t.tier);
@@ -188,11 +191,18 @@ TEST(SimdTierTest, CapsTheDispatchAndLifts) {
     ++capped;
     EXPECT_STREQ(ActiveTargetName(), hwy::TargetName(t.target)) << t.tier;
     EXPECT_EQ(IntegerPanelsAvailable(), t.target == HWY_AVX3_DL) << t.tier;
+    // AVX-VNNI is used only by the tier that names it (and where the CPU has it).
+    EXPECT_EQ(cpu::UseAvxVnni(), std::string(t.tier) == "avx2_vnni") << t.tier;
+  }
+  // avx2_vnni is refused exactly where the CPU lacks AVX-VNNI (or AVX2).
+  if (!cpu::HasAvxVnni()) {
+    EXPECT_FALSE(CapSimdTier("avx2_vnni").ok());
   }
   EXPECT_GE(capped, 1);  // every x86-64 CPU that runs this has SSE4
 #endif
   ASSERT_TRUE(CapSimdTier("").ok());
   EXPECT_EQ(ActiveTargetName(), best);
+  EXPECT_EQ(cpu::UseAvxVnni(), cpu::HasAvxVnni());
 }
 
 // The dot-product probes (not per Highway target: CPUID decides) against their twins.

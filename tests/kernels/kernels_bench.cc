@@ -4,9 +4,10 @@
 //
 //   kernels_bench [--benchmark_filter=REGEX]   threads: MINERU_THREADS (default: all cores)
 //   MatMul/shape:S/w:W/m:M/tgt:T  S indexes kShapes, W: 0 bf16 1 q8_0 2 q4_0 3 q4_g128,
-//       T: 0 best SIMD target, 1 capped at AVX2, 2 the scalar reference twin, 3 capped at AVX3
-//       (AVX-512 without VNNI), 4 the integer path (cpu::MatMulQuantInt) at any m,
-//       5 with the integer panels packed beforehand (as the decoder's weights are at load)
+//       T: 0 best SIMD target, 1 capped at AVX2 (+ AVX-VNNI where the CPU has it), 2 the scalar
+//       reference twin, 3 capped at AVX3 (AVX-512 without VNNI), 4 the integer path
+//       (cpu::MatMulQuantInt) at any m, 5 with the integer panels packed beforehand (as the
+//       decoder's weights are at load), 6 capped at AVX2 without AVX-VNNI
 //   Attention/...   vision (5476 patches), causal prefill (1369), decode (n_q = 1)
 //   Elementwise, Quantize (load-time cost), QuantAccuracy (rel. RMS error of y per format),
 //   PoolRoundTrip (ParallelFor overhead), FmaPeak/0|1 (AVX2 / AVX-512 FMA ceiling).
@@ -110,12 +111,14 @@ class TargetScope {
  public:
   explicit TargetScope(int target) {
 #if HWY_ARCH_X86
-    if (target == 1) hwy::SetSupportedTargetsForTest(HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
+    if (target == 1 || target == 6) hwy::SetSupportedTargetsForTest(HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
     if (target == 3) hwy::SetSupportedTargetsForTest(HWY_AVX3 | HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
 #endif  // elsewhere (ARM: NEON only) the x86 caps do not apply and the best target runs
     SetKernelPath(target == 2 ? KernelPath::kReference : KernelPath::kHighway);
+    cpu::AllowAvxVnni(target != 6);  // 6: AVX2 without AVX-VNNI (vpmaddubsw)
   }
   ~TargetScope() {
+    cpu::AllowAvxVnni(true);
     hwy::SetSupportedTargetsForTest(0);
     SetKernelPath(KernelPath::kHighway);
   }
@@ -162,10 +165,17 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
     for (int64_t m : {1, 16, 256, 1369}) {
       if (std::string(kShapes[shape].name) == "lm_head" && m > 16) continue;
       for (int wt : {kBf16, kQ8, kQ4, kQ4G128}) b->Args({shape, wt, m, 0});
-      b->Args({shape, kBf16, m, 1});             // the same on AVX2 (for machines with AVX-512)
-      if (m <= 16) b->Args({shape, kQ8, m, 3});  // int8 without VNNI (for machines with it)
+      b->Args({shape, kBf16, m, 1});  // the same on AVX2 (for machines with AVX-512)
+      b->Args({shape, kQ8, m, 3});    // int8 without VNNI (for machines with it)
+      if (m > 16) b->Args({shape, kBf16, m, 3});
       if (m == 16) b->Args({shape, kQ8, m, 5});  // batched decode: panels packed at load
       if (m > 16) b->Args({shape, kQ8, m, 4});   // the integer path where MatMul dequantizes
+      if (m >= 16) {  // AVX2 integer panels: with AVX-VNNI where the CPU has it (1), vpmaddubsw (6)
+        for (int wt : {kQ8, kQ4}) {
+          b->Args({shape, wt, m, 1});
+          b->Args({shape, wt, m, 6});
+        }
+      }
     }
   }
   // The scalar reference for the A/B figure, on a few shapes.

@@ -183,22 +183,63 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
   EXPECT_EQ(bad, 0);
 }
 
-TEST_P(QuantMatMulTest, MatchesTwinAndDequantizedReference) {
-  const Case cases[] = {{1, 1, 32},  {1, 5, 33},    {2, 33, 100}, {3, 7, 128},  {4, 9, 300},   {5, 5, 257},
-                        {7, 33, 64}, {1, 40, 1176}, {47, 6, 160}, {48, 17, 96}, {50, 33, 300}, {9, 3, 1}};
-  uint32_t seed = 40;
-  for (QuantType t : kTypes) {
-    for (const Case& c : cases) CheckQuantCase(t, c, nullptr, seed++);
+// Runs body once per integer instruction set of the dispatched target: on CPUs with AVX-VNNI the
+// 256-bit panel kernel runs with and without it (vpdpbusd vs vpmaddubsw), so both are tested here.
+template <class F>
+void ForEachAvxVnniChoice(F body) {
+  for (bool vnni : {false, true}) {
+    if (vnni && !cpu::HasAvxVnni()) continue;
+    cpu::AllowAvxVnni(vnni);
+    SCOPED_TRACE(vnni ? "AVX-VNNI allowed" : "AVX-VNNI not allowed");
+    body();
   }
+  cpu::AllowAvxVnni(true);
+}
+
+TEST_P(QuantMatMulTest, MatchesTwinAndDequantizedReference) {
+  const Case cases[] = {{1, 1, 32},   {1, 5, 33},    {2, 33, 100}, {3, 7, 128},   {4, 9, 300},   {5, 5, 257},
+                        {7, 33, 64},  {1, 40, 1176}, {15, 9, 64},  {16, 16, 32},  {17, 23, 300}, {47, 6, 160},
+                        {48, 17, 96}, {50, 33, 300}, {9, 3, 1},    {203, 37, 96}, {33, 1, 1200}};
+  ForEachAvxVnniChoice([&] {
+    uint32_t seed = 40;
+    for (QuantType t : kTypes) {
+      for (const Case& c : cases) CheckQuantCase(t, c, nullptr, seed++);
+    }
+  });
 }
 
 TEST_P(QuantMatMulTest, WithPoolAndManyColumns) {
   ThreadPool pool(3);
-  uint32_t seed = 400;
+  ForEachAvxVnniChoice([&] {
+    uint32_t seed = 400;
+    for (QuantType t : kTypes) {
+      // The last three are large enough for the kernels to actually use the pool.
+      for (const Case& c : {Case{1, 257, 256}, Case{6, 100, 512}, Case{60, 150, 384}, Case{8, 700, 1024},
+                            Case{400, 70, 640}}) {
+        CheckQuantCase(t, c, &pool, seed++);
+      }
+    }
+  });
+}
+
+// The integer panels give the same bits with and without AVX-VNNI (both sum exact integers per
+// group and share the float epilogue).
+TEST_P(QuantMatMulTest, AvxVnniAndAvx2PanelsAgreeBitForBit) {
+  if (!cpu::HasAvxVnni()) GTEST_SKIP() << "this CPU has no AVX-VNNI";
+  ThreadPool pool(2);
+  uint32_t seed = 700;
   for (QuantType t : kTypes) {
-    // The last two are large enough for the kernels to actually use the pool.
-    for (const Case& c : {Case{1, 257, 256}, Case{6, 100, 512}, Case{60, 150, 384}, Case{8, 700, 1024}}) {
-      CheckQuantCase(t, c, &pool, seed++);
+    for (const Case& c : {Case{16, 33, 300}, Case{70, 64, 1280}, Case{250, 20, 96}}) {
+      const std::vector<float> x = RandomVec(static_cast<size_t>(c.m * c.k), seed++);
+      const QuantizedMatrix qm = Quantize(
+          DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
+      std::vector<float> a(static_cast<size_t>(c.m * c.n)), b(a.size());
+      cpu::AllowAvxVnni(false);
+      cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, a.data(), &pool);
+      cpu::AllowAvxVnni(true);
+      cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, b.data(), &pool);
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+          << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k;
     }
   }
 }

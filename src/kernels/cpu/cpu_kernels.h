@@ -41,8 +41,17 @@ void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float*
 size_t IntegerPanelsBytes(const WeightView& w);
 void PackIntegerPanels(const WeightView& w, uint8_t* out, ThreadPool* pool);
 
-// True when the dispatched target multiplies int8 faster than fp32 at every m (AVX-512 VNNI).
+// True when the dispatched target multiplies int8 faster than fp32 at every m (it has a panel
+// kernel: AVX-512 VNNI, AVX2).
 bool IntegerPathAtAnyRows();
+// True when the dispatched target builds prepacked panels (PackIntegerPanels; AVX-512 VNNI).
+bool PrepackedPanels();
+
+// AVX-VNNI (VEX vpdpbusd on 256-bit lanes) for the AVX2 panel kernel: used when the CPU
+// has it (CPUID, read once) and it is allowed (the SIMD tier cap; allowed by default).
+bool HasAvxVnni();
+void AllowAvxVnni(bool allow);
+bool UseAvxVnni();
 
 ProbeResult FmaProbe(int64_t iters, float start);
 double ReadProbe(const float* x, int64_t n);

@@ -507,9 +507,17 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
 // Below this many rows the row tiles win: one or two rows are bound by reading W, which the
 // row layout does in fewer bytes than the panels (and without repacking when none are prepacked).
 constexpr size_t kVnniPanelMinRows = 4;
+#elif HWY_TARGET == HWY_AVX2
+// matmul_panels256.cc: the same contract on 256-bit lanes (AVX2, or AVX-VNNI when vnni).
+void MatMulPanels256(QuantType t, const int8_t* xs, const float* d, const int32_t* xc, size_t m, size_t kpad,
+                     size_t nb, const uint8_t* wbase, size_t row_bytes, size_t n, const float* bias, float* y,
+                     ThreadPool* pool, bool vnni);
+// Below this many rows the row tiles win (they need no repacking of W).
+constexpr size_t kPanel256MinRows = 16;
 #endif
 
-bool IntegerPathAtAnyRowsImpl() { return HWY_TARGET == HWY_AVX3_DL; }
+// Targets with a panel kernel multiply int8 faster than fp32 at every m.
+bool IntegerPathAtAnyRowsImpl() { return HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2; }
 
 void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const float* bias, float* y,
                         ThreadPool* pool) {
@@ -525,6 +533,8 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   // Few rows (decode): quantize inline rather than pay a pool round trip.
 #if HWY_TARGET == HWY_AVX3_DL
   const bool panels = m >= kVnniPanelMinRows;
+#elif HWY_TARGET == HWY_AVX2
+  const bool panels = m >= kPanel256MinRows;
 #else
   const bool panels = false;
 #endif
@@ -533,7 +543,7 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   RunTasks(m * k < (size_t{1} << 16) ? nullptr : pool, (m + qchunk - 1) / qchunk, [&](size_t t, size_t) {
     for (size_t i = t * qchunk; i < std::min(m, (t + 1) * qchunk); ++i) {
       QuantizeActRow(x + i * k, k, l, q.get() + i * kpad, d + i * nb, corr + i * nb);
-      if (panels) {  // the VNNI panels hold w + 128: each block's sum of x takes the 128 back out
+      if (panels) {  // VNNI multiplies w + 128: each block's sum of x takes the 128 back out
         const int8_t* row = q.get() + i * kpad;
         const size_t block = static_cast<size_t>(l.block);
         for (size_t b = 0; b < nb; ++b) {
@@ -549,6 +559,12 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
     MatMulVnniPanels(w.quant, q.get(), d, xc.data(), m, kpad, nb, static_cast<const uint8_t*>(w.data),
                      QuantizedRowBytes(w.quant, w.cols), n, reinterpret_cast<const uint8_t*>(w.panels), bias,
                      y, pool);
+    return;
+  }
+#elif HWY_TARGET == HWY_AVX2
+  if (panels) {
+    MatMulPanels256(w.quant, q.get(), d, xc.data(), m, kpad, nb, static_cast<const uint8_t*>(w.data),
+                    QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool, cpu::UseAvxVnni());
     return;
   }
 #endif

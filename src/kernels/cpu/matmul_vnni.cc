@@ -353,6 +353,8 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
 
 #endif  // HWY_TARGET == HWY_AVX3_DL
 
+bool PrepackedPanelsImpl() { return HWY_TARGET == HWY_AVX3_DL; }
+
 // Bytes of the packed panels of quantized w (0 where the target has no panel kernel).
 size_t IntegerPanelsBytesImpl(const WeightView& w) {
 #if HWY_TARGET == HWY_AVX3_DL
@@ -396,9 +398,11 @@ namespace mineru {
 namespace kernels {
 namespace cpu {
 
+HWY_EXPORT(PrepackedPanelsImpl);
 HWY_EXPORT(IntegerPanelsBytesImpl);
 HWY_EXPORT(PackIntegerPanelsImpl);
 
+bool PrepackedPanels() { return HWY_DYNAMIC_DISPATCH(PrepackedPanelsImpl)(); }
 size_t IntegerPanelsBytes(const WeightView& w) { return HWY_DYNAMIC_DISPATCH(IntegerPanelsBytesImpl)(w); }
 void PackIntegerPanels(const WeightView& w, uint8_t* out, ThreadPool* pool) {
   HWY_DYNAMIC_DISPATCH(PackIntegerPanelsImpl)(w, out, pool);
