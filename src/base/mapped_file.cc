@@ -161,6 +161,19 @@ MappedFile::~MappedFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+size_t MappedFile::Release(const void* p, size_t n) const {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  if (data_ == nullptr || begin < base || end > base + size_ || end < begin) return 0;
+  const uintptr_t b = (begin + page - 1) / page * page, e = end / page * page;
+  if (e <= b) return 0;
+  // MADV_DONTNEED on a read-only private file mapping: the pages are dropped from this process,
+  // never their contents (nothing was written to them), and refault from the file.
+  if (::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED) != 0) return 0;
+  return e - b;
+}
+
 bool MappedFile::corrupted() const {
   return slot_ >= 0 && g_slots[slot_].corrupted.load(std::memory_order_acquire);
 }

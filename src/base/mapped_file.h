@@ -38,6 +38,12 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops this process's resident pages of [p, p + n) (the whole pages inside it; p must lie in
+  // the mapping): for bytes that will not be read again, e.g. a tensor quantized into a copy at
+  // load. The bytes stay valid: a later read faults them back in from the file. Returns the bytes
+  // released (0 when the range holds no whole page or the kernel refused).
+  size_t Release(const void* p, size_t n) const;
+
   // True once a read of this mapping faulted because the file lost pages (see above).
   bool corrupted() const;
   // Ok while the mapped file is as it was at Open: no lost pages, and fstat of the mapped inode

@@ -65,6 +65,9 @@ Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool) {
     ForEachQuantizable(w, t, [&](const std::string&, WeightView* v, QuantType q) {
       if (v->quantized() || q == QuantType::kNone) return;  // already (pre-quantized file, GGUF)
       kernels::QuantizedMatrix m = kernels::Quantize(*v, q, pool);
+      // The dense bytes are not read again (a tied embedding table reads only its looked-up
+      // rows, which fault back in): keep a quantized model's RSS at its quantized size.
+      w->ReleaseMapped(v->data, static_cast<size_t>(v->rows * v->cols) * DTypeSize(v->dtype));
       *v = m.view();
       w->AdoptQuantized(std::move(m));
     });

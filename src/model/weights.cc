@@ -153,6 +153,18 @@ bool ModelWeights::InMappedFile(const void* p, size_t n) const {
   return false;
 }
 
+size_t ModelWeights::ReleaseMapped(const void* p, size_t n) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  auto inside = [&](const MappedFile& f) {
+    return b >= f.data() && n <= f.size() && b - f.data() <= static_cast<ptrdiff_t>(f.size() - n);
+  };
+  for (const auto& f : files_)
+    if (inside(f->file())) return f->file().Release(p, n);
+  for (const auto& f : gguf_files_)
+    if (inside(f->file())) return f->file().Release(p, n);
+  return 0;
+}
+
 StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::string& dir, const ModelConfig& cfg) {
   auto w = std::make_unique<ModelWeights>();
   MINERU_ASSIGN_OR_RETURN(std::vector<std::string> paths, ShardFiles(dir));

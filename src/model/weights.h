@@ -84,6 +84,10 @@ class ModelWeights {
   // True when [p, p + n) lies inside one of the mapped weight files (a view that reads the file in
   // place rather than a copy made at load).
   bool InMappedFile(const void* p, size_t n) const;
+  // Drops the resident pages of [p, p + n) when it lies inside a mapped weight file (a dense
+  // tensor just replaced by a quantized copy); bytes elsewhere are left alone. Returns the bytes
+  // released.
+  size_t ReleaseMapped(const void* p, size_t n) const;
 
   VisionWeights vision;
   TextWeights text;

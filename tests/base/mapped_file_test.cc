@@ -63,6 +63,32 @@ std::string WriteBytes(const std::string& name, size_t n, char fill) {
 // Reads through a volatile pointer so the compiler keeps every load.
 uint8_t ReadByte(const uint8_t* p) { return *static_cast<const volatile uint8_t*>(p); }
 
+// Release drops whole pages inside the range only, refuses ranges outside the mapping, and never
+// changes what the mapping reads.
+TEST(MappedFileReleaseTest, DropsWholePagesAndKeepsTheBytes) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::string content(10 * page, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7 + i / 4096);
+  const std::string p = TempPath("release");
+  ASSERT_TRUE(WriteStringToFile(p, content).ok());
+  auto f = MappedFile::Open(p);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  const MappedFile& m = **f;
+  uint32_t sum = 0;
+  for (size_t i = 0; i < m.size(); i += 64) sum += ReadByte(m.data() + i);  // make it resident
+  EXPECT_GT(sum, 0u);
+  EXPECT_EQ(m.Release(m.data() + 1, page), 0u);  // no whole page inside
+  EXPECT_EQ(m.Release(m.data() + 1, 3 * page), 2 * page);
+  EXPECT_EQ(m.Release(m.data(), m.size()), m.size());
+  EXPECT_EQ(m.Release(m.data() + page, m.size()), 0u);  // runs past the end
+  EXPECT_EQ(m.Release(content.data(), page), 0u);       // not this mapping
+  for (size_t i = 0; i < m.size(); ++i) {
+    ASSERT_EQ(ReadByte(m.data() + i), static_cast<uint8_t>(content[i])) << i;
+  }
+  EXPECT_FALSE(m.corrupted());
+  std::remove(p.c_str());
+}
+
 TEST(MappedFileFaultTest, TruncatedWhileMappedReadsZerosAndIsFlagged) {
   ASSERT_TRUE(g_prev_installed);
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
