@@ -66,7 +66,7 @@ PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool) {
 Status CapSimdTier(const std::string& tier) {
   if (tier.empty()) {  // no cap: the best target this CPU runs
     hwy::DisableTargets(0);
-    cpu::AllowAvxVnni(true);
+    cpu::AllowDotExtension(true);
     return Status::Ok();
   }
 #if HWY_ARCH_X86
@@ -85,7 +85,7 @@ Status CapSimdTier(const std::string& tier) {
   };
   for (const Tier& t : kTiers) {
     if (tier != t.name) continue;
-    if (t.avx_vnni && !cpu::HasAvxVnni()) {
+    if (t.avx_vnni && !cpu::HasDotExtension()) {
       return InvalidArgumentError("SIMD tier " + tier + " is not available here: this CPU has no AVX-VNNI");
     }
     hwy::DisableTargets(t.disable);
@@ -95,7 +95,7 @@ Status CapSimdTier(const std::string& tier) {
       return InvalidArgumentError("SIMD tier " + tier + " (" + want +
                                   ") is not available here: this CPU and build run " + runs);
     }
-    cpu::AllowAvxVnni(t.avx_vnni);
+    cpu::AllowDotExtension(t.avx_vnni);
     return Status::Ok();
   }
   return InvalidArgumentError("unknown SIMD tier '" + tier +

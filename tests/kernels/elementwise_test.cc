@@ -192,17 +192,17 @@ TEST(SimdTierTest, CapsTheDispatchAndLifts) {
     EXPECT_STREQ(ActiveTargetName(), hwy::TargetName(t.target)) << t.tier;
     EXPECT_EQ(IntegerPanelsAvailable(), t.target == HWY_AVX3_DL) << t.tier;
     // AVX-VNNI is used only by the tier that names it (and where the CPU has it).
-    EXPECT_EQ(cpu::UseAvxVnni(), std::string(t.tier) == "avx2_vnni") << t.tier;
+    EXPECT_EQ(cpu::UseDotExtension(), std::string(t.tier) == "avx2_vnni") << t.tier;
   }
   // avx2_vnni is refused exactly where the CPU lacks AVX-VNNI (or AVX2).
-  if (!cpu::HasAvxVnni()) {
+  if (!cpu::HasDotExtension()) {
     EXPECT_FALSE(CapSimdTier("avx2_vnni").ok());
   }
   EXPECT_GE(capped, 1);  // every x86-64 CPU that runs this has SSE4
 #endif
   ASSERT_TRUE(CapSimdTier("").ok());
   EXPECT_EQ(ActiveTargetName(), best);
-  EXPECT_EQ(cpu::UseAvxVnni(), cpu::HasAvxVnni());
+  EXPECT_EQ(cpu::UseDotExtension(), cpu::HasDotExtension());
 }
 
 // The dot-product probes (not per Highway target: CPUID decides) against their twins.

@@ -115,10 +115,10 @@ class TargetScope {
     if (target == 3) hwy::SetSupportedTargetsForTest(HWY_AVX3 | HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
 #endif  // elsewhere (ARM: NEON only) the x86 caps do not apply and the best target runs
     SetKernelPath(target == 2 ? KernelPath::kReference : KernelPath::kHighway);
-    cpu::AllowAvxVnni(target != 6);  // 6: AVX2 without AVX-VNNI (vpmaddubsw)
+    cpu::AllowDotExtension(target != 6);  // 6: AVX2 without AVX-VNNI (vpmaddubsw)
   }
   ~TargetScope() {
-    cpu::AllowAvxVnni(true);
+    cpu::AllowDotExtension(true);
     hwy::SetSupportedTargetsForTest(0);
     SetKernelPath(KernelPath::kHighway);
   }

@@ -152,13 +152,24 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
   MatMul(x, c.m, w, bias.data(), simd.data(), pool);                   // the auto rule
   cpu::MatMulQuantInt(x, c.m, w, bias.data(), simd_int.data(), pool);  // integer path at any m
 
-  // Scale of each output: sum |x| |w| + |b|.
+  // Scale of each output: sum |x| |w| + |b|. The Q4 formats' integer paths may sum unsigned
+  // nibbles and subtract the "- 8" part afterwards (the twin does), so their rounding scales
+  // with sum |x| * 8 d = sum |x| * max |w| of each block instead: the larger of the two.
+  const int64_t block = QuantBlockSize(t);
   std::vector<float> scale(base.size());
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
-      double s = std::fabs(bias[j]);
-      for (int64_t kk = 0; kk < c.k; ++kk) s += std::fabs(x[i * c.k + kk] * deq[j * c.k + kk]);
-      scale[i * c.n + j] = static_cast<float>(s);
+      double s = std::fabs(bias[j]), s4 = s;
+      for (int64_t b0 = 0; b0 < c.k; b0 += block) {
+        const int64_t b1 = std::min(c.k, b0 + block);
+        float wmax = 0.0f;
+        for (int64_t kk = b0; kk < b1; ++kk) wmax = std::max(wmax, std::fabs(deq[j * c.k + kk]));
+        for (int64_t kk = b0; kk < b1; ++kk) {
+          s += std::fabs(x[i * c.k + kk] * deq[j * c.k + kk]);
+          s4 += std::fabs(x[i * c.k + kk]) * wmax;
+        }
+      }
+      scale[i * c.n + j] = static_cast<float>(t == QuantType::kQ8_0 ? s : std::max(s, s4));
     }
   }
   const bool int_path = c.m < QuantDequantMinRows();
@@ -183,24 +194,25 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
   EXPECT_EQ(bad, 0);
 }
 
-// Runs body once per integer instruction set of the dispatched target: on CPUs with AVX-VNNI the
-// 256-bit panel kernel runs with and without it (vpdpbusd vs vpmaddubsw), so both are tested here.
+// Runs body once per integer instruction set of the dispatched target: on CPUs with a dot-product
+// extension (x86 AVX-VNNI: vpdpbusd vs vpmaddubsw panels; ARM dotprod: sdot vs portable tiles)
+// the integer kernels run with and without it, so both are tested on every such CPU.
 template <class F>
-void ForEachAvxVnniChoice(F body) {
+void ForEachDotExtensionChoice(F body) {
   for (bool vnni : {false, true}) {
-    if (vnni && !cpu::HasAvxVnni()) continue;
-    cpu::AllowAvxVnni(vnni);
+    if (vnni && !cpu::HasDotExtension()) continue;
+    cpu::AllowDotExtension(vnni);
     SCOPED_TRACE(vnni ? "AVX-VNNI allowed" : "AVX-VNNI not allowed");
     body();
   }
-  cpu::AllowAvxVnni(true);
+  cpu::AllowDotExtension(true);
 }
 
 TEST_P(QuantMatMulTest, MatchesTwinAndDequantizedReference) {
   const Case cases[] = {{1, 1, 32},   {1, 5, 33},    {2, 33, 100}, {3, 7, 128},   {4, 9, 300},   {5, 5, 257},
                         {7, 33, 64},  {1, 40, 1176}, {15, 9, 64},  {16, 16, 32},  {17, 23, 300}, {47, 6, 160},
                         {48, 17, 96}, {50, 33, 300}, {9, 3, 1},    {203, 37, 96}, {33, 1, 1200}};
-  ForEachAvxVnniChoice([&] {
+  ForEachDotExtensionChoice([&] {
     uint32_t seed = 40;
     for (QuantType t : kTypes) {
       for (const Case& c : cases) CheckQuantCase(t, c, nullptr, seed++);
@@ -210,7 +222,7 @@ TEST_P(QuantMatMulTest, MatchesTwinAndDequantizedReference) {
 
 TEST_P(QuantMatMulTest, WithPoolAndManyColumns) {
   ThreadPool pool(3);
-  ForEachAvxVnniChoice([&] {
+  ForEachDotExtensionChoice([&] {
     uint32_t seed = 400;
     for (QuantType t : kTypes) {
       // The last three are large enough for the kernels to actually use the pool.
@@ -222,10 +234,11 @@ TEST_P(QuantMatMulTest, WithPoolAndManyColumns) {
   });
 }
 
-// The integer panels give the same bits with and without AVX-VNNI (both sum exact integers per
-// group and share the float epilogue).
+// The x86 integer panels give the same bits with and without AVX-VNNI (both sum exact integers
+// per group and share the float epilogue). (ARM's sdot tiles sum in another order than the
+// portable ones: the twin tests above cover them.)
 TEST_P(QuantMatMulTest, AvxVnniAndAvx2PanelsAgreeBitForBit) {
-  if (!cpu::HasAvxVnni()) GTEST_SKIP() << "this CPU has no AVX-VNNI";
+  if (!HWY_ARCH_X86 || !cpu::HasDotExtension()) GTEST_SKIP() << "not an x86 CPU with AVX-VNNI";
   ThreadPool pool(2);
   uint32_t seed = 700;
   for (QuantType t : kTypes) {
@@ -234,9 +247,9 @@ TEST_P(QuantMatMulTest, AvxVnniAndAvx2PanelsAgreeBitForBit) {
       const QuantizedMatrix qm = Quantize(
           DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
       std::vector<float> a(static_cast<size_t>(c.m * c.n)), b(a.size());
-      cpu::AllowAvxVnni(false);
+      cpu::AllowDotExtension(false);
       cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, a.data(), &pool);
-      cpu::AllowAvxVnni(true);
+      cpu::AllowDotExtension(true);
       cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, b.data(), &pool);
       ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
           << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k;

@@ -47,11 +47,20 @@ bool IntegerPathAtAnyRows();
 // True when the dispatched target builds prepacked panels (PackIntegerPanels; AVX-512 VNNI).
 bool PrepackedPanels();
 
-// AVX-VNNI (VEX vpdpbusd on 256-bit lanes) for the AVX2 panel kernel: used when the CPU
-// has it (CPUID, read once) and it is allowed (the SIMD tier cap; allowed by default).
-bool HasAvxVnni();
-void AllowAvxVnni(bool allow);
-bool UseAvxVnni();
+// The integer dot-product extension a Highway target lacks, used where the CPU has it (read
+// once: CPUID / HWCAP) and it is allowed (the SIMD tier cap, tests; allowed by default):
+// x86 AVX2: AVX-VNNI (VEX vpdpbusd on 256-bit lanes, matmul_panels256.cc);
+// ARM NEON: the ARMv8.2 dot product (sdot; Raspberry Pi 5, Graviton, Apple M; matmul_quant.cc).
+bool HasDotExtension();
+void AllowDotExtension(bool allow);
+bool UseDotExtension();
+
+// aarch64 only (matmul_sdot_arm.cc, compiled for ARMv8.2 + dot product; call it only when
+// HasDotExtension()): out[r * C + c] = row r of the int8 activations (xq[r], block scales xd[r])
+// times row c of quantized W (wrow[c], format t), over nb blocks (groups for Q4_G128);
+// 1 <= R <= 4, C in {1, 2, 4}.
+void QuantTileSdot(QuantType t, size_t R, size_t C, const uint8_t* const* wrow, const int8_t* const* xq,
+                   const float* const* xd, size_t nb, float* out);
 
 ProbeResult FmaProbe(int64_t iters, float start);
 double ReadProbe(const float* x, int64_t n);

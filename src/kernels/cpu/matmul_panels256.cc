@@ -9,7 +9,7 @@
 // epilogue (convert, scale, FMA) then runs once per 32-value block for 8 columns, not once per
 // block and column as in the row tiles of matmul_quant.cc.
 //
-// Two instruction sets, picked per call (UseAvxVnni):
+// Two instruction sets, picked per call (UseDotExtension):
 //   AVX2      vpmaddubsw + vpmaddwd with the sign trick: |w| (unsigned) times x with the sign
 //             of w, pairs summed to int16 (<= 2 * 128 * 127: no saturation), then to int32.
 //   AVX-VNNI  vpdpbusd on 256-bit lanes (Alder Lake and later, Zen 4/5): (w + 128) x x
@@ -34,7 +34,6 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "hwy/aligned_allocator.h"
@@ -45,7 +44,6 @@
 #include "kernels/quant_internal.h"
 
 #if HWY_ARCH_X86
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -351,37 +349,3 @@ void MatMulPanels256(QuantType t, const int8_t* xs, const float* d, const int32_
 }  // namespace kernels
 }  // namespace mineru
 HWY_AFTER_NAMESPACE();
-
-#if HWY_ONCE
-namespace mineru {
-namespace kernels {
-namespace cpu {
-namespace {
-
-bool CpuHasAvxVnni() {
-#if HWY_ARCH_X86
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_count(7, 1, &a, &b, &c, &d) == 0) return false;
-  return (a & (1u << 4)) != 0;  // CPUID.(EAX=7,ECX=1):EAX[4] = AVX-VNNI
-#else
-  return false;
-#endif
-}
-
-std::atomic<bool> g_avx_vnni_allowed{true};
-
-}  // namespace
-
-bool HasAvxVnni() {
-  static const bool has = CpuHasAvxVnni();  // CPUID once (it can trap to the hypervisor)
-  return has;
-}
-
-void AllowAvxVnni(bool allow) { g_avx_vnni_allowed.store(allow, std::memory_order_relaxed); }
-
-bool UseAvxVnni() { return HasAvxVnni() && g_avx_vnni_allowed.load(std::memory_order_relaxed); }
-
-}  // namespace cpu
-}  // namespace kernels
-}  // namespace mineru
-#endif  // HWY_ONCE

@@ -22,6 +22,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "base/bf16.h"
@@ -33,6 +34,13 @@
 #include "kernels/cpu/simd-inl.h"
 #include "kernels/quant.h"
 #include "kernels/quant_internal.h"
+
+#if HWY_ARCH_X86
+#include <cpuid.h>
+#elif HWY_ARCH_ARM_A64 && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 HWY_BEFORE_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
@@ -436,6 +444,15 @@ HWY_INLINE int32_t BlockDotI8(const int8_t* HWY_RESTRICT a, const int8_t* HWY_RE
 
 template <size_t R, size_t C>
 HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
+#if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64
+  if (cpu::UseDotExtension()) {  // sdot (matmul_sdot_arm.cc)
+    const int8_t* xq[R];
+    const float* xd[R];
+    for (size_t r = 0; r < R; ++r) xq[r] = xr[r].q, xd[r] = xr[r].d;
+    cpu::QuantTileSdot(t, R, C, wrow, xq, xd, nb, out);
+    return;
+  }
+#endif
   alignas(64) int8_t wq[128];
   for (size_t c = 0; c < C; ++c) {
     float acc[R] = {}, corr[R] = {};
@@ -564,7 +581,7 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
 #elif HWY_TARGET == HWY_AVX2
   if (panels) {
     MatMulPanels256(w.quant, q.get(), d, xc.data(), m, kpad, nb, static_cast<const uint8_t*>(w.data),
-                    QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool, cpu::UseAvxVnni());
+                    QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool, cpu::UseDotExtension());
     return;
   }
 #endif
@@ -608,6 +625,34 @@ HWY_AFTER_NAMESPACE();
 namespace mineru {
 namespace kernels {
 namespace cpu {
+namespace {
+
+bool CpuHasDotExtension() {
+#if HWY_ARCH_X86
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d) == 0) return false;
+  return (a & (1u << 4)) != 0;  // CPUID.(EAX=7,ECX=1):EAX[4] = AVX-VNNI
+#elif HWY_ARCH_ARM_A64 && defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> g_dot_extension_allowed{true};
+
+}  // namespace
+
+bool HasDotExtension() {
+  static const bool has = CpuHasDotExtension();  // once (CPUID can trap to the hypervisor)
+  return has;
+}
+
+void AllowDotExtension(bool allow) { g_dot_extension_allowed.store(allow, std::memory_order_relaxed); }
+
+bool UseDotExtension() {
+  return HasDotExtension() && g_dot_extension_allowed.load(std::memory_order_relaxed);
+}
 
 HWY_EXPORT(MatMulQuantIntImpl);
 HWY_EXPORT(IntegerPathAtAnyRowsImpl);
