@@ -346,29 +346,52 @@ StatusOr<std::vector<float>> ProbeHidden(const Qwen2VLModel& mm, ThreadPool* poo
   return h;
 }
 
-// accuracy: cosine of the final hidden states of this model against the as-stored one (bf16
-// weights, fp32 activations), per token.
-Status BenchAccuracy(BenchContext& c) {
-  MINERU_ASSIGN_OR_RETURN(auto ref, Qwen2VLModel::Load(c.dir, WithQuant(c.f.load, ""), c.e.pool()));
-  MINERU_ASSIGN_OR_RETURN(std::vector<float> a, ProbeHidden(*ref, c.e.pool()));
-  MINERU_ASSIGN_OR_RETURN(std::vector<float> b, ProbeHidden(c.m, c.e.pool()));
-  const int64_t H = c.m.config().text.hidden_size, n = static_cast<int64_t>(a.size()) / H;
+// Mean and smallest cosine between the rows (of `width` values) of a and b.
+std::pair<double, double> RowCosines(const std::vector<float>& a, const std::vector<float>& b,
+                                     int64_t width) {
+  const int64_t n = static_cast<int64_t>(a.size()) / width;
   double mean = 0, worst = 1;
   for (int64_t i = 0; i < n; ++i) {
     double dot = 0, na = 0, nb = 0;
-    for (int64_t j = 0; j < H; ++j) {
-      const double x = a[i * H + j], y = b[i * H + j];
+    for (int64_t j = 0; j < width; ++j) {
+      const double x = a[i * width + j], y = b[i * width + j];
       dot += x * y;
       na += x * x;
       nb += y * y;
     }
     const double cs = dot / std::sqrt(na * nb + 1e-30);
-    mean += cs / n;
+    mean += cs / static_cast<double>(n);
     worst = std::min(worst, cs);
   }
-  c.out["tokens"] = n;
+  return {mean, worst};
+}
+
+// The vision encoder's output for the accuracy probe's image, with the int8 Q Kᵀ allowed or not.
+StatusOr<std::vector<float>> ProbeVision(const Qwen2VLModel& mm, bool int8_attention, ThreadPool* pool) {
+  MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(mm, SyntheticImage(448, 448, 4)));
+  kernels::AllowAttentionInt8(int8_attention);
+  auto emb = mm.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, pool);
+  kernels::AllowAttentionInt8(true);
+  return emb;
+}
+
+// accuracy: cosine of the final hidden states of this model against the as-stored one (bf16
+// weights, fp32 activations), per token; and of this model's vision output with the int8 Q Kᵀ
+// against the same model with fp32 attention, per merged token (1 where no int8 path runs).
+Status BenchAccuracy(BenchContext& c) {
+  MINERU_ASSIGN_OR_RETURN(auto ref, Qwen2VLModel::Load(c.dir, WithQuant(c.f.load, ""), c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> a, ProbeHidden(*ref, c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> b, ProbeHidden(c.m, c.e.pool()));
+  const int64_t H = c.m.config().text.hidden_size;
+  const auto [mean, worst] = RowCosines(a, b, H);
+  c.out["tokens"] = static_cast<int64_t>(a.size()) / H;
   c.out["cosine_mean"] = mean;
   c.out["cosine_min"] = worst;
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> v8, ProbeVision(c.m, true, c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> v32, ProbeVision(c.m, false, c.e.pool()));
+  const auto [vmean, vworst] = RowCosines(v32, v8, H);
+  c.out["vision_int8_attention_cosine_mean"] = vmean;
+  c.out["vision_int8_attention_cosine_min"] = vworst;
   return Status::Ok();
 }
 

@@ -174,9 +174,25 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
   cpu::RopeRotateHalfRows(x, n, x_stride, num_heads, head_dim, cos, sin, pool);
 }
 
+namespace {
+std::atomic<bool> g_attention_int8{true};
+}  // namespace
+
+void AllowAttentionInt8(bool allow) { g_attention_int8.store(allow, std::memory_order_relaxed); }
+
+bool AttentionUsesInt8(const AttentionShape& s) {
+  return s.int8_qk && !s.causal && g_attention_int8.load(std::memory_order_relaxed) &&
+         cpu::AttentionInt8Available();
+}
+
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool) {
   if (UseRef()) return ref::Attention(q, k, v, s, out, pool);
+  if (s.int8_qk && !AttentionUsesInt8(s)) {  // not allowed now: the fp32 path
+    AttentionShape fp32 = s;
+    fp32.int8_qk = false;
+    return cpu::Attention(q, k, v, fp32, out, pool);
+  }
   cpu::Attention(q, k, v, s, out, pool);
 }
 

@@ -241,11 +241,64 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
   }
 }
 
+float AttentionInt8Row(const float* x, int64_t n, int8_t* q8) {
+  float amax = 0.0f;
+  for (int64_t d = 0; d < n; ++d) amax = std::max(amax, std::fabs(x[d]));
+  const float scale = amax / 127.0f;
+  const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+  for (int64_t d = 0; d < n; ++d) q8[d] = static_cast<int8_t>(std::nearbyint(x[d] * inv));
+  return scale;
+}
+
+void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                       int64_t stride, int8_t* k8, float* ks) {
+  const int64_t hd = s.head_dim;
+  std::vector<float> mean(static_cast<size_t>(hd), 0.0f), row(static_cast<size_t>(hd));
+  for (int64_t j = 0; j < s.n_kv; ++j) {
+    const float* kj = KeyRow(s, k, j) + kvh * hd;
+    for (int64_t d = 0; d < hd; ++d) mean[d] += kj[d];
+  }
+  for (int64_t d = 0; d < hd; ++d) mean[d] /= static_cast<float>(s.n_kv);
+  for (int64_t j = 0; j < nk; ++j) {
+    const float* kj = KeyRow(s, k, k_lo + j) + kvh * hd;
+    for (int64_t d = 0; d < hd; ++d) row[d] = kj[d] - mean[d];
+    int8_t* dst = k8 + j * stride;
+    ks[j] = AttentionInt8Row(row.data(), hd, dst);
+    std::fill(dst + hd, dst + stride, int8_t{0});
+  }
+}
+
+namespace {
+
+// Scores of the int8 path: scores[j] = (q8 · k8[j]) * (sq * sk[j]) * scale.
+void Int8Scores(const float* qi, const AttentionShape& s, const std::vector<int8_t>& k8,
+                const std::vector<float>& ks, int64_t limit, float* scores) {
+  const int64_t hd = s.head_dim;
+  std::vector<int8_t> q8(static_cast<size_t>(hd));
+  const float sq = AttentionInt8Row(qi, hd, q8.data());
+  for (int64_t j = 0; j < limit; ++j) {
+    int32_t sum = 0;
+    for (int64_t d = 0; d < hd; ++d) sum += int32_t{q8[d]} * int32_t{k8[j * hd + d]};
+    scores[j] = static_cast<float>(sum) * (ks[j] * sq) * s.scale;
+  }
+}
+
+}  // namespace
+
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool) {
   const int64_t group = s.num_heads / s.num_kv_heads;
   const int64_t kv_offset = s.n_kv - s.n_q;
   const int64_t hd = s.head_dim;
+  // Int8 Q Kᵀ where the SIMD kernel runs it (kernels::AttentionUsesInt8): keys per KV head.
+  const bool int8 = AttentionUsesInt8(s);
+  std::vector<std::vector<int8_t>> k8(int8 ? static_cast<size_t>(s.num_kv_heads) : 0);
+  std::vector<std::vector<float>> ks(k8.size());
+  for (size_t h = 0; h < k8.size(); ++h) {
+    k8[h].resize(static_cast<size_t>(s.n_kv * hd));
+    ks[h].resize(static_cast<size_t>(s.n_kv));
+    AttentionInt8Keys(k, s, static_cast<int64_t>(h), 0, s.n_kv, hd, k8[h].data(), ks[h].data());
+  }
   // One task per (head, query row).
   auto body = [&](size_t begin, size_t end, size_t) {
     std::vector<float> scores(static_cast<size_t>(s.n_kv));
@@ -257,8 +310,9 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
       const float* qi = q + i * s.q_stride + h * hd;
       const int64_t limit = s.causal ? std::min(s.n_kv, kv_offset + i + 1) : s.n_kv;
       float mx = -INFINITY;
+      if (int8) Int8Scores(qi, s, k8[kvh], ks[kvh], limit, scores.data());
       for (int64_t j = 0; j < limit; ++j) {
-        scores[j] = Dot(qi, KeyRow(s, k, j) + kvh * hd, hd) * s.scale;
+        if (!int8) scores[j] = Dot(qi, KeyRow(s, k, j) + kvh * hd, hd) * s.scale;
         mx = std::max(mx, scores[j]);
       }
       float sum = 0;

@@ -29,6 +29,15 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
 
+// Int8 Q Kᵀ (AttentionShape::int8_qk; the SIMD kernel shares these two, so both quantize alike).
+// One row x[0, n) to int8: q8[d] = x[d] / (max|x| / 127) rounded to nearest even; returns the
+// scale max|x| / 127 (0 for a zero row, whose q8 is all 0).
+float AttentionInt8Row(const float* x, int64_t n, int8_t* q8);
+// Keys [k_lo, k_lo + nk) of KV head kvh, each minus the mean of all n_kv keys of that head, as
+// AttentionInt8Row rows in k8 (row stride `stride` >= head_dim, the padding zero) and scales ks.
+void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                       int64_t stride, int8_t* k8, float* ks);
+
 }  // namespace ref
 }  // namespace kernels
 }  // namespace mineru

@@ -107,6 +107,8 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
         s.out_stride = E;
         s.causal = false;
         s.scale = scale;
+        // A quantized vision encoder (q8) also takes Q Kᵀ in int8 where the CPU has the kernel.
+        s.int8_qk = b.qkv.quantized();
         const float* base = qkv.data() + start * 3 * E;
         OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
         kernels::Attention(base, base + E, base + 2 * E, s, attn.data() + start * E, pool);

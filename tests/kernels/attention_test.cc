@@ -36,8 +36,10 @@ AttentionShape ShapeOf(const Case& c) {
   return s;
 }
 
-void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f, float rel = 1e-5f) {
+void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f, float rel = 1e-5f,
+             bool int8_qk = false) {
   AttentionShape s = ShapeOf(c);
+  s.int8_qk = int8_qk;
   const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim;
   std::vector<float> qbuf, kbuf, vbuf, shared;
   const float *q, *k, *v;
@@ -107,6 +109,46 @@ TEST_P(AttentionTest, DecodeKeySplitsMerge) {
   RunCase({1, 1500, 14, 2, 64, true, false}, &pool, 77);
   RunCase({1, 1000, 4, 1, 80, false, false}, &pool, 78);
   RunCase({2, 2000, 2, 1, 64, true, false}, &pool, 79);
+}
+
+// Int8 Q Kᵀ (vision with q8 weights): the kernel and its twin quantize with the same functions,
+// so they agree as tightly as the fp32 path, on every target (the int8 path runs on AVX-512
+// VNNI; elsewhere both stay fp32); head dims not a multiple of 4, several tiles, key splits.
+TEST_P(AttentionTest, Int8QkMatchesItsTwin) {
+  ThreadPool pool(4);
+  const Case cases[] = {{17, 17, 3, 3, 80, false, true},   {7, 7, 2, 2, 13, false, false},
+                        {1, 129, 2, 1, 24, false, false},  {300, 300, 2, 2, 80, false, true},
+                        {1, 1000, 4, 1, 80, false, false}, {50, 50, 2, 2, 80, true, false}};
+  uint32_t seed = 300;
+  for (const Case& c : cases) RunCase(c, &pool, seed++, 1.0f, 1e-5f, /*int8_qk=*/true);
+}
+
+// Int8 against fp32 attention on vision-like data (keys sharing a large offset, as the qkv bias
+// gives them): every output row keeps cosine >= 0.999.
+TEST_P(AttentionTest, Int8QkStaysCloseToFp32) {
+  const int64_t n = 400, heads = 2, hd = 80, qd = heads * hd;
+  std::vector<float> buf = RandomVec(static_cast<size_t>(n * 3 * qd), 500, -2.0f, 2.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t d = 0; d < qd; ++d) buf[i * 3 * qd + qd + d] += 4.0f + 0.05f * static_cast<float>(d % 7);
+  }
+  AttentionShape s = ShapeOf({n, n, heads, heads, hd, false, true});
+  s.q_stride = s.kv_stride = 3 * qd;
+  s.out_stride = qd;
+  std::vector<float> fp32(static_cast<size_t>(n * qd)), int8(fp32.size());
+  Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, fp32.data(), nullptr);
+  s.int8_qk = true;
+  Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, int8.data(), nullptr);
+  double worst = 1.0;
+  for (int64_t i = 0; i < n * heads; ++i) {
+    double dot = 0, na = 0, nb = 0;
+    for (int64_t d = 0; d < hd; ++d) {
+      dot += double{fp32[i * hd + d]} * int8[i * hd + d];
+      na += double{fp32[i * hd + d]} * fp32[i * hd + d];
+      nb += double{int8[i * hd + d]} * int8[i * hd + d];
+    }
+    worst = std::min(worst, dot / std::sqrt(na * nb));
+  }
+  EXPECT_GE(worst, 0.999);
 }
 
 TEST_P(AttentionTest, PeakedSoftmaxIsStable) {

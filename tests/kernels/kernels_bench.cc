@@ -8,7 +8,7 @@
 //       reference twin, 3 capped at AVX3 (AVX-512 without VNNI), 4 the integer path
 //       (cpu::MatMulQuantInt) at any m, 5 with the integer panels packed beforehand (as the
 //       decoder's weights are at load), 6 capped at AVX2 without AVX-VNNI
-//   Attention/...   vision (5476 patches), causal prefill (1369), decode (n_q = 1)
+//   Attention/...   vision (5476 patches; int8:1 = Q Kᵀ in int8), causal prefill (1369), decode (n_q = 1)
 //   Elementwise, Quantize (load-time cost), QuantAccuracy (rel. RMS error of y per format),
 //   PoolRoundTrip (ParallelFor overhead), FmaPeak/0|1 (AVX2 / AVX-512 FMA ceiling).
 // Counters: GFLOPs, WGBs (weight bytes streamed per second), KVGBs, GBs, rel_rmse.
@@ -198,6 +198,7 @@ void BM_Attention(benchmark::State& state) {
   const bool causal = state.range(5) != 0;
   TargetScope scope(static_cast<int>(state.range(6)));
   AttentionShape s;
+  s.int8_qk = state.range(7) != 0;  // Q Kᵀ in int8 (vision with q8 weights; AVX-512 VNNI)
   s.n_q = n_q;
   s.n_kv = n_kv;
   s.num_heads = heads;
@@ -235,17 +236,18 @@ void BM_Attention(benchmark::State& state) {
   const double kv_bytes = 2.0 * static_cast<double>(n_kv * kv_heads * hd) * 4.0;
   state.counters["KVGBs"] =
       benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(ActiveTargetName());
+  state.SetLabel(std::string(ActiveTargetName()) + (AttentionUsesInt8(s) ? "/int8-qk" : ""));
 }
 BENCHMARK(BM_Attention)
-    ->ArgNames({"nq", "nkv", "H", "KV", "hd", "causal", "tgt"})
-    ->Args({5476, 5476, 16, 16, 80, 0, 0})
-    ->Args({5476, 5476, 16, 16, 80, 0, 1})
-    ->Args({1369, 1369, 14, 2, 64, 1, 0})
-    ->Args({1, 512, 14, 2, 64, 1, 0})
-    ->Args({1, 2048, 14, 2, 64, 1, 0})
-    ->Args({1, 2048, 14, 2, 64, 1, 1})
-    ->Args({1, 2048, 14, 2, 64, 1, 2})
+    ->ArgNames({"nq", "nkv", "H", "KV", "hd", "causal", "tgt", "int8"})
+    ->Args({5476, 5476, 16, 16, 80, 0, 0, 0})
+    ->Args({5476, 5476, 16, 16, 80, 0, 0, 1})
+    ->Args({5476, 5476, 16, 16, 80, 0, 1, 0})
+    ->Args({1369, 1369, 14, 2, 64, 1, 0, 0})
+    ->Args({1, 512, 14, 2, 64, 1, 0, 0})
+    ->Args({1, 2048, 14, 2, 64, 1, 0, 0})
+    ->Args({1, 2048, 14, 2, 64, 1, 1, 0})
+    ->Args({1, 2048, 14, 2, 64, 1, 2, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -8,6 +8,21 @@
 // keys it needs once — K^T into [keys/2N][head_dim][2N] panels and V into [keys][head_dim
 // padded] — then for each row block walks key tiles of kBK: S = Q K^T (6×2N register tiles,
 // the GEMM micro-kernel), the online softmax update (vectorized exp), O = alpha O + P V.
+//
+// Int8 Q Kᵀ (AttentionShape::int8_qk, AVX-512 VNNI target, non-causal; AttentionUsesInt8): K is
+// centred on its mean over all n_kv keys of the head (a per-row constant shift of the scores,
+// which softmax ignores), quantized per key to int8 (scale max|k|/127) and packed as vpdpbusd
+// panels (16 keys x 4 dims per vector, stored + 128); each Q row is quantized per row the same
+// way; S = (sum q8 k8 - 128 sum q8) * sq * sk. Softmax and P V stay fp32.
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized when inlined (see matmul_vnni.cc).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention.cc"
@@ -15,6 +30,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -25,8 +41,17 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd-inl.h"
+#include "kernels/reference.h"
+
+#if HWY_ARCH_X86
+#include <immintrin.h>
+#endif
 
 HWY_BEFORE_NAMESPACE();
+#if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
+// Highway 1.0.3's AVX3_DL target string lacks "avx512vnni" (its CPU check requires it).
+#pragma GCC target("avx512vnni")
+#endif
 namespace mineru {
 namespace kernels {
 namespace HWY_NAMESPACE {
@@ -44,12 +69,20 @@ struct Geometry {
   const AttentionShape* shape;  // row addressing of K/V (contiguous or paged)
   bool causal;
   float scale;
-  size_t rows;  // query rows per KV head = n_q * group
+  size_t rows;   // query rows per KV head = n_q * group
+  bool int8_qk;  // Q Kᵀ in int8 (see the top of the file)
 };
 
 struct Scratch {
   hwy::AlignedFreeUniquePtr<float[]> kt, vp, s, o;
   std::vector<float> m, l, alpha;
+  // int8 Q Kᵀ: key panels (16 keys x hd4 bytes each), key scales, the block's int8 Q rows
+  // (kBQ x hd4), their scales and -128 x their sums.
+  hwy::AlignedFreeUniquePtr<uint8_t[]> k8;
+  hwy::AlignedFreeUniquePtr<float[]> ks;
+  hwy::AlignedFreeUniquePtr<int8_t[]> q8;
+  float qs[kBQ];
+  int32_t qc[kBQ];
 };
 
 // Per-row state of one block.
@@ -107,6 +140,88 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
     }
   }
 }
+
+#if HWY_TARGET == HWY_AVX3_DL
+constexpr size_t kKeyLanes = 16;  // keys per int8 panel (int32 lanes)
+inline size_t Hd4(const Geometry& g) { return (g.hd + 3) / 4 * 4; }
+
+// Packs keys [k_lo, k_lo + nk) of KV head kvh as int8 panels (ref::AttentionInt8Keys quantizes;
+// this lays the bytes out): panel p, quad q, lane c = key 16p + c, dims 4q..4q+3, + 128.
+// Keys past nk: zero (stored 128) with scale 0.
+void PackKeysInt8(const Geometry& g, const float* k, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
+  const size_t hd4 = Hd4(g), panels = (nk + kKeyLanes - 1) / kKeyLanes;
+  std::vector<int8_t> k8(panels * kKeyLanes * hd4, 0);
+  std::vector<float> ks(panels * kKeyLanes, 0.0f);
+  ref::AttentionInt8Keys(k, *g.shape, static_cast<int64_t>(kvh), static_cast<int64_t>(k_lo),
+                         static_cast<int64_t>(nk), static_cast<int64_t>(hd4), k8.data(), ks.data());
+  for (size_t p = 0; p < panels; ++p) {
+    uint8_t* dst = s.k8.get() + p * kKeyLanes * hd4;
+    for (size_t q = 0; q < hd4 / 4; ++q) {
+      for (size_t c = 0; c < kKeyLanes; ++c) {
+        for (size_t b = 0; b < 4; ++b) {
+          dst[(q * kKeyLanes + c) * 4 + b] =
+              static_cast<uint8_t>(k8[(p * kKeyLanes + c) * hd4 + 4 * q + b] + 128);
+        }
+      }
+    }
+  }
+  std::copy(ks.begin(), ks.end(), s.ks.get());
+}
+
+// The block's Q rows as int8 (ref::AttentionInt8Row), their scales and -128 x their sums.
+void QuantizeQueries(const Geometry& g, const RowRefs& rows, size_t nr, Scratch& s) {
+  const size_t hd4 = Hd4(g);
+  for (size_t r = 0; r < nr; ++r) {
+    int8_t* q8 = s.q8.get() + r * hd4;
+    s.qs[r] = ref::AttentionInt8Row(rows.q[r], static_cast<int64_t>(g.hd), q8);
+    std::fill(q8 + g.hd, q8 + hd4, int8_t{0});
+    int32_t sum = 0;
+    for (size_t d = 0; d < hd4; ++d) sum += q8[d];
+    s.qc[r] = -128 * sum;
+  }
+}
+
+// S[r][16 kp + c] for rows [r0, r0 + R) and key panels kp0, kp0 + 1 of the tile at key kt0.
+template <size_t R>
+HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, size_t kt0, size_t kp0,
+                              float* S) {
+  const size_t hd4 = Hd4(g), nq = hd4 / 4;
+  const uint8_t* w[2];
+  for (size_t k = 0; k < 2; ++k) w[k] = s.k8.get() + (kt0 / kKeyLanes + kp0 + k) * kKeyLanes * hd4;
+  __m512i p[R][2];
+  for (size_t r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm512_set1_epi32(s.qc[r0 + r]);
+  for (size_t q = 0; q < nq; ++q) {
+    const __m512i w0 = _mm512_load_si512(w[0] + q * 64), w1 = _mm512_load_si512(w[1] + q * 64);
+#pragma GCC unroll 6
+    for (size_t r = 0; r < R; ++r) {
+      int32_t x4;
+      std::memcpy(&x4, s.q8.get() + (r0 + r) * hd4 + 4 * q, 4);
+      const __m512i xb = _mm512_set1_epi32(x4);
+      p[r][0] = _mm512_dpbusd_epi32(p[r][0], w0, xb);
+      p[r][1] = _mm512_dpbusd_epi32(p[r][1], w1, xb);
+    }
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    const __m512 sk = _mm512_loadu_ps(s.ks.get() + kt0 + (kp0 + k) * kKeyLanes);
+    for (size_t r = 0; r < R; ++r) {
+      _mm512_storeu_ps(
+          S + (r0 + r) * kBK + (kp0 + k) * kKeyLanes,
+          _mm512_mul_ps(_mm512_cvtepi32_ps(p[r][k]), _mm512_mul_ps(sk, _mm512_set1_ps(s.qs[r0 + r]))));
+    }
+  }
+}
+
+// S[r][0, 16 ceil(bk / 16)) for the block's nr rows (key panels in pairs: kBK / 16 is even; a
+// pair past the packed keys reads zero panels, which the allocation covers).
+void ScoresInt8(const Geometry& g, const Scratch& s, size_t nr, size_t kt0, size_t bk, float* S) {
+  const size_t kpanels = (bk + kKeyLanes - 1) / kKeyLanes;
+  for (size_t kp = 0; kp < kpanels; kp += 2) {
+    size_t r = 0;
+    for (; r + 6 <= nr; r += 6) ScoreTileInt8<6>(g, s, r, kt0, kp, S);
+    for (; r < nr; ++r) ScoreTileInt8<1>(g, s, r, kt0, kp, S);
+  }
+}
+#endif  // HWY_AVX3_DL
 
 // Softmax update of one row for a tile whose first `valid` scores are visible. Scores are
 // scaled in place and replaced by probabilities (zero past `valid`, up to `width`).
@@ -186,7 +301,13 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
     const size_t bk = std::min(kBK, kend - kt0);
     const size_t panels = (bk + NR - 1) / NR;
     // S[r][0, panels * NR) = q_r · k_j.
-    for (size_t r0 = 0; r0 < nr; r0 += kMR) {
+#if HWY_TARGET == HWY_AVX3_DL
+    if (g.int8_qk) {
+      if (kt0 == 0) QuantizeQueries(g, rows, nr, s);
+      ScoresInt8(g, s, nr, kt0, bk, S);
+    }
+#endif
+    for (size_t r0 = 0; r0 < nr && !g.int8_qk; r0 += kMR) {
       const size_t mr = std::min(kMR, nr - r0);
       const float* a[kMR];
       float* c[kMR];
@@ -232,6 +353,14 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
   s.m.resize(kBQ);
   s.l.resize(kBQ);
   s.alpha.resize(kBQ);
+  if (g.int8_qk) {  // whole key tiles (zero panels past the keys), a pair of panels at a time
+    const size_t hd4 = (g.hd + 3) / 4 * 4, keys = (max_keys + kBK - 1) / kBK * kBK;
+    s.k8 = hwy::AllocateAligned<uint8_t>(keys * hd4);
+    std::fill(s.k8.get(), s.k8.get() + keys * hd4, uint8_t{128});
+    s.ks = hwy::AllocateAligned<float>(keys);
+    std::fill(s.ks.get(), s.ks.get() + keys, 0.0f);
+    s.q8 = hwy::AllocateAligned<int8_t>(kBQ * hd4);
+  }
 }
 
 // Row r of KV head kvh: its query pointer, output pointer and visible key count.
@@ -286,6 +415,7 @@ Geometry MakeGeometry(const AttentionShape& shape) {
   g.causal = shape.causal;
   g.scale = shape.scale;
   g.rows = g.n_q * g.group;
+  g.int8_qk = shape.int8_qk && !shape.causal && HWY_TARGET == HWY_AVX3_DL;
   return g;
 }
 
@@ -329,6 +459,8 @@ void MergeKeySplits(const Geometry& g, size_t splits, const std::vector<float>& 
 
 }  // namespace
 
+bool AttentionInt8AvailableImpl() { return HWY_TARGET == HWY_AVX3_DL; }
+
 void AttentionImpl(const float* q, const float* k, const float* v, const AttentionShape& shape, float* out,
                    ThreadPool* pool) {
   if (shape.n_q <= 0 || shape.num_heads <= 0) return;
@@ -360,6 +492,9 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
       const size_t r_last = std::min(g.rows, b1 * kBQ) - 1;
       const size_t nk = LimitOf(g, RowOf(g, kvh, r_last).i);
       PackKeys(g, k, v, kvh, 0, nk, s);
+#if HWY_TARGET == HWY_AVX3_DL
+      if (g.int8_qk) PackKeysInt8(g, k, kvh, 0, nk, s);
+#endif
       RowRefs rows;
       for (size_t b = b0; b < b1; ++b) {
         const size_t rb0 = b * kBQ, nr = std::min(kBQ, g.rows - rb0);
@@ -392,6 +527,9 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     FillRows(g, q, kvh, 0, nr, k_lo, rows);
     if (nk > 0) {
       PackKeys(g, k, v, kvh, k_lo, nk, s);
+#if HWY_TARGET == HWY_AVX3_DL
+      if (g.int8_qk) PackKeysInt8(g, k, kvh, k_lo, nk, s);
+#endif
       RunBlock(g, rows, nr, nk, s);
     } else {
       std::fill(s.o.get(), s.o.get() + nr * g.hdp, 0.0f);
@@ -416,6 +554,9 @@ namespace kernels {
 namespace cpu {
 
 HWY_EXPORT(AttentionImpl);
+HWY_EXPORT(AttentionInt8AvailableImpl);
+
+bool AttentionInt8Available() { return HWY_DYNAMIC_DISPATCH(AttentionInt8AvailableImpl)(); }
 
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool) {

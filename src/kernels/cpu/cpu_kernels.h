@@ -31,6 +31,8 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
                         const float* cos, const float* sin, ThreadPool* pool);
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
+// True when the dispatched target has the int8 Q Kᵀ attention kernel (AVX-512 VNNI).
+bool AttentionInt8Available();
 
 // Integer path of a quantized MatMul (any m); kernels::MatMul uses it for m < QuantDequantMinRows().
 void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
