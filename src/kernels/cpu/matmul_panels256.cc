@@ -47,9 +47,10 @@
 #include <immintrin.h>
 #endif
 
-// The VEX-encoded vpdpbusd (AVX-VNNI): only functions that carry this attribute use it.
+// The VEX-encoded vpdpbusd (AVX-VNNI): only functions that carry this attribute use it (the
+// target's own features plus avxvnni: clang replaces, not extends, the pragma's features).
 #if HWY_ARCH_X86 && defined(__GNUC__)
-#define MINERU_ATTR_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define MINERU_ATTR_AVXVNNI __attribute__((target(HWY_TARGET_STR ",avxvnni")))
 #else
 #define MINERU_ATTR_AVXVNNI
 #endif
