@@ -15,14 +15,8 @@
 // panels (16 keys x 4 dims per vector, stored + 128); each Q row is quantized per row the same
 // way; S = (sum q8 k8 - 128 sum q8) * sq * sk. Softmax and P V stay fp32.
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized when inlined (see matmul_vnni.cc).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+// <immintrin.h> first, with GCC 12's false positive in it silenced (see the header).
+#include "kernels/cpu/x86_intrinsics.h"  // IWYU pragma: keep
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention.cc"
@@ -42,10 +36,6 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd-inl.h"
 #include "kernels/reference.h"
-
-#if HWY_ARCH_X86
-#include <immintrin.h>
-#endif
 
 HWY_BEFORE_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)

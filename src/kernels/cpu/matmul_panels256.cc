@@ -18,16 +18,8 @@
 // group (32 values; 128 for Q4_G128): y += float(sum) * (scale_w * scale_x), groups in order.
 // The Q4 formats are unpacked to signed int8 (nibble - 8) while packing.
 
-// GCC 12's own AVX-512 headers trip -Wmaybe-uninitialized on their _mm512_undefined_*()
-// self-initialisations when inlined (a false positive of GCC 12): silenced for those system
-// headers only (see matmul_vnni.cc).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+// <immintrin.h> first, with GCC 12's false positive in it silenced (see the header).
+#include "kernels/cpu/x86_intrinsics.h"  // IWYU pragma: keep
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/matmul_panels256.cc"
@@ -42,10 +34,6 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/quant.h"
 #include "kernels/quant_internal.h"
-
-#if HWY_ARCH_X86
-#include <immintrin.h>
-#endif
 
 // The VEX-encoded vpdpbusd (AVX-VNNI): only functions that carry this attribute use it (the
 // target's own features plus avxvnni: clang replaces, not extends, the pragma's features).

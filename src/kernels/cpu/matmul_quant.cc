@@ -5,17 +5,8 @@
 // Q4 with the "-8" offset folded into a per-block correction), scaled to fp32 per block.
 // Other targets use a portable Highway version of the same arithmetic.
 
-// GCC 12's own AVX-512 headers trip -Wmaybe-uninitialized on their _mm512_undefined_*()
-// self-initialisations when inlined into these kernels (a false positive of GCC 12). The
-// warning is silenced for those system headers only, by including them first inside a
-// push/pop: GCC applies the state at the header's lines, so our own code keeps the warning.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+// <immintrin.h> first, with GCC 12's false positive in it silenced (see the header).
+#include "kernels/cpu/x86_intrinsics.h"  // IWYU pragma: keep
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/matmul_quant.cc"

@@ -17,17 +17,8 @@
 // Q4 formats are unpacked to signed int8 (nibble - 8) before the +128. Per group (32 values;
 // 128 for Q4_G128): y += float(sum) * (scale_w * scale_x), groups in order.
 
-// GCC 12's own AVX-512 headers trip -Wmaybe-uninitialized on their _mm512_undefined_*()
-// self-initialisations when inlined into these kernels (a false positive of GCC 12). The
-// warning is silenced for those system headers only, by including them first inside a
-// push/pop: GCC applies the state at the header's lines, so our own code keeps the warning.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+// <immintrin.h> first, with GCC 12's false positive in it silenced (see the header).
+#include "kernels/cpu/x86_intrinsics.h"  // IWYU pragma: keep
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/matmul_vnni.cc"
@@ -44,10 +35,6 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/quant.h"
 #include "kernels/quant_internal.h"
-
-#if HWY_ARCH_X86
-#include <immintrin.h>
-#endif
 
 HWY_BEFORE_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
