@@ -16,6 +16,12 @@ namespace internal {
 constexpr size_t kQ8_0BlockBytes = 34;
 constexpr size_t kQ4_0BlockBytes = 18;
 constexpr size_t kQ4_G128BlockBytes = 66;
+// Bytes of one block (group for Q4_G128) of a quantized format (not kNone).
+constexpr size_t BlockBytesOf(QuantType t) {
+  return t == QuantType::kQ8_0   ? kQ8_0BlockBytes
+         : t == QuantType::kQ4_0 ? kQ4_0BlockBytes
+                                 : kQ4_G128BlockBytes;
+}
 
 inline uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;

@@ -32,6 +32,7 @@
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/quant_blocks-inl.h"
 #include "kernels/quant.h"
 #include "kernels/quant_internal.h"
 
@@ -82,27 +83,6 @@ HWY_INLINE void Transpose8x8(__m256i v[8]) {
   }
 }
 
-template <QuantType T>
-constexpr size_t BlockBytes() {
-  return T == QuantType::kQ8_0   ? internal::kQ8_0BlockBytes
-         : T == QuantType::kQ4_0 ? internal::kQ4_0BlockBytes
-                                 : internal::kQ4_G128BlockBytes;
-}
-
-// 32 signed int8 values of sub-block `s` (32 values) of column row `wr`, group `g`.
-template <QuantType T>
-HWY_INLINE __m256i LoadSub(const uint8_t* wr, size_t g, size_t s) {
-  if constexpr (T == QuantType::kQ8_0) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + g * BlockBytes<T>() + 2));
-  } else {
-    const __m128i bytes =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(wr + g * BlockBytes<T>() + 2 + 16 * s));
-    const __m256i nib =
-        _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes), _mm256_set1_epi8(15));
-    return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
-  }
-}
-
 // Packs groups [g0, g1) of the panel of columns [j0, j0 + nv) (1 <= nv <= 8).
 template <QuantType T>
 void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group, size_t g0,
@@ -121,7 +101,7 @@ void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, si
         _mm256_store_si256(reinterpret_cast<__m256i*>(out + (8 * s + q) * 32), v[q]);
     }
     for (size_t c = 0; c < kCols; ++c) {
-      scales[(g - g0) * kCols + c] = _cvtsh_ss(internal::LoadU16(rows[c] + g * BlockBytes<T>()));
+      scales[(g - g0) * kCols + c] = _cvtsh_ss(internal::LoadU16(rows[c] + g * internal::BlockBytesOf(T)));
     }
   }
 }

@@ -41,9 +41,7 @@ template <QuantType T, size_t R, size_t C>
 void TileSdot(const uint8_t* const* wrow, const int8_t* const* xq, const float* const* xd, size_t nb,
               float* out) {
   constexpr size_t kSub = T == QuantType::kQ4_G128 ? 4 : 1;
-  constexpr size_t kBytes = T == QuantType::kQ8_0   ? internal::kQ8_0BlockBytes
-                            : T == QuantType::kQ4_0 ? internal::kQ4_0BlockBytes
-                                                    : internal::kQ4_G128BlockBytes;
+  constexpr size_t kBytes = internal::BlockBytesOf(T);
   float32x4_t acc[R][C];
   for (size_t r = 0; r < R; ++r) {
     for (size_t c = 0; c < C; ++c) acc[r][c] = vdupq_n_f32(0.0f);

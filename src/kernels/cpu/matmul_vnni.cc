@@ -33,6 +33,7 @@
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/quant_blocks-inl.h"
 #include "kernels/quant.h"
 #include "kernels/quant_internal.h"
 
@@ -85,28 +86,6 @@ HWY_INLINE void Transpose8x8Halves(__m512i v[8]) {
   }
 }
 
-// 32 signed int8 values of sub-block `s` (32 values) of column row `wr`, group `g`.
-template <QuantType T>
-HWY_INLINE __m256i LoadSub(const uint8_t* wr, size_t g, size_t s) {
-  if constexpr (T == QuantType::kQ8_0) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + g * internal::kQ8_0BlockBytes + 2));
-  } else {
-    const uint8_t* qs = T == QuantType::kQ4_0 ? wr + g * internal::kQ4_0BlockBytes + 2
-                                              : wr + g * internal::kQ4_G128BlockBytes + 2 + 16 * s;
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m256i nib =
-        _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes), _mm256_set1_epi8(15));
-    return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
-  }
-}
-
-template <QuantType T>
-constexpr size_t BlockBytes() {
-  return T == QuantType::kQ8_0   ? internal::kQ8_0BlockBytes
-         : T == QuantType::kQ4_0 ? internal::kQ4_0BlockBytes
-                                 : internal::kQ4_G128BlockBytes;
-}
-
 // Packs groups [g0, g1) of the panel of columns [j0, j0 + nv) (1 <= nv <= 16): quad blocks
 // to quads, scales to scales (both for group g0 first).
 // Lanes past nv repeat the last valid row (branch-free loads); their outputs are never written.
@@ -124,7 +103,7 @@ void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, si
     uint8_t* out = quads + (g - g0) * QuadBytes(group);
     if (ahead != 0) {
 #pragma GCC unroll 16
-      for (size_t c = 0; c < kCols; ++c) hwy::Prefetch(rows[c] + ahead + g * BlockBytes<T>());
+      for (size_t c = 0; c < kCols; ++c) hwy::Prefetch(rows[c] + ahead + g * internal::BlockBytesOf(T));
     }
     for (size_t s = 0; s < subs; ++s) {
       __m512i v[8];
@@ -140,7 +119,7 @@ void PackPanelT(const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, si
     // The 16 f16 scales, one 16-bit load per column.
     uint16_t* h = reinterpret_cast<uint16_t*>(scales + (g - g0) * 32);
 #pragma GCC unroll 16
-    for (size_t c = 0; c < kCols; ++c) h[c] = internal::LoadU16(rows[c] + g * BlockBytes<T>());
+    for (size_t c = 0; c < kCols; ++c) h[c] = internal::LoadU16(rows[c] + g * internal::BlockBytesOf(T));
   }
 }
 
