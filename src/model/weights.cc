@@ -141,28 +141,30 @@ Status ModelWeights::CheckFiles() const {
   return Status::Ok();
 }
 
-bool ModelWeights::InMappedFile(const void* p, size_t n) const {
+namespace {
+
+// The mapping of `files` (safetensors or GGUF files, each with file()) that holds all of
+// [p, p + n), or null.
+template <class Files>
+const MappedFile* MappingHolding(const Files& files, const void* p, size_t n) {
   const auto* b = static_cast<const uint8_t*>(p);
-  auto inside = [&](const MappedFile& f) {
-    return b >= f.data() && n <= f.size() && b - f.data() <= static_cast<ptrdiff_t>(f.size() - n);
-  };
-  for (const auto& f : files_)
-    if (inside(f->file())) return true;
-  for (const auto& f : gguf_files_)
-    if (inside(f->file())) return true;
-  return false;
+  for (const auto& f : files) {
+    const MappedFile& m = f->file();
+    if (b >= m.data() && n <= m.size() && b - m.data() <= static_cast<ptrdiff_t>(m.size() - n)) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool ModelWeights::InMappedFile(const void* p, size_t n) const {
+  return MappingHolding(files_, p, n) != nullptr || MappingHolding(gguf_files_, p, n) != nullptr;
 }
 
 size_t ModelWeights::ReleaseMapped(const void* p, size_t n) const {
-  const auto* b = static_cast<const uint8_t*>(p);
-  auto inside = [&](const MappedFile& f) {
-    return b >= f.data() && n <= f.size() && b - f.data() <= static_cast<ptrdiff_t>(f.size() - n);
-  };
-  for (const auto& f : files_)
-    if (inside(f->file())) return f->file().Release(p, n);
-  for (const auto& f : gguf_files_)
-    if (inside(f->file())) return f->file().Release(p, n);
-  return 0;
+  const MappedFile* m = MappingHolding(files_, p, n);
+  if (m == nullptr) m = MappingHolding(gguf_files_, p, n);
+  return m != nullptr ? m->Release(p, n) : 0;
 }
 
 StatusOr<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::string& dir, const ModelConfig& cfg) {
