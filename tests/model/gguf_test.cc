@@ -36,13 +36,24 @@ std::string Gguf(const std::string& name) { return FixturePath("gguf/tinyvocab/"
 
 std::string ReadAll(const std::string& path) { return ReadFileToString(path).value(); }
 
-std::string TempFile(const std::string& bytes) {
-  static int n = 0;
-  const std::string p =
-      ::testing::TempDir() + "/gguf_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".gguf";
-  EXPECT_TRUE(WriteStringToFile(p, bytes).ok());
-  return p;
-}
+// A file holding bytes, removed when the object goes (a temporary: at the end of the full
+// expression; a file opened from it keeps its mapping). Converts to its path.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& bytes) {
+    static int n = 0;
+    path_ = ::testing::TempDir() + "/gguf_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) +
+            ".gguf";
+    EXPECT_TRUE(WriteStringToFile(path_, bytes).ok());
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  operator const std::string&() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // --- reader ------------------------------------------------------------------------------------
 
