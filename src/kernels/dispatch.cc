@@ -180,17 +180,22 @@ std::atomic<bool> g_attention_int8{true};
 
 void AllowAttentionInt8(bool allow) { g_attention_int8.store(allow, std::memory_order_relaxed); }
 
-bool AttentionUsesInt8(const AttentionShape& s) {
-  return s.int8_qk && !s.causal && g_attention_int8.load(std::memory_order_relaxed) &&
-         cpu::AttentionInt8Available();
+namespace {
+bool Int8AttentionRuns(const AttentionShape& s) {
+  return !s.causal && g_attention_int8.load(std::memory_order_relaxed) && cpu::AttentionInt8Available();
 }
+}  // namespace
+
+bool AttentionUsesInt8(const AttentionShape& s) { return s.int8_qk && Int8AttentionRuns(s); }
+bool AttentionUsesInt8Pv(const AttentionShape& s) { return s.int8_pv && Int8AttentionRuns(s); }
 
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool) {
   if (UseRef()) return ref::Attention(q, k, v, s, out, pool);
-  if (s.int8_qk && !AttentionUsesInt8(s)) {  // not allowed now: the fp32 path
+  if ((s.int8_qk && !AttentionUsesInt8(s)) || (s.int8_pv && !AttentionUsesInt8Pv(s))) {  // not allowed now
     AttentionShape fp32 = s;
-    fp32.int8_qk = false;
+    fp32.int8_qk = AttentionUsesInt8(s);
+    fp32.int8_pv = AttentionUsesInt8Pv(s);
     return cpu::Attention(q, k, v, fp32, out, pool);
   }
   cpu::Attention(q, k, v, s, out, pool);

@@ -130,13 +130,19 @@ struct AttentionShape {
   int64_t kv_block = 0;  // rows per block (> 0 when k_blocks is set)
   // Q Kᵀ in int8 where AttentionUsesInt8 (non-causal, on CPUs with an int8 dot product the
   // kernel uses): K centred on its mean over the keys and quantized per key, Q per row; softmax
-  // and P V stay fp32. Otherwise (and by default) fp32. See kernels/cpu/attention.cc.
+  // stays fp32. Otherwise (and by default) fp32. See kernels/cpu/attention.cc.
   bool int8_qk = false;
+  // P V in int8 where AttentionUsesInt8Pv (the same conditions): V centred per dim on its mean
+  // over the keys and quantized per dim, the probabilities of each key tile as u8 against the
+  // tile's largest. Independent of int8_qk.
+  bool int8_pv = false;
 };
 // True when Attention computes Q Kᵀ of `s` in int8 (s.int8_qk, non-causal, the dispatched target
 // has the int8 attention kernel: AVX-512 VNNI, and it is allowed). The twin follows the same rule.
 bool AttentionUsesInt8(const AttentionShape& s);
-// Process-wide switch for the int8 Q Kᵀ (allowed by default); for A/B and accuracy figures.
+// The same for P V (s.int8_pv).
+bool AttentionUsesInt8Pv(const AttentionShape& s);
+// Process-wide switch for the int8 Q Kᵀ and P V (allowed by default); for A/B and accuracy figures.
 void AllowAttentionInt8(bool allow);
 // Row j of the keys/values under `s` (contiguous or paged).
 inline const float* KeyRow(const AttentionShape& s, const float* k, int64_t j) {

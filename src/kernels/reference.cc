@@ -268,7 +268,95 @@ void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int
   }
 }
 
+void AttentionInt8Values(const float* v, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                         int64_t stride, int8_t* v8, float* vs, float* mu) {
+  const int64_t hd = s.head_dim;
+  std::fill(mu, mu + hd, 0.0f);
+  for (int64_t j = 0; j < s.n_kv; ++j) {
+    const float* vj = ValueRow(s, v, j) + kvh * hd;
+    for (int64_t d = 0; d < hd; ++d) mu[d] += vj[d];
+  }
+  for (int64_t d = 0; d < hd; ++d) mu[d] /= static_cast<float>(s.n_kv);
+  std::vector<float> amax(static_cast<size_t>(hd), 0.0f), inv(static_cast<size_t>(hd), 0.0f);
+  for (int64_t j = 0; j < s.n_kv; ++j) {
+    const float* vj = ValueRow(s, v, j) + kvh * hd;
+    for (int64_t d = 0; d < hd; ++d) amax[d] = std::max(amax[d], std::fabs(vj[d] - mu[d]));
+  }
+  for (int64_t d = 0; d < hd; ++d) {
+    vs[d] = amax[d] / 127.0f;
+    inv[d] = vs[d] != 0.0f ? 1.0f / vs[d] : 0.0f;
+  }
+  for (int64_t j = 0; j < nk; ++j) {
+    const float* vj = ValueRow(s, v, k_lo + j) + kvh * hd;
+    int8_t* dst = v8 + j * stride;
+    for (int64_t d = 0; d < hd; ++d) dst[d] = static_cast<int8_t>(std::nearbyint((vj[d] - mu[d]) * inv[d]));
+    std::fill(dst + hd, dst + stride, int8_t{0});
+  }
+}
+
+float AttentionU8Probs(const float* p, int64_t n, uint8_t* q, int32_t* sum) {
+  float pmax = 0.0f;
+  for (int64_t j = 0; j < n; ++j) pmax = std::max(pmax, p[j]);
+  const float inv = pmax > 0.0f ? 255.0f / pmax : 0.0f;
+  int32_t total = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    q[j] = static_cast<uint8_t>(std::min(255.0f, std::nearbyint(p[j] * inv)));
+    total += q[j];
+  }
+  *sum = total;
+  return pmax / 255.0f;
+}
+
 namespace {
+
+// Int8 V of every KV head (AttentionInt8Values over all keys), for the twin's P V.
+struct Int8Values {
+  std::vector<std::vector<int8_t>> v8;
+  std::vector<std::vector<float>> vs, mu;
+  Int8Values() = default;
+  Int8Values(const float* v, const AttentionShape& s) {
+    const size_t heads = static_cast<size_t>(s.num_kv_heads), hd = static_cast<size_t>(s.head_dim);
+    v8.resize(heads);
+    vs.resize(heads);
+    mu.resize(heads);
+    for (size_t h = 0; h < heads; ++h) {
+      v8[h].resize(static_cast<size_t>(s.n_kv) * hd);
+      vs[h].resize(hd);
+      mu[h].resize(hd);
+      AttentionInt8Values(v, s, static_cast<int64_t>(h), 0, s.n_kv, s.head_dim, v8[h].data(), vs[h].data(),
+                          mu[h].data());
+    }
+  }
+};
+
+// acc[d] = sum_j p^_j (v^_j[d] + mu[d]) and returns sum_j p^_j, with p_j = exp(scores[j] - mx)
+// quantized per tile of kAttentionPvTile keys (AttentionU8Probs) and v^ the int8 values.
+float Int8Pv(const float* scores, float mx, int64_t limit, int64_t kvh, const Int8Values& iv, int64_t hd,
+             float* acc) {
+  const int8_t* v8 = iv.v8[kvh].data();
+  const float* vs = iv.vs[kvh].data();
+  const float* mu = iv.mu[kvh].data();
+  std::vector<float> p(static_cast<size_t>(kAttentionPvTile));
+  std::vector<uint8_t> q(p.size());
+  std::vector<int32_t> dot(static_cast<size_t>(hd));
+  std::fill(acc, acc + hd, 0.0f);
+  float sum = 0.0f;
+  for (int64_t t0 = 0; t0 < limit; t0 += kAttentionPvTile) {
+    const int64_t n = std::min(kAttentionPvTile, limit - t0);
+    for (int64_t j = 0; j < n; ++j) p[j] = std::exp(scores[t0 + j] - mx);
+    int32_t qsum = 0;
+    const float step = AttentionU8Probs(p.data(), n, q.data(), &qsum);
+    std::fill(dot.begin(), dot.end(), 0);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t d = 0; d < hd; ++d) dot[d] += int32_t{q[j]} * int32_t{v8[(t0 + j) * hd + d]};
+    }
+    for (int64_t d = 0; d < hd; ++d) {
+      acc[d] += step * (static_cast<float>(dot[d]) * vs[d] + static_cast<float>(qsum) * mu[d]);
+    }
+    sum += step * static_cast<float>(qsum);
+  }
+  return sum;
+}
 
 // Scores of the int8 path: scores[j] = (q8 · k8[j]) * (sq * sk[j]) * scale.
 void Int8Scores(const float* qi, const AttentionShape& s, const std::vector<int8_t>& k8,
@@ -299,6 +387,8 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
     ks[h].resize(static_cast<size_t>(s.n_kv));
     AttentionInt8Keys(k, s, static_cast<int64_t>(h), 0, s.n_kv, hd, k8[h].data(), ks[h].data());
   }
+  const bool int8_pv = AttentionUsesInt8Pv(s);
+  const Int8Values iv = int8_pv ? Int8Values(v, s) : Int8Values();
   // One task per (head, query row).
   auto body = [&](size_t begin, size_t end, size_t) {
     std::vector<float> scores(static_cast<size_t>(s.n_kv));
@@ -315,6 +405,12 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
         if (!int8) scores[j] = Dot(qi, KeyRow(s, k, j) + kvh * hd, hd) * s.scale;
         mx = std::max(mx, scores[j]);
       }
+      float* o = out + i * s.out_stride + h * hd;
+      if (int8_pv) {
+        const float inv = 1.0f / Int8Pv(scores.data(), mx, limit, kvh, iv, hd, acc.data());
+        for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] * inv;
+        continue;
+      }
       float sum = 0;
       for (int64_t j = 0; j < limit; ++j) {
         scores[j] = std::exp(scores[j] - mx);
@@ -326,7 +422,6 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
         const float* vj = ValueRow(s, v, j) + kvh * hd;
         for (int64_t d = 0; d < hd; ++d) acc[d] += p * vj[d];
       }
-      float* o = out + i * s.out_stride + h * hd;
       const float inv = 1.0f / sum;
       for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] * inv;
     }

@@ -38,6 +38,18 @@ float AttentionInt8Row(const float* x, int64_t n, int8_t* q8);
 void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
                        int64_t stride, int8_t* k8, float* ks);
 
+// Int8 P V (AttentionShape::int8_pv; shared by the kernel and the twin).
+// Values [k_lo, k_lo + nk) of KV head kvh, each minus mu[d] (the mean over all n_kv values of
+// the head), quantized per dim: v8[j * stride + d] = (v[j][d] - mu[d]) / vs[d] rounded to nearest
+// even, vs[d] = max over all n_kv of |v[j][d] - mu[d]| / 127 (0: all equal). Padding dims zero.
+void AttentionInt8Values(const float* v, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                         int64_t stride, int8_t* v8, float* vs, float* mu);
+// Probabilities p[0, n) (>= 0) of one key tile as u8: q[j] = p[j] / max p * 255 rounded to nearest
+// even; returns the step max p / 255 (0 for an all-zero row) and *sum = sum of q.
+float AttentionU8Probs(const float* p, int64_t n, uint8_t* q, int32_t* sum);
+// Keys per tile of the int8 P V (the kernel's key tile): probabilities are quantized per tile.
+constexpr int64_t kAttentionPvTile = 128;
+
 }  // namespace ref
 }  // namespace kernels
 }  // namespace mineru

@@ -37,9 +37,10 @@ AttentionShape ShapeOf(const Case& c) {
 }
 
 void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f, float rel = 1e-5f,
-             bool int8_qk = false) {
+             bool int8_qk = false, bool int8_pv = false) {
   AttentionShape s = ShapeOf(c);
   s.int8_qk = int8_qk;
+  s.int8_pv = int8_pv;
   const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim;
   std::vector<float> qbuf, kbuf, vbuf, shared;
   const float *q, *k, *v;
@@ -123,32 +124,61 @@ TEST_P(AttentionTest, Int8QkMatchesItsTwin) {
   for (const Case& c : cases) RunCase(c, &pool, seed++, 1.0f, 1e-5f, /*int8_qk=*/true);
 }
 
-// Int8 against fp32 attention on vision-like data (keys sharing a large offset, as the qkv bias
-// gives them): every output row keeps cosine >= 0.999.
-TEST_P(AttentionTest, Int8QkStaysCloseToFp32) {
+// Int8 P V: the kernel and its twin share the value and probability quantizers; they differ
+// where a probability lands on a rounding boundary (the kernel's exp and online maximum against
+// the twin's), and where key splits cut the tiles elsewhere, by a step of 1/255 of one weight.
+// A misplaced value, tile or scale is off by far more. With and without int8 Q Kᵀ.
+TEST_P(AttentionTest, Int8PvMatchesItsTwin) {
+  ThreadPool pool(4);
+  const Case cases[] = {{17, 17, 3, 3, 80, false, true},   {7, 7, 2, 2, 13, false, false},
+                        {1, 129, 2, 1, 24, false, false},  {300, 300, 2, 2, 80, false, true},
+                        {1, 1000, 4, 1, 80, false, false}, {9, 70, 2, 2, 100, false, false},
+                        {50, 50, 2, 2, 80, true, false}};
+  uint32_t seed = 400;
+  for (const Case& c : cases) {
+    RunCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/true, /*int8_pv=*/true);
+    RunCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/false, /*int8_pv=*/true);
+  }
+}
+
+// Int8 against fp32 attention on vision-like data (keys and values sharing a large offset, as
+// the qkv bias gives them): every output row keeps cosine >= 0.999, with Q Kᵀ alone in int8 and
+// with P V too.
+TEST_P(AttentionTest, Int8StaysCloseToFp32) {
   const int64_t n = 400, heads = 2, hd = 80, qd = heads * hd;
   std::vector<float> buf = RandomVec(static_cast<size_t>(n * 3 * qd), 500, -2.0f, 2.0f);
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t d = 0; d < qd; ++d) buf[i * 3 * qd + qd + d] += 4.0f + 0.05f * static_cast<float>(d % 7);
+    for (int64_t d = 0; d < qd; ++d) {
+      buf[i * 3 * qd + qd + d] += 4.0f + 0.05f * static_cast<float>(d % 7);
+      buf[i * 3 * qd + 2 * qd + d] += 1.5f - 0.3f * static_cast<float>(d % 5);
+    }
   }
   AttentionShape s = ShapeOf({n, n, heads, heads, hd, false, true});
   s.q_stride = s.kv_stride = 3 * qd;
   s.out_stride = qd;
-  std::vector<float> fp32(static_cast<size_t>(n * qd)), int8(fp32.size());
+  std::vector<float> fp32(static_cast<size_t>(n * qd)), int8(fp32.size()), qk_only;
   Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, fp32.data(), nullptr);
-  s.int8_qk = true;
-  Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, int8.data(), nullptr);
-  double worst = 1.0;
-  for (int64_t i = 0; i < n * heads; ++i) {
-    double dot = 0, na = 0, nb = 0;
-    for (int64_t d = 0; d < hd; ++d) {
-      dot += double{fp32[i * hd + d]} * int8[i * hd + d];
-      na += double{fp32[i * hd + d]} * fp32[i * hd + d];
-      nb += double{int8[i * hd + d]} * int8[i * hd + d];
+  for (bool pv : {false, true}) {
+    s.int8_qk = true;
+    s.int8_pv = pv;
+    Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, int8.data(), nullptr);
+    if (!pv) qk_only = int8;
+    // Where the int8 P V runs, it is not the fp32 P V in disguise.
+    if (pv && AttentionUsesInt8Pv(s)) {
+      EXPECT_NE(int8, qk_only);
     }
-    worst = std::min(worst, dot / std::sqrt(na * nb));
+    double worst = 1.0;
+    for (int64_t i = 0; i < n * heads; ++i) {
+      double dot = 0, na = 0, nb = 0;
+      for (int64_t d = 0; d < hd; ++d) {
+        dot += double{fp32[i * hd + d]} * int8[i * hd + d];
+        na += double{fp32[i * hd + d]} * fp32[i * hd + d];
+        nb += double{int8[i * hd + d]} * int8[i * hd + d];
+      }
+      worst = std::min(worst, dot / std::sqrt(na * nb));
+    }
+    EXPECT_GE(worst, 0.999) << (pv ? "int8 Q Kᵀ and P V" : "int8 Q Kᵀ");
   }
-  EXPECT_GE(worst, 0.999);
 }
 
 TEST_P(AttentionTest, PeakedSoftmaxIsStable) {

@@ -13,7 +13,14 @@
 // centred on its mean over all n_kv keys of the head (a per-row constant shift of the scores,
 // which softmax ignores), quantized per key to int8 (scale max|k|/127) and packed as vpdpbusd
 // panels (16 keys x 4 dims per vector, stored + 128); each Q row is quantized per row the same
-// way; S = (sum q8 k8 - 128 sum q8) * sq * sk. Softmax and P V stay fp32.
+// way; S = (sum q8 k8 - 128 sum q8) * sq * sk. Softmax stays fp32.
+//
+// Int8 P V (AttentionShape::int8_pv, same targets): V is centred per dim on its mean over all
+// keys and quantized per dim (ref::AttentionInt8Values), packed as vpdpbusd panels (4 keys x 16
+// dims per vector); after the softmax update each row's probabilities of the tile become u8
+// against the tile's largest (ref::AttentionU8Probs, step = max / 255). Per tile and row:
+// O = alpha O + step (sum_j p8 v8 * vs + sum_j p8 * mu), and l takes step * sum p8, so the
+// weights O is normalised by are the quantized ones.
 
 // <immintrin.h> first, with GCC 12's false positive in it silenced (see the header).
 #include "kernels/cpu/x86_intrinsics.h"  // IWYU pragma: keep
@@ -61,6 +68,7 @@ struct Geometry {
   float scale;
   size_t rows;   // query rows per KV head = n_q * group
   bool int8_qk;  // Q Kᵀ in int8 (see the top of the file)
+  bool int8_pv;  // P V in int8 (see the top of the file)
 };
 
 struct Scratch {
@@ -73,6 +81,13 @@ struct Scratch {
   hwy::AlignedFreeUniquePtr<int8_t[]> q8;
   float qs[kBQ];
   int32_t qc[kBQ];
+  // int8 P V: value panels (key quad, 16 dims: 64 bytes), per-dim scales and means (16-padded),
+  // the tile's u8 probabilities (kBQ x kBK), their steps and sums.
+  hwy::AlignedFreeUniquePtr<int8_t[]> v8;
+  hwy::AlignedFreeUniquePtr<float[]> vs, vmu;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> p8;
+  float ps[kBQ];
+  int32_t psum[kBQ];
 };
 
 // Per-row state of one block.
@@ -100,8 +115,8 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
       for (size_t off = 0; off < g.hd * sizeof(float); off += 64) hwy::Prefetch(row + off);
     }
   };
-  if (sh.k_blocks) prefetch_rows(k_lo, k_lo + std::min(NR, nk));
-  for (size_t p = 0; p < panels; ++p) {
+  if (sh.k_blocks && !g.int8_qk) prefetch_rows(k_lo, k_lo + std::min(NR, nk));
+  for (size_t p = 0; p < panels && !g.int8_qk; ++p) {
     const size_t j0 = k_lo + p * NR, valid = std::min(NR, nk - p * NR);
     float* dst = s.kt.get() + p * g.hd * NR;
     if (sh.k_blocks && p + 1 < panels) prefetch_rows(j0 + NR, j0 + NR + std::min(NR, nk - (p + 1) * NR));
@@ -114,7 +129,7 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
     }
   }
   float* vp = s.vp.get();
-  for (size_t j = 0; j < panels * NR; ++j) {
+  for (size_t j = 0; j < panels * NR && !g.int8_pv; ++j) {
     float* dst = vp + j * g.hdp;
     if (j < nk) {
       if (sh.v_blocks && j + 8 < nk) {
@@ -209,6 +224,134 @@ void ScoresInt8(const Geometry& g, const Scratch& s, size_t nr, size_t kt0, size
     size_t r = 0;
     for (; r + 6 <= nr; r += 6) ScoreTileInt8<6>(g, s, r, kt0, kp, S);
     for (; r < nr; ++r) ScoreTileInt8<1>(g, s, r, kt0, kp, S);
+  }
+}
+
+constexpr size_t kDimLanes = 16;  // dims per int8 value panel vector
+inline size_t NVec8(const Geometry& g) { return (g.hd + kDimLanes - 1) / kDimLanes; }
+
+// Packs values [k_lo, k_lo + nk) of KV head kvh as int8 panels (ref::AttentionInt8Values
+// quantizes): key quad jq, vector dv, lane c, byte b = value of key 4 jq + b, dim 16 dv + c.
+// Keys past nk stay zero (the allocation is zeroed and whole tiles long).
+void PackValuesInt8(const Geometry& g, const float* v, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
+  const size_t nvec = NVec8(g), stride = nvec * kDimLanes;
+  std::vector<int8_t> v8(nk * stride);
+  std::fill(s.vs.get(), s.vs.get() + stride, 0.0f);
+  std::fill(s.vmu.get(), s.vmu.get() + stride, 0.0f);
+  ref::AttentionInt8Values(v, *g.shape, static_cast<int64_t>(kvh), static_cast<int64_t>(k_lo),
+                           static_cast<int64_t>(nk), static_cast<int64_t>(stride), v8.data(), s.vs.get(),
+                           s.vmu.get());
+  int8_t* dst = s.v8.get();
+  const size_t quads = (nk + 3) / 4;
+  std::fill(dst, dst + quads * nvec * 64, int8_t{0});
+  for (size_t j = 0; j < nk; ++j) {
+    const size_t jq = j / 4, b = j % 4;
+    for (size_t d = 0; d < g.hd; ++d)
+      dst[((jq * nvec + d / kDimLanes) * kDimLanes + d % kDimLanes) * 4 + b] = v8[j * stride + d];
+  }
+}
+
+// Row r's probabilities of the tile, S[r][0, n) (n a multiple of 4, zero past the visible keys),
+// as u8 in s.p8 with their step and sum: ref::AttentionU8Probs's arithmetic, vectorised (the
+// float products and the round-to-nearest-even conversion give the same bytes).
+void QuantizeProbs(const float* S, size_t r, size_t n, Scratch& s) {
+  const float* p = S + r * kBK;
+  __m512 vmax = _mm512_setzero_ps();
+  size_t j = 0;
+  for (; j + 16 <= n; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(p + j));
+  float pmax = _mm512_reduce_max_ps(vmax);
+  for (; j < n; ++j) pmax = std::max(pmax, p[j]);
+  const float inv = pmax > 0.0f ? 255.0f / pmax : 0.0f;
+  uint8_t* q = s.p8.get() + r * kBK;
+  const __m512 vinv = _mm512_set1_ps(inv), v255 = _mm512_set1_ps(255.0f);
+  __m512i vsum = _mm512_setzero_si512();
+  for (j = 0; j + 16 <= n; j += 16) {
+    const __m512i qi = _mm512_cvtps_epi32(
+        _mm512_min_ps(v255, _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(p + j), vinv),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtepi32_epi8(qi));
+    vsum = _mm512_add_epi32(vsum, qi);
+  }
+  int32_t sum = _mm512_reduce_add_epi32(vsum);
+  for (; j < n; ++j) {
+    q[j] = static_cast<uint8_t>(std::min(255.0f, std::nearbyint(p[j] * inv)));
+    sum += q[j];
+  }
+  s.ps[r] = pmax / 255.0f;
+  s.psum[r] = sum;
+}
+
+// O[r][16 dv0, 16 (dv0 + NV)) for rows [r0, r0 + R): alpha O + step (float(sum_j p8 v8) vs +
+// psum mu), over the tile's nq key quads starting at key kt0.
+template <size_t R, size_t NV>
+HWY_INLINE void PvTileInt8(const Geometry& g, Scratch& s, size_t r0, size_t kt0, size_t nq, size_t dv0) {
+  const size_t nvec = NVec8(g);
+  const int8_t* vb = s.v8.get() + (kt0 / 4) * nvec * 64;
+  const uint8_t* p8 = s.p8.get();
+  // Every loop over the R x NV accumulators fully unrolled: an indexed one keeps the array in
+  // memory, and GCC then stores each vpdpbusd result to the stack.
+  __m512i acc[R][NV];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 5
+    for (size_t v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
+  }
+  for (size_t q = 0; q < nq; ++q) {
+    __m512i w[NV];
+#pragma GCC unroll 5
+    for (size_t v = 0; v < NV; ++v) w[v] = _mm512_load_si512(vb + (q * nvec + dv0 + v) * 64);
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      int32_t x4;
+      std::memcpy(&x4, p8 + (r0 + r) * kBK + 4 * q, 4);
+      const __m512i xb = _mm512_set1_epi32(x4);
+#pragma GCC unroll 5
+      for (size_t v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], xb, w[v]);
+    }
+  }
+#pragma GCC unroll 5
+  for (size_t v = 0; v < NV; ++v) {
+    const size_t d0 = (dv0 + v) * kDimLanes;
+    const __m512 vs = _mm512_loadu_ps(s.vs.get() + d0), mu = _mm512_loadu_ps(s.vmu.get() + d0);
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      float* o = s.o.get() + (r0 + r) * g.hdp + d0;
+      const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][v]), vs,
+                                       _mm512_mul_ps(_mm512_set1_ps(static_cast<float>(s.psum[r0 + r])), mu));
+      _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_loadu_ps(o), _mm512_set1_ps(s.alpha[r0 + r]),
+                                          _mm512_mul_ps(_mm512_set1_ps(s.ps[r0 + r]), t)));
+    }
+  }
+}
+
+template <size_t NV>
+void PvRowsInt8(const Geometry& g, Scratch& s, size_t nr, size_t kt0, size_t nq, size_t dv0) {
+  size_t r = 0;
+  for (; r + 3 <= nr; r += 3) PvTileInt8<3, NV>(g, s, r, kt0, nq, dv0);
+  for (; r < nr; ++r) PvTileInt8<1, NV>(g, s, r, kt0, nq, dv0);
+}
+
+// O = alpha O + P V for the block's nr rows over the tile at kt0 (bk keys), in int8.
+void PvInt8(const Geometry& g, Scratch& s, size_t nr, size_t kt0, size_t bk) {
+  const size_t nq = (bk + 3) / 4, nvec = NVec8(g);
+  for (size_t dv0 = 0; dv0 < nvec; dv0 += 5) {
+    switch (std::min<size_t>(5, nvec - dv0)) {
+      case 1:
+        PvRowsInt8<1>(g, s, nr, kt0, nq, dv0);
+        break;
+      case 2:
+        PvRowsInt8<2>(g, s, nr, kt0, nq, dv0);
+        break;
+      case 3:
+        PvRowsInt8<3>(g, s, nr, kt0, nq, dv0);
+        break;
+      case 4:
+        PvRowsInt8<4>(g, s, nr, kt0, nq, dv0);
+        break;
+      default:
+        PvRowsInt8<5>(g, s, nr, kt0, nq, dv0);
+        break;
+    }
   }
 }
 #endif  // HWY_AVX3_DL
@@ -311,9 +454,24 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
     for (size_t r = 0; r < nr; ++r) {
       const size_t lim = std::min(rows.limit[r], nk);
       const size_t valid = lim > kt0 ? std::min(bk, lim - kt0) : 0;
+      const float l_before = s.l[r];
       SoftmaxRow(S + r * kBK, valid, panels * NR, g.scale, s.m[r], s.l[r], s.alpha[r]);
+#if HWY_TARGET == HWY_AVX3_DL
+      if (g.int8_pv) {  // l sums the quantized weights
+        QuantizeProbs(S, r, (bk + 3) / 4 * 4, s);
+        s.l[r] = l_before * s.alpha[r] + s.ps[r] * static_cast<float>(s.psum[r]);
+      }
+#else
+      (void)l_before;
+#endif
     }
     // O = alpha O + P V.
+#if HWY_TARGET == HWY_AVX3_DL
+    if (g.int8_pv) {
+      PvInt8(g, s, nr, kt0, bk);
+      continue;
+    }
+#endif
     switch (g.pv_nv) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
       case 1:
@@ -350,6 +508,14 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
     s.ks = hwy::AllocateAligned<float>(keys);
     std::fill(s.ks.get(), s.ks.get() + keys, 0.0f);
     s.q8 = hwy::AllocateAligned<int8_t>(kBQ * hd4);
+  }
+  if (g.int8_pv) {  // whole key tiles of value panels, zero past the keys
+    const size_t dims = (g.hd + 15) / 16 * 16, keys = (max_keys + kBK - 1) / kBK * kBK;
+    s.v8 = hwy::AllocateAligned<int8_t>(keys * dims);
+    std::fill(s.v8.get(), s.v8.get() + keys * dims, int8_t{0});
+    s.vs = hwy::AllocateAligned<float>(dims);
+    s.vmu = hwy::AllocateAligned<float>(dims);
+    s.p8 = hwy::AllocateAligned<uint8_t>(kBQ * kBK);
   }
 }
 
@@ -406,6 +572,7 @@ Geometry MakeGeometry(const AttentionShape& shape) {
   g.scale = shape.scale;
   g.rows = g.n_q * g.group;
   g.int8_qk = shape.int8_qk && !shape.causal && HWY_TARGET == HWY_AVX3_DL;
+  g.int8_pv = shape.int8_pv && !shape.causal && HWY_TARGET == HWY_AVX3_DL;
   return g;
 }
 
@@ -484,6 +651,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
       PackKeys(g, k, v, kvh, 0, nk, s);
 #if HWY_TARGET == HWY_AVX3_DL
       if (g.int8_qk) PackKeysInt8(g, k, kvh, 0, nk, s);
+      if (g.int8_pv) PackValuesInt8(g, v, kvh, 0, nk, s);
 #endif
       RowRefs rows;
       for (size_t b = b0; b < b1; ++b) {
@@ -519,6 +687,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
       PackKeys(g, k, v, kvh, k_lo, nk, s);
 #if HWY_TARGET == HWY_AVX3_DL
       if (g.int8_qk) PackKeysInt8(g, k, kvh, k_lo, nk, s);
+      if (g.int8_pv) PackValuesInt8(g, v, kvh, k_lo, nk, s);
 #endif
       RunBlock(g, rows, nr, nk, s);
     } else {
