@@ -1,5 +1,6 @@
 #include "model/vision_encoder.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/kernels.h"
@@ -47,10 +48,116 @@ const char* VisionOpName(VisionOp op) {
   return kNames[static_cast<int>(op)];
 }
 
+// The activations of one Encode call over P patches. The MLP's hidden layer (4x the stream's
+// width) exists for one chunk of rows at a time: its products, GELU and residual are per row, so
+// chunking changes no value, and the largest buffer shrinks from [P, M] to [chunk, M].
+struct VisionEncoder::Buffers {
+  static constexpr int64_t kMlpChunkRows = 4096;
+  int64_t P, E, chunk;
+  std::vector<float> x;       // [P, E] the residual stream
+  std::vector<float> normed;  // [P, E] norm1(x), then out_proj's output
+  std::vector<float> qkv;     // [P, 3E]
+  std::vector<float> attn;    // [P, E]
+  std::vector<float> hidden;  // [chunk, M]
+  std::vector<float> tmp;     // [chunk, E] norm2(x) rows, then fc2's output
+  Buffers(int64_t p, int64_t e, int64_t m)
+      : P(p),
+        E(e),
+        chunk(ChunkRows(p)),
+        x(p * e),
+        normed(p * e),
+        qkv(p * 3 * e),
+        attn(p * e),
+        hidden(chunk * m),
+        tmp(chunk * e) {}
+  // Rows per MLP chunk: P split evenly into as few chunks of at most kMlpChunkRows as fit.
+  static int64_t ChunkRows(int64_t p) {
+    const int64_t n = (p + kMlpChunkRows - 1) / kMlpChunkRows;
+    return std::max<int64_t>(1, (p + n - 1) / n);
+  }
+};
+
+void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids,
+                                  const float* cos, const float* sin, Buffers& buf, ThreadPool* pool,
+                                  OpProfile* profile) const {
+  const int64_t P = buf.P, E = buf.E, H = c_.num_heads, D = c_.head_dim();
+  const double mac = 2.0 * static_cast<double>(P);  // flops per weight of a product over all patches
+  {
+    OpTimer t(profile, VisionOp::kNorm, 0);
+    kernels::LayerNorm(buf.x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps,
+                       buf.normed.data(), pool);
+  }
+  {
+    OpTimer t(profile, VisionOp::kQkv, mac * E * 3 * E);
+    kernels::MatMul(buf.normed.data(), P, b.qkv, b.qkv_b.data(), buf.qkv.data(), pool);
+  }
+  {
+    // qkv row layout: [3][H][D]. Rotate q and k of every head: q and k are adjacent, so they
+    // are 2H heads of D values at the start of each row.
+    OpTimer t(profile, VisionOp::kRope, 0);
+    kernels::RopeRotateHalfRows(buf.qkv.data(), P, 3 * E, 2 * H, D, cos, sin, pool);
+  }
+  // Full attention within each frame of each image.
+  int64_t start = 0;
+  for (const ImageGrid& g : grids) {
+    const int64_t frame = g.h * g.w;
+    for (int64_t t = 0; t < g.t; ++t, start += frame) {
+      kernels::AttentionShape s;
+      s.n_q = s.n_kv = frame;
+      s.num_heads = s.num_kv_heads = H;
+      s.head_dim = D;
+      s.q_stride = s.kv_stride = 3 * E;
+      s.out_stride = E;
+      s.causal = false;
+      s.scale = 1.0f / std::sqrt(static_cast<float>(D));
+      // A quantized vision encoder (q8) also runs Q Kᵀ and P V in int8 where the CPU has the kernel.
+      s.int8_qk = s.int8_pv = b.qkv.quantized();
+      const float* base = buf.qkv.data() + start * 3 * E;
+      OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
+      kernels::Attention(base, base + E, base + 2 * E, s, buf.attn.data() + start * E, pool);
+    }
+  }
+  {
+    OpTimer t(profile, VisionOp::kOut, mac * E * E);
+    kernels::MatMul(buf.attn.data(), P, b.proj, b.proj_b.data(), buf.normed.data(), pool);
+  }
+  OpTimer t(profile, VisionOp::kResidual, 0);
+  kernels::AddInPlace(buf.x.data(), buf.normed.data(), P * E, pool);
+}
+
+void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool,
+                            OpProfile* profile) const {
+  const int64_t E = buf.E, M = c_.mlp_dim;
+  for (int64_t r0 = 0; r0 < buf.P; r0 += buf.chunk) {
+    const int64_t rows = std::min(buf.chunk, buf.P - r0);
+    float* x = buf.x.data() + r0 * E;
+    const double mac = 2.0 * static_cast<double>(rows);
+    {
+      OpTimer t(profile, VisionOp::kNorm, 0);
+      kernels::LayerNorm(x, rows, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, buf.tmp.data(),
+                         pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kFc1, mac * E * M);
+      kernels::MatMul(buf.tmp.data(), rows, b.fc1, b.fc1_b.data(), buf.hidden.data(), pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kGelu, 0);
+      kernels::QuickGelu(buf.hidden.data(), rows * M, pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kFc2, mac * M * E);
+      kernels::MatMul(buf.hidden.data(), rows, b.fc2, b.fc2_b.data(), buf.tmp.data(), pool);
+    }
+    OpTimer t(profile, VisionOp::kResidual, 0);
+    kernels::AddInPlace(x, buf.tmp.data(), rows * E, pool);
+  }
+}
+
 StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, int64_t num_patches,
                                                    const std::vector<ImageGrid>& grids, ThreadPool* pool,
                                                    VisionTrace* trace, OpProfile* profile) const {
-  const int64_t E = c_.embed_dim, H = c_.num_heads, D = c_.head_dim(), M = c_.mlp_dim;
+  const int64_t E = c_.embed_dim, D = c_.head_dim(), M = c_.mlp_dim;
   const int merge = c_.spatial_merge_size, unit = c_.merge_unit();
   int64_t total = 0;
   for (const ImageGrid& g : grids) {
@@ -62,89 +169,26 @@ StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, in
   if (total != num_patches) return InvalidArgumentError("pixel_values rows do not match the image grids");
   const int64_t P = num_patches;
 
-  std::vector<float> x(P * E);
-  const double mac = 2.0 * static_cast<double>(P);  // flops per weight of a product over all patches
+  Buffers buf(P, E, M);
   {
-    OpTimer t(profile, VisionOp::kPatchEmbed, mac * c_.patch_dim() * E);
-    kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, x.data(), pool);
+    OpTimer t(profile, VisionOp::kPatchEmbed, 2.0 * static_cast<double>(P) * c_.patch_dim() * E);
+    kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, buf.x.data(), pool);
   }
-  if (trace) trace->patch_embed = x;
+  if (trace) trace->patch_embed = buf.x;
 
   std::vector<float> cos, sin;
   cos.reserve(P * D);
   sin.reserve(P * D);
   VisionRopeTables(grids, merge, static_cast<int>(D), &cos, &sin);
-
-  std::vector<float> normed(P * E), qkv(P * 3 * E), attn(P * E), tmp(P * E), hidden(P * M);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (size_t bi = 0; bi < w_.blocks.size(); ++bi) {
-    const VisionBlockWeights& b = w_.blocks[bi];
-    {
-      OpTimer t(profile, VisionOp::kNorm, 0);
-      kernels::LayerNorm(x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps, normed.data(),
-                         pool);
-    }
-    {
-      OpTimer t(profile, VisionOp::kQkv, mac * E * 3 * E);
-      kernels::MatMul(normed.data(), P, b.qkv, b.qkv_b.data(), qkv.data(), pool);
-    }
-    {
-      // qkv row layout: [3][H][D]. Rotate q and k of every head: q and k are adjacent, so they
-      // are 2H heads of D values at the start of each row.
-      OpTimer t(profile, VisionOp::kRope, 0);
-      kernels::RopeRotateHalfRows(qkv.data(), P, 3 * E, 2 * H, D, cos.data(), sin.data(), pool);
-    }
-    // Full attention within each frame of each image.
-    int64_t start = 0;
-    for (const ImageGrid& g : grids) {
-      const int64_t frame = g.h * g.w;
-      for (int64_t t = 0; t < g.t; ++t, start += frame) {
-        kernels::AttentionShape s;
-        s.n_q = s.n_kv = frame;
-        s.num_heads = s.num_kv_heads = H;
-        s.head_dim = D;
-        s.q_stride = s.kv_stride = 3 * E;
-        s.out_stride = E;
-        s.causal = false;
-        s.scale = scale;
-        // A quantized vision encoder (q8) also takes Q Kᵀ in int8 where the CPU has the kernel.
-        s.int8_qk = b.qkv.quantized();
-        const float* base = qkv.data() + start * 3 * E;
-        OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
-        kernels::Attention(base, base + E, base + 2 * E, s, attn.data() + start * E, pool);
-      }
-    }
-    {
-      OpTimer t(profile, VisionOp::kOut, mac * E * E);
-      kernels::MatMul(attn.data(), P, b.proj, b.proj_b.data(), tmp.data(), pool);
-    }
-    {
-      OpTimer t(profile, VisionOp::kResidual, 0);
-      kernels::AddInPlace(x.data(), tmp.data(), P * E, pool);
-    }
-    {
-      OpTimer t(profile, VisionOp::kNorm, 0);
-      kernels::LayerNorm(x.data(), P, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, normed.data(),
-                         pool);
-    }
-    {
-      OpTimer t(profile, VisionOp::kFc1, mac * E * M);
-      kernels::MatMul(normed.data(), P, b.fc1, b.fc1_b.data(), hidden.data(), pool);
-    }
-    {
-      OpTimer t(profile, VisionOp::kGelu, 0);
-      kernels::QuickGelu(hidden.data(), P * M, pool);
-    }
-    {
-      OpTimer t(profile, VisionOp::kFc2, mac * M * E);
-      kernels::MatMul(hidden.data(), P, b.fc2, b.fc2_b.data(), tmp.data(), pool);
-    }
-    {
-      OpTimer t(profile, VisionOp::kResidual, 0);
-      kernels::AddInPlace(x.data(), tmp.data(), P * E, pool);
-    }
-    if (trace && bi == 0) trace->block0 = x;
+    AttentionHalf(w_.blocks[bi], grids, cos.data(), sin.data(), buf, pool, profile);
+    MlpHalf(w_.blocks[bi], buf, pool, profile);
+    if (trace && bi == 0) trace->block0 = buf.x;
   }
+  std::vector<float>().swap(buf.qkv);  // the merger's buffers take their place
+  std::vector<float>().swap(buf.hidden);
+  const std::vector<float>& x = buf.x;
+  std::vector<float>& normed = buf.normed;
 
   // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row.
   {

@@ -39,6 +39,13 @@ class VisionEncoder {
                                       VisionTrace* trace = nullptr, OpProfile* profile = nullptr) const;
 
  private:
+  struct Buffers;
+  // x [P, E] += attention over each frame of norm1(x) (Q, K, V from qkv, rotated; out_proj).
+  void AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids, const float* cos,
+                     const float* sin, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
+  // x [P, E] += fc2(gelu(fc1(norm2(x)))), in chunks of rows.
+  void MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
+
   const VisionConfig& c_;
   const VisionWeights& w_;
 };

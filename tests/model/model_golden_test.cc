@@ -1,6 +1,7 @@
 // Golden tests: the engine against Hugging Face transformers on the two fixture models and three
 // cases. Feeds the golden pixel_values (the processor's), so only the model is under test here.
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/generate.h"
@@ -189,6 +190,38 @@ TEST(VisionProfileTest, CountsEveryOpAndChangesNothing) {
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kQkv)], 2.0 * P * E * 3 * E * blocks);
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kFc1)], 2.0 * P * E * M * blocks);
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kNorm)], 0.0);
+}
+
+// An image of more patches than one MLP chunk (4096 rows) runs its MLP in chunks: a small image
+// packed after it comes out as it does alone, and so does the big one's first row group.
+TEST(VisionChunkTest, ImagesPastOneChunkMatchThemselvesAlone) {
+  auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const VisionConfig& vc = (*m)->config().vision;
+  const ImageGrid big{1, 66, 66}, small{1, 4, 6};  // 4,356 patches: two chunks of 2,178
+  std::vector<float> pixels((big.num_patches() + small.num_patches()) * vc.patch_dim());
+  uint32_t seed = 7;
+  for (float& v : pixels) {
+    seed = seed * 1664525u + 1013904223u;
+    v = static_cast<float>(seed >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
+  }
+  ThreadPool pool(2);
+  auto both =
+      (*m)->vision().Encode(pixels.data(), big.num_patches() + small.num_patches(), {big, small}, &pool);
+  auto alone = (*m)->vision().Encode(pixels.data() + big.num_patches() * vc.patch_dim(), small.num_patches(),
+                                     {small}, &pool);
+  auto big_alone = (*m)->vision().Encode(pixels.data(), big.num_patches(), {big}, &pool);
+  ASSERT_TRUE(both.ok() && alone.ok() && big_alone.ok());
+  const size_t big_rows = big_alone->size();
+  ASSERT_EQ(both->size(), big_rows + alone->size());
+  auto close = [](const float* a, const float* b, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i)
+      worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / (1e-3 + std::fabs(b[i])));
+    return worst;
+  };
+  EXPECT_LT(close(both->data() + big_rows, alone->data(), alone->size()), 1e-4);
+  EXPECT_LT(close(both->data(), big_alone->data(), big_rows), 1e-4);
 }
 
 }  // namespace
