@@ -246,7 +246,7 @@ float AttentionInt8Row(const float* x, int64_t n, int8_t* q8) {
   for (int64_t d = 0; d < n; ++d) amax = std::max(amax, std::fabs(x[d]));
   const float scale = amax / 127.0f;
   const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
-  for (int64_t d = 0; d < n; ++d) q8[d] = static_cast<int8_t>(std::nearbyint(x[d] * inv));
+  for (int64_t d = 0; d < n; ++d) q8[d] = static_cast<int8_t>(RoundHalfEven(x[d] * inv));
   return scale;
 }
 
@@ -289,7 +289,7 @@ void AttentionInt8Values(const float* v, const AttentionShape& s, int64_t kvh, i
   for (int64_t j = 0; j < nk; ++j) {
     const float* vj = ValueRow(s, v, k_lo + j) + kvh * hd;
     int8_t* dst = v8 + j * stride;
-    for (int64_t d = 0; d < hd; ++d) dst[d] = static_cast<int8_t>(std::nearbyint((vj[d] - mu[d]) * inv[d]));
+    for (int64_t d = 0; d < hd; ++d) dst[d] = static_cast<int8_t>(RoundHalfEven((vj[d] - mu[d]) * inv[d]));
     std::fill(dst + hd, dst + stride, int8_t{0});
   }
 }
@@ -300,7 +300,7 @@ float AttentionU8Probs(const float* p, int64_t n, uint8_t* q, int32_t* sum) {
   const float inv = pmax > 0.0f ? 255.0f / pmax : 0.0f;
   int32_t total = 0;
   for (int64_t j = 0; j < n; ++j) {
-    q[j] = static_cast<uint8_t>(std::min(255.0f, std::nearbyint(p[j] * inv)));
+    q[j] = static_cast<uint8_t>(std::min(255.0f, RoundHalfEven(p[j] * inv)));
     total += q[j];
   }
   *sum = total;

@@ -29,6 +29,11 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
 
+// x rounded to the nearest integer, ties to even (std::nearbyint in the default rounding mode),
+// for |x| < 2^22, inline rather than a libm call per value: x + 1.5 * 2^23 has no fraction bits
+// left, so the addition rounds x, and the subtraction is exact.
+inline float RoundHalfEven(float x) { return (x + 12582912.0f) - 12582912.0f; }
+
 // Int8 Q Kᵀ (AttentionShape::int8_qk; the SIMD kernel shares these two, so both quantize alike).
 // One row x[0, n) to int8: q8[d] = x[d] / (max|x| / 127) rounded to nearest even; returns the
 // scale max|x| / 127 (0 for a zero row, whose q8 is all 0).

@@ -124,6 +124,15 @@ TEST_P(AttentionTest, Int8QkMatchesItsTwin) {
   for (const Case& c : cases) RunCase(c, &pool, seed++, 1.0f, 1e-5f, /*int8_qk=*/true);
 }
 
+// The quantizers' inline rounding is std::nearbyint (ties to even) over the range they use.
+TEST(AttentionQuantTest, RoundHalfEvenIsNearbyint) {
+  for (float x : {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, 127.5f, 254.5f, 255.49f, -127.5f, 0.0f}) {
+    EXPECT_EQ(ref::RoundHalfEven(x), std::nearbyint(x)) << x;
+  }
+  const std::vector<float> r = RandomVec(100000, 11, -300.0f, 300.0f);
+  for (float x : r) ASSERT_EQ(ref::RoundHalfEven(x), std::nearbyint(x)) << x;
+}
+
 // Int8 P V: the kernel and its twin share the value and probability quantizers; they differ
 // where a probability lands on a rounding boundary (the kernel's exp and online maximum against
 // the twin's), and where key splits cut the tiles elsewhere, by a step of 1/255 of one weight.

@@ -274,7 +274,7 @@ void QuantizeProbs(const float* S, size_t r, size_t n, Scratch& s) {
   }
   int32_t sum = _mm512_reduce_add_epi32(vsum);
   for (; j < n; ++j) {
-    q[j] = static_cast<uint8_t>(std::min(255.0f, std::nearbyint(p[j] * inv)));
+    q[j] = static_cast<uint8_t>(std::min(255.0f, ref::RoundHalfEven(p[j] * inv)));
     sum += q[j];
   }
   s.ps[r] = pmax / 255.0f;
