@@ -251,34 +251,65 @@ void PackValuesInt8(const Geometry& g, const float* v, size_t kvh, size_t k_lo, 
   }
 }
 
-// Row r's probabilities of the tile, S[r][0, n) (n a multiple of 4, zero past the visible keys),
-// as u8 in s.p8 with their step and sum: ref::AttentionU8Probs's arithmetic, vectorised (the
-// float products and the round-to-nearest-even conversion give the same bytes).
-void QuantizeProbs(const float* S, size_t r, size_t n, Scratch& s) {
-  const float* p = S + r * kBK;
-  __m512 vmax = _mm512_setzero_ps();
-  size_t j = 0;
-  for (; j + 16 <= n; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(p + j));
-  float pmax = _mm512_reduce_max_ps(vmax);
-  for (; j < n; ++j) pmax = std::max(pmax, p[j]);
-  const float inv = pmax > 0.0f ? 255.0f / pmax : 0.0f;
+// 2^t for t <= 0 (underflowing to 0): t = n + f, |f| <= 1/2, 2^f by its degree-4 Taylor
+// polynomial (relative error < 5e-5, far below the u8 step of 1/255 the result is rounded to).
+HWY_INLINE __m512 Exp2ForU8(__m512 t) {
+  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_set1_ps(0.0096181291f);                  // ln2^4 / 24
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.0555041087f));  // ln2^3 / 6
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.2402265070f));  // ln2^2 / 2
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6931471806f));  // ln2
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// SoftmaxRow for the int8 P V, row r of the block: the same running maximum m (of scale * x)
+// and alpha, but each probability p = 2^((x * scale - m) log2 e) (Exp2ForU8) goes straight to u8
+// (s.p8 row r, zero from `valid` to n4) with ref::AttentionU8Probs's arithmetic, the largest
+// being the p of the tile's largest x, computed alike; l takes step * sum(q): the weights O is
+// normalised by are the quantized ones. srow is only read.
+void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float scale, size_t r,
+                  Scratch& s) {
   uint8_t* q = s.p8.get() + r * kBK;
+  float& m = s.m[r];
+  if (valid == 0) {
+    std::fill(q, q + n4, uint8_t{0});
+    s.alpha[r] = 1.0f;
+    s.ps[r] = 0.0f;
+    s.psum[r] = 0;
+    return;
+  }
+  __m512 vmax = _mm512_set1_ps(kNegInf);
+  size_t j = 0;
+  for (; j + 16 <= valid; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(srow + j));
+  if (j < valid)
+    vmax = _mm512_mask_max_ps(vmax, static_cast<__mmask16>((1u << (valid - j)) - 1), vmax,
+                              _mm512_loadu_ps(srow + j));
+  const float xmax = _mm512_reduce_max_ps(vmax);  // scale > 0: the largest x has the largest score
+  const float m_new = std::max(m, xmax * scale);
+  s.alpha[r] = m == kNegInf ? 0.0f : std::exp(m - m_new);
+  const float kLog2e = 1.4426950409f;
+  const __m512 vsl = _mm512_set1_ps(scale * kLog2e), vml = _mm512_set1_ps(m_new * kLog2e);
+  const float pmax = _mm512_cvtss_f32(Exp2ForU8(_mm512_fmsub_ps(_mm512_set1_ps(xmax), vsl, vml)));
+  const float inv = pmax > 0.0f ? 255.0f / pmax : 0.0f;
   const __m512 vinv = _mm512_set1_ps(inv), v255 = _mm512_set1_ps(255.0f);
   __m512i vsum = _mm512_setzero_si512();
-  for (j = 0; j + 16 <= n; j += 16) {
-    const __m512i qi = _mm512_cvtps_epi32(
-        _mm512_min_ps(v255, _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(p + j), vinv),
-                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtepi32_epi8(qi));
+  for (j = 0; j < valid; j += 16) {
+    const __mmask16 live = valid - j >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (valid - j)) - 1);
+    const __m512 p =
+        _mm512_maskz_mov_ps(live, Exp2ForU8(_mm512_fmsub_ps(_mm512_loadu_ps(srow + j), vsl, vml)));
+    const __m512i qi = _mm512_cvtps_epi32(_mm512_min_ps(
+        v255, _mm512_roundscale_ps(_mm512_mul_ps(p, vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtepi32_epi8(qi));  // kBK: whole vectors
     vsum = _mm512_add_epi32(vsum, qi);
   }
-  int32_t sum = _mm512_reduce_add_epi32(vsum);
-  for (; j < n; ++j) {
-    q[j] = static_cast<uint8_t>(std::min(255.0f, ref::RoundHalfEven(p[j] * inv)));
-    sum += q[j];
-  }
+  if (j < n4) std::fill(q + j, q + n4, uint8_t{0});
+  const int32_t sum = _mm512_reduce_add_epi32(vsum);
+  s.l[r] = s.l[r] * s.alpha[r] + pmax / 255.0f * static_cast<float>(sum);
   s.ps[r] = pmax / 255.0f;
   s.psum[r] = sum;
+  m = m_new;
 }
 
 // O[r][16 dv0, 16 (dv0 + NV)) for rows [r0, r0 + R): alpha O + step (float(sum_j p8 v8) vs +
@@ -454,16 +485,13 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
     for (size_t r = 0; r < nr; ++r) {
       const size_t lim = std::min(rows.limit[r], nk);
       const size_t valid = lim > kt0 ? std::min(bk, lim - kt0) : 0;
-      const float l_before = s.l[r];
-      SoftmaxRow(S + r * kBK, valid, panels * NR, g.scale, s.m[r], s.l[r], s.alpha[r]);
 #if HWY_TARGET == HWY_AVX3_DL
-      if (g.int8_pv) {  // l sums the quantized weights
-        QuantizeProbs(S, r, (bk + 3) / 4 * 4, s);
-        s.l[r] = l_before * s.alpha[r] + s.ps[r] * static_cast<float>(s.psum[r]);
+      if (g.int8_pv) {
+        SoftmaxRowU8(S + r * kBK, valid, (bk + 3) / 4 * 4, g.scale, r, s);
+        continue;
       }
-#else
-      (void)l_before;
 #endif
+      SoftmaxRow(S + r * kBK, valid, panels * NR, g.scale, s.m[r], s.l[r], s.alpha[r]);
     }
     // O = alpha O + P V.
 #if HWY_TARGET == HWY_AVX3_DL
