@@ -522,8 +522,9 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
 void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
   const size_t NR = PanelWidth();
   const size_t kpad = (max_keys + NR - 1) / NR * NR;
-  s.kt = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hd));
-  s.vp = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hdp));
+  // The fp32 K / V panels only where the int8 ones do not replace them.
+  if (!g.int8_qk) s.kt = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hd));
+  if (!g.int8_pv) s.vp = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hdp));
   s.s = hwy::AllocateAligned<float>(kBQ * kBK);
   s.o = hwy::AllocateAligned<float>(kBQ * g.hdp);
   s.m.resize(kBQ);
@@ -671,7 +672,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     std::vector<Scratch> scratch(std::min(threads, tph * g.num_kv_heads));
     RunTasks(pool, tph * g.num_kv_heads, [&](size_t t, size_t slot) {
       Scratch& s = scratch[slot];
-      if (!s.kt) AllocScratch(g, g.n_kv, s);
+      if (!s.s) AllocScratch(g, g.n_kv, s);
       const size_t kvh = t % g.num_kv_heads, tb = tph - 1 - t / g.num_kv_heads;
       const size_t b0 = tb * bpt, b1 = std::min(nblk, b0 + bpt);
       const size_t r_last = std::min(g.rows, b1 * kBQ) - 1;
@@ -705,7 +706,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
   std::vector<Scratch> scratch(std::min(threads, tasks));
   RunTasks(pool, tasks, [&](size_t t, size_t slot) {
     Scratch& s = scratch[slot];
-    if (!s.kt) AllocScratch(g, span, s);
+    if (!s.s) AllocScratch(g, span, s);
     const size_t kvh = t / splits, sp = t % splits;
     const size_t k_lo = sp * span, nk = std::min(g.n_kv, k_lo + span) - std::min(g.n_kv, k_lo);
     const size_t nr = g.rows;  // <= kBQ
