@@ -7,6 +7,7 @@
 #include "base/mapped_file.h"
 #include "engine/generate.h"
 #include "golden_util.h"
+#include "kernels/quant.h"
 #include "model/quantize.h"
 #include "model/qwen2vl.h"
 
@@ -38,6 +39,33 @@ TEST(QuantizeTest, PreQuantizedEqualsLoadTimeQuantization) {
     EXPECT_EQ(Greedy(**pre), Greedy(**live)) << q;
   }
   EXPECT_FALSE(Qwen2VLModel::Load(testing::FixturePath("tiny"), "q3").ok());
+}
+
+// A pre-quantized file's vision matrices get panels packed at load where the CPU runs the panel
+// kernel (their rows are the file's pages); quantized at load they are repacked per call. Both
+// multiply the same bytes alike: the vision outputs are equal bit for bit.
+TEST(QuantizeTest, VisionPanelsPackedAtLoadChangeNothing) {
+  const std::string dir = std::string(MINERU_BINARY_DIR) + "/test_tmp/quant_vision_panels";
+  ::mkdir((std::string(MINERU_BINARY_DIR) + "/test_tmp").c_str(), 0755);
+  ThreadPool pool(2);
+  ASSERT_TRUE(WriteQuantizedModel(testing::FixturePath("tiny"), dir, QuantType::kQ8_0, &pool).ok());
+  auto pre = Qwen2VLModel::Load(dir);
+  auto live = Qwen2VLModel::Load(testing::FixturePath("tiny"), "q8", &pool);
+  ASSERT_TRUE(pre.ok() && live.ok());
+  const WeightView& fc1 = (*pre)->weights().vision.blocks[0].fc1;
+  ASSERT_TRUE(fc1.quantized());
+  EXPECT_EQ(fc1.panels != nullptr, kernels::IntegerPanelsAvailable());
+  EXPECT_EQ((*live)->weights().vision.blocks[0].fc1.panels, nullptr);
+  testing::Golden golden("tiny", "two_images");
+  std::vector<ImageGrid> grids;
+  const std::vector<int64_t> thw = golden.I64("image_grid_thw");
+  for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
+  const std::vector<float> pixels = golden.F32("pixel_values");
+  const int64_t P = static_cast<int64_t>(pixels.size()) / (*pre)->config().vision.patch_dim();
+  auto a = (*pre)->vision().Encode(pixels.data(), P, grids, &pool);
+  auto b = (*live)->vision().Encode(pixels.data(), P, grids, &pool);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
 }
 
 TEST(QuantizeTest, LyingQuantizedTensorIsAnError) {
