@@ -70,8 +70,10 @@ struct VisionEncoder::Buffers {
         attn(p * e),
         hidden(chunk * m),
         tmp(chunk * e) {}
-  // Rows per MLP chunk: P split evenly into as few chunks of at most kMlpChunkRows as fit.
+  // Rows per MLP chunk: P split evenly into as few chunks of at most kMlpChunkRows as fit
+  // (1 for no patches at all).
   static int64_t ChunkRows(int64_t p) {
+    if (p <= 0) return 1;
     const int64_t n = (p + kMlpChunkRows - 1) / kMlpChunkRows;
     return std::max<int64_t>(1, (p + n - 1) / n);
   }

@@ -222,6 +222,10 @@ TEST(VisionChunkTest, ImagesPastOneChunkMatchThemselvesAlone) {
   };
   EXPECT_LT(close(both->data() + big_rows, alone->data(), alone->size()), 1e-4);
   EXPECT_LT(close(both->data(), big_alone->data(), big_rows), 1e-4);
+  // No image at all: no rows, no error (and no division by a zero chunk count).
+  auto none = (*m)->vision().Encode(nullptr, 0, {}, &pool);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
 }
 
 }  // namespace
