@@ -124,6 +124,43 @@ TEST_P(AttentionTest, Int8QkMatchesItsTwin) {
   for (const Case& c : cases) RunCase(c, &pool, seed++, 1.0f, 1e-5f, /*int8_qk=*/true);
 }
 
+// The int8 attention's quantizers as each target runs them give the scalar twins' bytes and
+// scales exactly (K and V with offsets per dim, a constant row whose scale is 0, odd head dims).
+TEST_P(AttentionTest, Int8QuantizersEqualTheirTwins) {
+  for (int64_t hd : {80, 13, 24, 100}) {
+    const int64_t n = 37, heads = 2, width = heads * hd + 3;
+    std::vector<float> kv =
+        RandomVec(static_cast<size_t>(n * width), 900 + static_cast<uint32_t>(hd), -3.0f, 3.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t d = 0; d < heads * hd; ++d) kv[j * width + d] += 0.5f * static_cast<float>(d % 9) - 1.0f;
+    }
+    for (int64_t d = 0; d < hd; ++d) kv[5 * width + d] = 0.25f;  // one constant key row of head 0
+    AttentionShape s = ShapeOf({n, n, heads, heads, hd, false, false});
+    s.kv_stride = width;
+    const int64_t stride = (hd + 15) / 16 * 16, k_lo = 3, nk = n - 5;
+    for (int64_t h = 0; h < heads; ++h) {
+      std::vector<int8_t> want8(static_cast<size_t>(nk * stride), 7), got8(want8);
+      std::vector<float> want_s(static_cast<size_t>(nk)), got_s(want_s.size());
+      ref::AttentionInt8Keys(kv.data(), s, h, k_lo, nk, stride, want8.data(), want_s.data());
+      cpu::AttentionInt8Keys(kv.data(), s, h, k_lo, nk, stride, got8.data(), got_s.data());
+      EXPECT_EQ(got8, want8) << "keys, hd " << hd << " head " << h;
+      EXPECT_EQ(got_s, want_s) << "keys, hd " << hd << " head " << h;
+      std::vector<float> want_vs(static_cast<size_t>(hd)), got_vs(want_vs.size()), want_mu(want_vs.size()),
+          got_mu(want_vs.size());
+      ref::AttentionInt8Values(kv.data(), s, h, k_lo, nk, stride, want8.data(), want_vs.data(),
+                               want_mu.data());
+      cpu::AttentionInt8Values(kv.data(), s, h, k_lo, nk, stride, got8.data(), got_vs.data(), got_mu.data());
+      EXPECT_EQ(got8, want8) << "values, hd " << hd << " head " << h;
+      EXPECT_EQ(got_vs, want_vs) << "values, hd " << hd;
+      EXPECT_EQ(got_mu, want_mu) << "values, hd " << hd;
+      std::vector<int8_t> wq(static_cast<size_t>(hd)), gq(wq.size());
+      const float* row = kv.data() + (9 + h) * width + h * hd;
+      EXPECT_EQ(cpu::AttentionInt8Row(row, hd, gq.data()), ref::AttentionInt8Row(row, hd, wq.data()));
+      EXPECT_EQ(gq, wq) << "row, hd " << hd;
+    }
+  }
+}
+
 // The quantizers' inline rounding is std::nearbyint (ties to even) over the range they use.
 TEST(AttentionQuantTest, RoundHalfEvenIsNearbyint) {
   for (float x : {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, 127.5f, 254.5f, 255.49f, -127.5f, 0.0f}) {

@@ -150,6 +150,100 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
 constexpr size_t kKeyLanes = 16;  // keys per int8 panel (int32 lanes)
 inline size_t Hd4(const Geometry& g) { return (g.hd + 3) / 4 * 4; }
 
+inline __mmask16 Live(size_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// ref::AttentionInt8Row with the scalar code's float operations, 16 values at a time (the
+// largest |x| is exact in any order; each product and its rounding are the same): the same
+// bytes and scale.
+float Int8Row(const float* x, size_t n, int8_t* q8) {
+  __m512 vmax = _mm512_setzero_ps();
+  for (size_t j = 0; j < n; j += 16)
+    vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_maskz_loadu_ps(Live(n - j), x + j)));
+  const float scale = _mm512_reduce_max_ps(vmax) / 127.0f;
+  const __m512 inv = _mm512_set1_ps(scale != 0.0f ? 1.0f / scale : 0.0f);
+  for (size_t j = 0; j < n; j += 16) {
+    const __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(Live(n - j), x + j), inv);
+    _mm512_mask_cvtepi32_storeu_epi8(
+        q8 + j, Live(n - j),
+        _mm512_cvtps_epi32(_mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+  }
+  return scale;
+}
+
+// mean[0, 16 ceil(hd / 16)) = the mean over all n_kv rows of KV head kvh of k (or v): each dim
+// summed in row order and divided as ref's quantizers do; zero past hd.
+template <bool kValues>
+void MeanRows(const AttentionShape& s, const float* kv, size_t kvh, size_t hd, float* mean) {
+  const size_t nc = (hd + 15) / 16;
+  std::fill(mean, mean + nc * 16, 0.0f);
+  for (int64_t j = 0; j < s.n_kv; ++j) {
+    const float* row = (kValues ? ValueRow(s, kv, j) : KeyRow(s, kv, j)) + kvh * hd;
+    for (size_t c = 0; c < nc; ++c) {
+      const __m512 m = _mm512_loadu_ps(mean + 16 * c);
+      _mm512_storeu_ps(mean + 16 * c,
+                       _mm512_add_ps(m, _mm512_maskz_loadu_ps(Live(hd - 16 * c), row + 16 * c)));
+    }
+  }
+  const __m512 n = _mm512_set1_ps(static_cast<float>(s.n_kv));
+  for (size_t c = 0; c < nc; ++c)
+    _mm512_storeu_ps(mean + 16 * c, _mm512_div_ps(_mm512_loadu_ps(mean + 16 * c), n));
+}
+
+// ref::AttentionInt8Keys, vectorised alike.
+void Int8Keys(const float* k, const AttentionShape& s, size_t kvh, size_t k_lo, size_t nk, size_t stride,
+              int8_t* k8, float* ks) {
+  const size_t hd = static_cast<size_t>(s.head_dim), nc = (hd + 15) / 16;
+  std::vector<float> mean(nc * 16), row(nc * 16);
+  MeanRows<false>(s, k, kvh, hd, mean.data());
+  for (size_t j = 0; j < nk; ++j) {
+    const float* kj = KeyRow(s, k, static_cast<int64_t>(k_lo + j)) + kvh * hd;
+    for (size_t c = 0; c < nc; ++c) {
+      _mm512_storeu_ps(row.data() + 16 * c,
+                       _mm512_sub_ps(_mm512_maskz_loadu_ps(Live(hd - 16 * c), kj + 16 * c),
+                                     _mm512_loadu_ps(mean.data() + 16 * c)));
+    }
+    int8_t* dst = k8 + j * stride;
+    ks[j] = Int8Row(row.data(), hd, dst);
+    std::fill(dst + hd, dst + stride, int8_t{0});
+  }
+}
+
+// ref::AttentionInt8Values, vectorised alike (vs and mu get 16 ceil(hd / 16) entries, zero past hd).
+void Int8Values(const float* v, const AttentionShape& s, size_t kvh, size_t k_lo, size_t nk, size_t stride,
+                int8_t* v8, float* vs, float* mu) {
+  const size_t hd = static_cast<size_t>(s.head_dim), nc = (hd + 15) / 16;
+  MeanRows<true>(s, v, kvh, hd, mu);
+  std::vector<float> inv(nc * 16);
+  for (size_t c = 0; c < nc; ++c) {
+    const __m512 m = _mm512_loadu_ps(mu + 16 * c);
+    __m512 amax = _mm512_setzero_ps();
+    for (int64_t j = 0; j < s.n_kv; ++j) {
+      const float* vj = ValueRow(s, v, j) + kvh * hd + 16 * c;
+      amax =
+          _mm512_max_ps(amax, _mm512_abs_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(Live(hd - 16 * c), vj), m)));
+    }
+    const __m512 scale = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+    _mm512_storeu_ps(vs + 16 * c, scale);
+    const __mmask16 nonzero = _mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    _mm512_storeu_ps(inv.data() + 16 * c, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), scale));
+  }
+  for (size_t j = 0; j < nk; ++j) {
+    const float* vj = ValueRow(s, v, static_cast<int64_t>(k_lo + j)) + kvh * hd;
+    int8_t* dst = v8 + j * stride;
+    std::fill(dst + hd, dst + stride, int8_t{0});
+    for (size_t c = 0; c < nc; ++c) {
+      const __m512 p = _mm512_mul_ps(
+          _mm512_sub_ps(_mm512_maskz_loadu_ps(Live(hd - 16 * c), vj + 16 * c), _mm512_loadu_ps(mu + 16 * c)),
+          _mm512_loadu_ps(inv.data() + 16 * c));
+      _mm512_mask_cvtepi32_storeu_epi8(
+          dst + 16 * c, Live(hd - 16 * c),
+          _mm512_cvtps_epi32(_mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    }
+  }
+}
+
 // Packs keys [k_lo, k_lo + nk) of KV head kvh as int8 panels (ref::AttentionInt8Keys quantizes;
 // this lays the bytes out): panel p, quad q, lane c = key 16p + c, dims 4q..4q+3, + 128.
 // Keys past nk: zero (stored 128) with scale 0.
@@ -157,8 +251,7 @@ void PackKeysInt8(const Geometry& g, const float* k, size_t kvh, size_t k_lo, si
   const size_t hd4 = Hd4(g), panels = (nk + kKeyLanes - 1) / kKeyLanes;
   std::vector<int8_t> k8(panels * kKeyLanes * hd4, 0);
   std::vector<float> ks(panels * kKeyLanes, 0.0f);
-  ref::AttentionInt8Keys(k, *g.shape, static_cast<int64_t>(kvh), static_cast<int64_t>(k_lo),
-                         static_cast<int64_t>(nk), static_cast<int64_t>(hd4), k8.data(), ks.data());
+  Int8Keys(k, *g.shape, kvh, k_lo, nk, hd4, k8.data(), ks.data());
   for (size_t p = 0; p < panels; ++p) {
     uint8_t* dst = s.k8.get() + p * kKeyLanes * hd4;
     for (size_t q = 0; q < hd4 / 4; ++q) {
@@ -178,7 +271,7 @@ void QuantizeQueries(const Geometry& g, const RowRefs& rows, size_t nr, Scratch&
   const size_t hd4 = Hd4(g);
   for (size_t r = 0; r < nr; ++r) {
     int8_t* q8 = s.q8.get() + r * hd4;
-    s.qs[r] = ref::AttentionInt8Row(rows.q[r], static_cast<int64_t>(g.hd), q8);
+    s.qs[r] = Int8Row(rows.q[r], g.hd, q8);
     std::fill(q8 + g.hd, q8 + hd4, int8_t{0});
     int32_t sum = 0;
     for (size_t d = 0; d < hd4; ++d) sum += q8[d];
@@ -238,9 +331,7 @@ void PackValuesInt8(const Geometry& g, const float* v, size_t kvh, size_t k_lo, 
   std::vector<int8_t> v8(nk * stride);
   std::fill(s.vs.get(), s.vs.get() + stride, 0.0f);
   std::fill(s.vmu.get(), s.vmu.get() + stride, 0.0f);
-  ref::AttentionInt8Values(v, *g.shape, static_cast<int64_t>(kvh), static_cast<int64_t>(k_lo),
-                           static_cast<int64_t>(nk), static_cast<int64_t>(stride), v8.data(), s.vs.get(),
-                           s.vmu.get());
+  Int8Values(v, *g.shape, kvh, k_lo, nk, stride, v8.data(), s.vs.get(), s.vmu.get());
   int8_t* dst = s.v8.get();
   const size_t quads = (nk + 3) / 4;
   std::fill(dst, dst + quads * nvec * 64, int8_t{0});
@@ -647,6 +738,40 @@ void MergeKeySplits(const Geometry& g, size_t splits, const std::vector<float>& 
 
 bool AttentionInt8AvailableImpl() { return HWY_TARGET == HWY_AVX3_DL; }
 
+// The quantizers as this target runs them (cpu_kernels.h), for the tests against ref::.
+float AttentionInt8RowImpl(const float* x, int64_t n, int8_t* q8) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return Int8Row(x, static_cast<size_t>(n), q8);
+#else
+  return ref::AttentionInt8Row(x, n, q8);
+#endif
+}
+
+void AttentionInt8KeysImpl(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                           int64_t stride, int8_t* k8, float* ks) {
+#if HWY_TARGET == HWY_AVX3_DL
+  Int8Keys(k, s, static_cast<size_t>(kvh), static_cast<size_t>(k_lo), static_cast<size_t>(nk),
+           static_cast<size_t>(stride), k8, ks);
+#else
+  ref::AttentionInt8Keys(k, s, kvh, k_lo, nk, stride, k8, ks);
+#endif
+}
+
+void AttentionInt8ValuesImpl(const float* v, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                             int64_t stride, int8_t* v8, float* vs, float* mu) {
+#if HWY_TARGET == HWY_AVX3_DL
+  // Int8Values fills 16-padded vs and mu: give it room, hand back head_dim entries.
+  const size_t padded = (static_cast<size_t>(s.head_dim) + 15) / 16 * 16;
+  std::vector<float> vs16(padded), mu16(padded);
+  Int8Values(v, s, static_cast<size_t>(kvh), static_cast<size_t>(k_lo), static_cast<size_t>(nk),
+             static_cast<size_t>(stride), v8, vs16.data(), mu16.data());
+  std::copy(vs16.begin(), vs16.begin() + s.head_dim, vs);
+  std::copy(mu16.begin(), mu16.begin() + s.head_dim, mu);
+#else
+  ref::AttentionInt8Values(v, s, kvh, k_lo, nk, stride, v8, vs, mu);
+#endif
+}
+
 void AttentionImpl(const float* q, const float* k, const float* v, const AttentionShape& shape, float* out,
                    ThreadPool* pool) {
   if (shape.n_q <= 0 || shape.num_heads <= 0) return;
@@ -743,8 +868,25 @@ namespace cpu {
 
 HWY_EXPORT(AttentionImpl);
 HWY_EXPORT(AttentionInt8AvailableImpl);
+HWY_EXPORT(AttentionInt8RowImpl);
+HWY_EXPORT(AttentionInt8KeysImpl);
+HWY_EXPORT(AttentionInt8ValuesImpl);
 
 bool AttentionInt8Available() { return HWY_DYNAMIC_DISPATCH(AttentionInt8AvailableImpl)(); }
+
+float AttentionInt8Row(const float* x, int64_t n, int8_t* q8) {
+  return HWY_DYNAMIC_DISPATCH(AttentionInt8RowImpl)(x, n, q8);
+}
+
+void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                       int64_t stride, int8_t* k8, float* ks) {
+  HWY_DYNAMIC_DISPATCH(AttentionInt8KeysImpl)(k, s, kvh, k_lo, nk, stride, k8, ks);
+}
+
+void AttentionInt8Values(const float* v, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                         int64_t stride, int8_t* v8, float* vs, float* mu) {
+  HWY_DYNAMIC_DISPATCH(AttentionInt8ValuesImpl)(v, s, kvh, k_lo, nk, stride, v8, vs, mu);
+}
 
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool) {

@@ -33,6 +33,14 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
                ThreadPool* pool);
 // True when the dispatched target has the int8 Q Kᵀ attention kernel (AVX-512 VNNI).
 bool AttentionInt8Available();
+// The int8 attention's quantizers as the dispatched target runs them (vectorised on AVX-512 VNNI,
+// the scalar ref:: functions elsewhere), with ref::AttentionInt8Row / Keys / Values's contracts:
+// the same bytes and scales on every target.
+float AttentionInt8Row(const float* x, int64_t n, int8_t* q8);
+void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                       int64_t stride, int8_t* k8, float* ks);
+void AttentionInt8Values(const float* v, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
+                         int64_t stride, int8_t* v8, float* vs, float* mu);
 
 // Integer path of a quantized MatMul (any m); kernels::MatMul uses it for m < QuantDequantMinRows().
 void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
