@@ -16,9 +16,10 @@
 // way; S = (sum q8 k8 - 128 sum q8) * sq * sk. Softmax stays fp32.
 //
 // Int8 P V (AttentionShape::int8_pv, same targets): V is centred per dim on its mean over all
-// keys and quantized per dim (ref::AttentionInt8Values), packed as vpdpbusd panels (4 keys x 16
-// dims per vector); after the softmax update each row's probabilities of the tile become u8
-// against the tile's largest (ref::AttentionU8Probs, step = max / 255). Per tile and row:
+// keys and quantized per dim (Int8Values: ref::AttentionInt8Values's arithmetic, bit for bit),
+// packed as vpdpbusd panels (4 keys x 16 dims per vector); the softmax turns each row's
+// probabilities of the tile into u8 against the tile's largest (ref::AttentionU8Probs's formula on
+// its own exp, step = max / 255). Per tile and row:
 // O = alpha O + step (sum_j p8 v8 * vs + sum_j p8 * mu), and l takes step * sum p8, so the
 // weights O is normalised by are the quantized ones.
 
@@ -244,7 +245,7 @@ void Int8Values(const float* v, const AttentionShape& s, size_t kvh, size_t k_lo
   }
 }
 
-// Packs keys [k_lo, k_lo + nk) of KV head kvh as int8 panels (ref::AttentionInt8Keys quantizes;
+// Packs keys [k_lo, k_lo + nk) of KV head kvh as int8 panels (Int8Keys quantizes;
 // this lays the bytes out): panel p, quad q, lane c = key 16p + c, dims 4q..4q+3, + 128.
 // Keys past nk: zero (stored 128) with scale 0.
 void PackKeysInt8(const Geometry& g, const float* k, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
@@ -266,7 +267,7 @@ void PackKeysInt8(const Geometry& g, const float* k, size_t kvh, size_t k_lo, si
   std::copy(ks.begin(), ks.end(), s.ks.get());
 }
 
-// The block's Q rows as int8 (ref::AttentionInt8Row), their scales and -128 x their sums.
+// The block's Q rows as int8 (Int8Row), their scales and -128 x their sums.
 void QuantizeQueries(const Geometry& g, const RowRefs& rows, size_t nr, Scratch& s) {
   const size_t hd4 = Hd4(g);
   for (size_t r = 0; r < nr; ++r) {
@@ -323,14 +324,12 @@ void ScoresInt8(const Geometry& g, const Scratch& s, size_t nr, size_t kt0, size
 constexpr size_t kDimLanes = 16;  // dims per int8 value panel vector
 inline size_t NVec8(const Geometry& g) { return (g.hd + kDimLanes - 1) / kDimLanes; }
 
-// Packs values [k_lo, k_lo + nk) of KV head kvh as int8 panels (ref::AttentionInt8Values
+// Packs values [k_lo, k_lo + nk) of KV head kvh as int8 panels (Int8Values
 // quantizes): key quad jq, vector dv, lane c, byte b = value of key 4 jq + b, dim 16 dv + c.
 // Keys past nk stay zero (the allocation is zeroed and whole tiles long).
 void PackValuesInt8(const Geometry& g, const float* v, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
   const size_t nvec = NVec8(g), stride = nvec * kDimLanes;
   std::vector<int8_t> v8(nk * stride);
-  std::fill(s.vs.get(), s.vs.get() + stride, 0.0f);
-  std::fill(s.vmu.get(), s.vmu.get() + stride, 0.0f);
   Int8Values(v, *g.shape, kvh, k_lo, nk, stride, v8.data(), s.vs.get(), s.vmu.get());
   int8_t* dst = s.v8.get();
   const size_t quads = (nk + 3) / 4;
@@ -374,9 +373,7 @@ void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float
   __m512 vmax = _mm512_set1_ps(kNegInf);
   size_t j = 0;
   for (; j + 16 <= valid; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(srow + j));
-  if (j < valid)
-    vmax = _mm512_mask_max_ps(vmax, static_cast<__mmask16>((1u << (valid - j)) - 1), vmax,
-                              _mm512_loadu_ps(srow + j));
+  if (j < valid) vmax = _mm512_mask_max_ps(vmax, Live(valid - j), vmax, _mm512_loadu_ps(srow + j));
   const float xmax = _mm512_reduce_max_ps(vmax);  // scale > 0: the largest x has the largest score
   const float m_new = std::max(m, xmax * scale);
   s.alpha[r] = m == kNegInf ? 0.0f : std::exp(m - m_new);
@@ -387,9 +384,8 @@ void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float
   const __m512 vinv = _mm512_set1_ps(inv), v255 = _mm512_set1_ps(255.0f);
   __m512i vsum = _mm512_setzero_si512();
   for (j = 0; j < valid; j += 16) {
-    const __mmask16 live = valid - j >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (valid - j)) - 1);
     const __m512 p =
-        _mm512_maskz_mov_ps(live, Exp2ForU8(_mm512_fmsub_ps(_mm512_loadu_ps(srow + j), vsl, vml)));
+        _mm512_maskz_mov_ps(Live(valid - j), Exp2ForU8(_mm512_fmsub_ps(_mm512_loadu_ps(srow + j), vsl, vml)));
     const __m512i qi = _mm512_cvtps_epi32(_mm512_min_ps(
         v255, _mm512_roundscale_ps(_mm512_mul_ps(p, vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtepi32_epi8(qi));  // kBK: whole vectors
