@@ -9,7 +9,8 @@ namespace {
 // Patches encoded in one pass at most: the activations grow with them (~30 KB a patch, plus the
 // encoder's MLP chunk), so a page's crops are encoded in passes about the size of its layout
 // image instead of all at once (28,724 patches on the bench page: 1.7 GB of activations).
-// A pass repacks the quantized weights once (~5% of a 1036x1036 image's time).
+// A pass repacks the quantized vision weights once where they were not packed at load (rows
+// quantized at load; ~5% of a 1036x1036 image's time).
 constexpr int64_t kMaxPatchesPerPass = 8192;
 
 }  // namespace

@@ -34,7 +34,8 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
 // left, so the addition rounds x, and the subtraction is exact.
 inline float RoundHalfEven(float x) { return (x + 12582912.0f) - 12582912.0f; }
 
-// Int8 Q Kᵀ (AttentionShape::int8_qk; the SIMD kernel shares these two, so both quantize alike).
+// Int8 Q Kᵀ (AttentionShape::int8_qk): the twin's quantizers; the SIMD kernel runs the same
+// arithmetic vectorised (cpu::AttentionInt8Row / Keys, compared bit for bit in the tests).
 // One row x[0, n) to int8: q8[d] = x[d] / (max|x| / 127) rounded to nearest even; returns the
 // scale max|x| / 127 (0 for a zero row, whose q8 is all 0).
 float AttentionInt8Row(const float* x, int64_t n, int8_t* q8);
@@ -43,7 +44,9 @@ float AttentionInt8Row(const float* x, int64_t n, int8_t* q8);
 void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
                        int64_t stride, int8_t* k8, float* ks);
 
-// Int8 P V (AttentionShape::int8_pv; shared by the kernel and the twin).
+// Int8 P V (AttentionShape::int8_pv): the twin's quantizers. The kernel quantizes values with the
+// same arithmetic (cpu::AttentionInt8Values, bit for bit) and probabilities with the same formula
+// on its own exp.
 // Values [k_lo, k_lo + nk) of KV head kvh, each minus mu[d] (the mean over all n_kv values of
 // the head), quantized per dim: v8[j * stride + d] = (v[j][d] - mu[d]) / vs[d] rounded to nearest
 // even, vs[d] = max over all n_kv of |v[j][d] - mu[d]| / 127 (0: all equal). Padding dims zero.

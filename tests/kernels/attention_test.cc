@@ -170,7 +170,8 @@ TEST(AttentionQuantTest, RoundHalfEvenIsNearbyint) {
   for (float x : r) ASSERT_EQ(ref::RoundHalfEven(x), std::nearbyint(x)) << x;
 }
 
-// Int8 P V: the kernel and its twin share the value and probability quantizers; they differ
+// Int8 P V: the kernel quantizes values as its twin does (bit for bit) and probabilities with the
+// same formula; they differ
 // where a probability lands on a rounding boundary (the kernel's exp and online maximum against
 // the twin's), and where key splits cut the tiles elsewhere, by a step of 1/255 of one weight.
 // A misplaced value, tile or scale is off by far more. With and without int8 Q Kᵀ.
