@@ -69,11 +69,12 @@ class QuantizedMatrix {
 
 // A quantized matrix repacked for the integer panel kernel of CPUs with AVX-512 VNNI
 // (kernels/cpu/matmul_vnni.cc): panels of 16 rows of W, per block/group their values as
-// 4-byte k groups (stored + 128) interleaved across the 16 lanes, then the f16 scales.
-// Built once at load for the matrices that run with few rows (the decoder's, during decode)
-// and attached to their views (WeightView::panels): MatMul with m >= 4 then streams it instead
-// of repacking W on every call. Costs the Q8_0 bytes (1.9x for 4-bit: values are unpacked to
-// int8). The row layout stays the reference (m < 4, other targets, the twins).
+// 4-byte k groups interleaved across the 16 lanes (Q8_0: int8 + 128; Q4 formats: their nibbles,
+// two k groups per byte lane), then the f16 scales: as many bytes as the rows (1.0625 per weight
+// for Q8_0, 0.5625 for Q4_0). Built once at load and attached to the views (WeightView::panels):
+// MatMul then runs them at every m instead of the rows (repacked per call, or the row tiles for
+// m < 4), with the same bits as the per-call panels, so the rows' mapped pages can be given
+// back. The row layout stays the reference (other targets, the twins).
 class PackedPanels {
  public:
   PackedPanels() = default;

@@ -146,11 +146,16 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
   for (int64_t j = 0; j < c.n; ++j) DequantizeRow(w, j, deq.data() + j * c.k);
   const WeightView wd{DType::kF32, deq.data(), c.n, c.k};
   std::vector<float> base(static_cast<size_t>(c.m * c.n)), twin(base.size()), simd(base.size(), NAN),
-      simd_int(base.size(), NAN);
+      simd_int(base.size(), NAN), prepacked(base.size(), NAN);
   ref::MatMul(x, c.m, wd, bias.data(), base.data(), nullptr);
   ref::MatMul(x, c.m, w, bias.data(), twin.data(), nullptr);
   MatMul(x, c.m, w, bias.data(), simd.data(), pool);                   // the auto rule
   cpu::MatMulQuantInt(x, c.m, w, bias.data(), simd_int.data(), pool);  // integer path at any m
+  // Panels packed once (VNNI CPUs; elsewhere empty and ignored) run at every m, one row too.
+  const PackedPanels panels = PackIntegerPanels(w, pool);
+  WeightView wp = w;
+  wp.panels = panels.data();
+  MatMul(x, c.m, wp, bias.data(), prepacked.data(), pool);
 
   // Scale of each output: sum |x| |w| + |b|. The Q4 formats' integer paths may sum unsigned
   // nibbles and subtract the "- 8" part afterwards (the twin does), so their rounding scales
@@ -184,10 +189,11 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
     const float tol = int_path ? 1e-2f * s + 1e-5f : 5e-6f * s + 1e-6f;
     if (!(std::fabs(twin[i] - base[i]) <= tol)) ++bad;
     if (!(std::fabs(simd_int[i] - (int_path ? twin[i] : simd_int[i])) <= 5e-6f * s + 1e-6f)) ++bad;
+    if (!(std::fabs(prepacked[i] - simd[i]) <= 5e-6f * s + 1e-6f)) ++bad;
     if (bad && bad < 4) {
       ADD_FAILURE() << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k << " i=" << i
                     << " simd=" << simd[i] << " twin=" << twin[i] << " base=" << base[i]
-                    << " int=" << simd_int[i];
+                    << " int=" << simd_int[i] << " prepacked=" << prepacked[i];
       bad = 4;
     }
   }
@@ -274,23 +280,32 @@ TEST_P(QuantMatMulTest, IntegerPathAgreesWithTwinForAllRowCounts) {
 }
 
 TEST_P(QuantMatMulTest, PrepackedPanelsGiveTheSameBitsAsPackingPerCall) {
-  // On VNNI CPUs the panels are built (and must be used: same bits as the per-call repacking);
-  // elsewhere they are empty and MatMul ignores the field.
+  // On VNNI CPUs the panels are built (nibbles for the Q4 formats) and must be used: from 4 rows,
+  // where MatMul packs panels per call without them, the same bits; below, where it runs the row
+  // tiles instead, CheckQuantCase compares them with the twin. Elsewhere they are empty and
+  // MatMul ignores the field.
   ThreadPool pool(2);
   uint32_t seed = 900;
   for (QuantType t : kTypes) {
-    for (const Case& c :
-         {Case{1, 33, 300}, Case{4, 17, 1176}, Case{7, 700, 256}, Case{16, 48, 96}, Case{50, 31, 160}}) {
+    for (const Case& c : {Case{1, 33, 300}, Case{3, 40, 256}, Case{4, 17, 1176}, Case{7, 700, 256},
+                          Case{16, 48, 96}, Case{50, 31, 160}}) {
       const std::vector<float> x = RandomVec(static_cast<size_t>(c.m * c.k), seed++);
       const QuantizedMatrix qm = Quantize(
           DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
       const PackedPanels panels = PackIntegerPanels(qm.view(), &pool);
       EXPECT_EQ(panels.empty(), !IntegerPanelsAvailable());
+      if (!panels.empty()) {
+        // As many bytes as 16 rows per panel, give or take the padding of a panel's scales (int8
+        // values unpacked from nibbles would take 1.9x for the Q4 formats).
+        const size_t npanels = static_cast<size_t>((c.n + 15) / 16);
+        EXPECT_LE(panels.size_bytes(), npanels * (16 * QuantizedRowBytes(t, c.k) + 64)) << QuantTypeName(t);
+      }
       WeightView packed = qm.view();
       packed.panels = panels.data();
       std::vector<float> a(static_cast<size_t>(c.m * c.n)), b(a.size());
       MatMul(x.data(), c.m, qm.view(), nullptr, a.data(), &pool);
       MatMul(x.data(), c.m, packed, nullptr, b.data(), &pool);
+      if (c.m < 4 && !panels.empty()) continue;
       ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
           << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k;
     }

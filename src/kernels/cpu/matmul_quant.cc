@@ -512,8 +512,9 @@ void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_byt
 void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32_t* xc, size_t m, size_t kpad,
                       size_t nb, const uint8_t* wbase, size_t row_bytes, size_t n, const uint8_t* prepacked,
                       const float* bias, float* y, ThreadPool* pool);
-// Below this many rows the row tiles win: one or two rows are bound by reading W, which the
-// row layout does in fewer bytes than the panels (and without repacking when none are prepacked).
+// Below this many rows the row tiles win over panels packed per call (repacking W costs more than
+// it saves). Prepacked panels run at every m: a row or two are bound by reading W, which they do
+// as fast as the rows (same bytes per weight), and the rows' pages can then be given back.
 constexpr size_t kVnniPanelMinRows = 4;
 #elif HWY_TARGET == HWY_AVX2
 // matmul_panels256.cc: the same contract on 256-bit lanes (AVX2, or AVX-VNNI when vnni).
@@ -523,6 +524,32 @@ void MatMulPanels256(QuantType t, const int8_t* xs, const float* d, const int32_
 // Below this many rows the row tiles win (they need no repacking of W).
 constexpr size_t kPanel256MinRows = 16;
 #endif
+
+// The quantized activations of one MatMulQuantInt call, kept per calling thread and grown to the
+// largest call so far (a prefill's 2,048 x 4,864 is ~10 MB): a product per layer and step would
+// otherwise allocate and fault in fresh pages each time (with the serving allocator's settings,
+// cli/common.h, anything over 1 MB is a fresh mmap). Calls do not nest on one thread.
+struct ActScratch {
+  hwy::AlignedFreeUniquePtr<int8_t[]> q;       // [m, kpad]
+  hwy::AlignedFreeUniquePtr<float[]> d, corr;  // [m, nb] each
+  hwy::AlignedFreeUniquePtr<int32_t[]> xc;     // [m, nb]
+  size_t q_cap = 0, b_cap = 0;
+};
+ActScratch& ThreadActScratch(size_t q_elems, size_t block_elems) {
+  thread_local ActScratch s;
+  if (q_elems > s.q_cap) {
+    s.q = hwy::AllocateAligned<int8_t>(q_elems);
+    s.q_cap = q_elems;
+  }
+  if (block_elems > s.b_cap) {
+    s.d = hwy::AllocateAligned<float>(block_elems);
+    s.corr = hwy::AllocateAligned<float>(block_elems);
+    s.xc = hwy::AllocateAligned<int32_t>(block_elems);
+    s.b_cap = block_elems;
+  }
+  HWY_ASSERT(s.q && s.d && s.corr && s.xc);
+  return s;
+}
 
 // Targets with a panel kernel multiply int8 faster than fp32 at every m.
 bool IntegerPathAtAnyRowsImpl() { return HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2; }
@@ -534,25 +561,25 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   pool = PoolFor(pool, m * n * k, n * QuantizedRowBytes(w.quant, w.cols));
   const internal::ActLayout l = internal::MakeActLayout(w.quant, w.cols);
   const size_t kpad = static_cast<size_t>(l.kpad), nb = static_cast<size_t>(l.nb);
-  auto q = hwy::AllocateAligned<int8_t>(m * kpad);
-  auto dq = hwy::AllocateAligned<float>(m * nb * 2);
-  float* d = dq.get();
-  float* corr = dq.get() + m * nb;
+  ActScratch& scratch = ThreadActScratch(m * kpad, m * nb);
+  int8_t* const qs = scratch.q.get();
+  float* d = scratch.d.get();
+  float* corr = scratch.corr.get();
   // Few rows (decode): quantize inline rather than pay a pool round trip.
 #if HWY_TARGET == HWY_AVX3_DL
-  const bool panels = m >= kVnniPanelMinRows;
+  const bool panels = m >= kVnniPanelMinRows || w.panels != nullptr;
 #elif HWY_TARGET == HWY_AVX2
   const bool panels = m >= kPanel256MinRows;
 #else
   const bool panels = false;
 #endif
-  std::vector<int32_t> xc(panels ? m * nb : 0);  // the panels' per-block term, -128 * sum(q)
+  int32_t* xc = scratch.xc.get();  // the panels' per-block term, -128 * sum(q)
   const size_t qchunk = m * k < (size_t{1} << 16) ? m : ChunkSize(m, pool, 16, 2);
   RunTasks(m * k < (size_t{1} << 16) ? nullptr : pool, (m + qchunk - 1) / qchunk, [&](size_t t, size_t) {
     for (size_t i = t * qchunk; i < std::min(m, (t + 1) * qchunk); ++i) {
-      QuantizeActRow(x + i * k, k, l, q.get() + i * kpad, d + i * nb, corr + i * nb);
+      QuantizeActRow(x + i * k, k, l, qs + i * kpad, d + i * nb, corr + i * nb);
       if (panels) {  // VNNI multiplies w + 128: each block's sum of x takes the 128 back out
-        const int8_t* row = q.get() + i * kpad;
+        const int8_t* row = qs + i * kpad;
         const size_t block = static_cast<size_t>(l.block);
         for (size_t b = 0; b < nb; ++b) {
           int32_t sum = 0;
@@ -564,20 +591,20 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   });
 #if HWY_TARGET == HWY_AVX3_DL
   if (panels) {
-    MatMulVnniPanels(w.quant, q.get(), d, xc.data(), m, kpad, nb, static_cast<const uint8_t*>(w.data),
+    MatMulVnniPanels(w.quant, qs, d, xc, m, kpad, nb, static_cast<const uint8_t*>(w.data),
                      QuantizedRowBytes(w.quant, w.cols), n, reinterpret_cast<const uint8_t*>(w.panels), bias,
                      y, pool);
     return;
   }
 #elif HWY_TARGET == HWY_AVX2
   if (panels) {
-    MatMulPanels256(w.quant, q.get(), d, xc.data(), m, kpad, nb, static_cast<const uint8_t*>(w.data),
+    MatMulPanels256(w.quant, qs, d, xc, m, kpad, nb, static_cast<const uint8_t*>(w.data),
                     QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool, cpu::UseDotExtension());
     return;
   }
 #endif
   std::vector<QRow> rows(m);
-  for (size_t i = 0; i < m; ++i) rows[i] = QRow{q.get() + i * kpad, d + i * nb, corr + i * nb};
+  for (size_t i = 0; i < m; ++i) rows[i] = QRow{qs + i * kpad, d + i * nb, corr + i * nb};
 
   const size_t row_bytes = QuantizedRowBytes(w.quant, w.cols);
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);

@@ -16,6 +16,14 @@
 // integer per row and group, computed with the activations), leaving exactly sum(x * w). The
 // Q4 formats are unpacked to signed int8 (nibble - 8) before the +128. Per group (32 values;
 // 128 for Q4_G128): y += float(sum) * (scale_w * scale_x), groups in order.
+//
+// Panels packed once at load (PackIntegerPanelsImpl) keep the Q4 formats' nibbles: a vector holds
+// two quads, the unsigned nibbles u of quad i in the low halves and of quad i + 4 in the high
+// halves of its bytes (per 32-value sub-block; that is a Q4 block's byte order already, so
+// packing only interleaves 4-byte groups across columns). The kernel masks them apart and the
+// group's term becomes -8 * sum(x) = xc / 16: sum(u * x) - 8 sum(x) = sum((u - 8) * x), the same
+// integers as the int8 panels, hence the same bits, in half their bytes (0.5625 per weight, as
+// the rows: the rows' pages can be given back).
 
 // <immintrin.h> first, with GCC 12's false positive in it silenced (see the header).
 #include "kernels/cpu/x86_intrinsics.h"  // IWYU pragma: keep
@@ -59,7 +67,13 @@ constexpr size_t kRows = 6;    // activation rows per tile
 //   quad[i] lane c = w[col c][4i .. 4i+3] + 128  (as bytes; columns past n repeat the last one)
 //   scale[c] = f16 scale of col c's block/group
 inline size_t QuadBytes(size_t group) { return group / 4 * 64; }
-inline size_t PanelBytes(size_t group, size_t ng) { return ng * QuadBytes(group) + (ng * 32 + 63) / 64 * 64; }
+// Bytes of one group's values in a panel: int8 quads, or nibble pairs of quads (half as many).
+inline size_t GroupBytes(size_t group, bool nibbles) { return nibbles ? group / 8 * 64 : QuadBytes(group); }
+inline size_t PanelBytes(size_t group, size_t ng, bool nibbles = false) {
+  return ng * GroupBytes(group, nibbles) + (ng * 32 + 63) / 64 * 64;
+}
+// Prepacked panels of the Q4 formats keep nibbles; per-call ones and Q8_0 are int8.
+inline bool PrepackedNibbles(QuantType t) { return t != QuantType::kQ8_0; }
 
 // 8x8 transpose of 32-bit elements within each 256-bit half of eight vectors:
 // in: v[i] = [col i: 8 dwords | col i+8: 8 dwords]  ->  out: v[q] lane c = dword q of col c.
@@ -134,38 +148,70 @@ void PackPanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, s
   }
 }
 
+// The nibble panel of columns [j0, j0 + nv) of a Q4 matrix, all ng groups, for packing once at
+// load: vector (g, s, i) lane c = the 4 bytes qs[16 s + 4 i ..] of column c's group g (nibbles of
+// quads 8 s + i and 8 s + 4 + i), then the f16 scales as PackPanelT writes them.
+void PackNibblePanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t j0, size_t nv, size_t group,
+                     size_t ng, uint8_t* out) {
+  const size_t subs = group / 32, block_bytes = internal::BlockBytesOf(t);
+  uint8_t* scales = out + ng * GroupBytes(group, true);
+  for (size_t c = 0; c < kCols; ++c) {
+    const uint8_t* row = wbase + (j0 + std::min(c, nv - 1)) * row_bytes;
+    for (size_t g = 0; g < ng; ++g) {
+      const uint8_t* blk = row + g * block_bytes;
+      uint8_t* dst = out + g * GroupBytes(group, true) + 4 * c;
+      for (size_t v = 0; v < 4 * subs; ++v) std::memcpy(dst + v * 64, blk + 2 + 4 * v, 4);
+      std::memcpy(scales + g * 32 + 2 * c, blk, 2);
+    }
+  }
+}
+
 // acc[r][p] (+)= rows r0..r0+R of xs (signed int8) times the packed panels, groups [g0, g1);
 // quads[k] / scales[k] point at group g0 of panel k. xs rows have stride kpad; d (scales) and
 // xc (-128 * the group's sum of x) rows have stride nb.
 // ahead: prefetch distance in groups along each panel's streams (0: none; prepacked panels
 // come from DRAM in a decode step, packed-per-call ones are already in L1).
-template <size_t R>
+template <size_t R, bool kNibbles>
 HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0,
                            size_t g1, const int8_t* xs, const float* d, const int32_t* xc, size_t kpad,
                            size_t nb, size_t ahead, __m512 acc[R][kPanels]) {
-  const size_t nq = group / 4, qbytes = QuadBytes(group);
+  const size_t nq = group / 4, gbytes = GroupBytes(group, kNibbles);
+  const __m512i low4 = _mm512_set1_epi8(15);
   for (size_t g = g0; g < g1; ++g) {
     const uint8_t* pp[kPanels];
     __m512i p[R][kPanels];
     for (size_t k = 0; k < kPanels; ++k) {
-      pp[k] = quads[k] + (g - g0) * qbytes;
+      pp[k] = quads[k] + (g - g0) * gbytes;
       if (ahead != 0) {
-        for (size_t off = 0; off < qbytes; off += 64) hwy::Prefetch(pp[k] + ahead * qbytes + off);
+        for (size_t off = 0; off < gbytes; off += 64) hwy::Prefetch(pp[k] + ahead * gbytes + off);
         hwy::Prefetch(scales[k] + (g - g0 + ahead) * 32);
       }
       for (size_t r = 0; r < R; ++r) p[r][k] = _mm512_setzero_si512();
     }
     const int8_t* xg = xs + g * group;
-    for (size_t q = 0; q < nq; ++q) {
-      const __m512i w0 = _mm512_load_si512(pp[0] + q * 64);
-      const __m512i w1 = _mm512_load_si512(pp[1] + q * 64);
+    // One step: the quads w0/w1 of both panels times the 4-byte group of x at offset xo.
+    auto Step = [&](__m512i w0, __m512i w1, size_t xo) HWY_ATTR {
 #pragma GCC unroll 8
       for (size_t r = 0; r < R; ++r) {
         int32_t x4;
-        std::memcpy(&x4, xg + r * kpad + 4 * q, 4);
+        std::memcpy(&x4, xg + r * kpad + xo, 4);
         const __m512i xb = _mm512_set1_epi32(x4);
         p[r][0] = _mm512_dpbusd_epi32(p[r][0], w0, xb);
         p[r][1] = _mm512_dpbusd_epi32(p[r][1], w1, xb);
+      }
+    };
+    if constexpr (kNibbles) {
+      for (size_t v = 0; v < nq / 2; ++v) {  // vector v: quads 8s + i (low) and 8s + 4 + i (high)
+        const size_t s = v / 4, i = v % 4;
+        const __m512i b0 = _mm512_load_si512(pp[0] + v * 64);
+        const __m512i b1 = _mm512_load_si512(pp[1] + v * 64);
+        Step(_mm512_and_si512(b0, low4), _mm512_and_si512(b1, low4), 32 * s + 4 * i);
+        Step(_mm512_and_si512(_mm512_srli_epi16(b0, 4), low4),
+             _mm512_and_si512(_mm512_srli_epi16(b1, 4), low4), 32 * s + 16 + 4 * i);
+      }
+    } else {
+      for (size_t q = 0; q < nq; ++q) {
+        Step(_mm512_load_si512(pp[0] + q * 64), _mm512_load_si512(pp[1] + q * 64), 4 * q);
       }
     }
     const __m512 s0 =
@@ -175,7 +221,8 @@ HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* sc
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       const __m512 dx = _mm512_set1_ps(d[r * nb + g]);
-      const __m512i c = _mm512_set1_epi32(xc[r * nb + g]);
+      // Nibbles are offset by 8, not 128: the group's term is -8 sum(x) = xc / 16 (exact).
+      const __m512i c = _mm512_set1_epi32(kNibbles ? xc[r * nb + g] / 16 : xc[r * nb + g]);
       acc[r][0] =
           _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(p[r][0], c)), _mm512_mul_ps(s0, dx), acc[r][0]);
       acc[r][1] =
@@ -186,7 +233,7 @@ HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* sc
 
 // Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x 32 floats),
 // which the first chunk (g0 == 0) starts instead of reading.
-template <size_t R>
+template <size_t R, bool kNibbles>
 void RunRows(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0, size_t g1,
              const int8_t* xs, const float* d, const int32_t* xc, size_t kpad, size_t nb, size_t i0,
              size_t ahead, float* accbuf) {
@@ -196,10 +243,43 @@ void RunRows(const uint8_t* const* quads, const uint8_t* const* scales, size_t g
       acc[r][k] = g0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(accbuf + (i0 + r) * 32 + 16 * k);
     }
   }
-  TileGroups<R>(quads, scales, group, g0, g1, xs + i0 * kpad, d + i0 * nb, xc + i0 * nb, kpad, nb, ahead,
-                acc);
+  TileGroups<R, kNibbles>(quads, scales, group, g0, g1, xs + i0 * kpad, d + i0 * nb, xc + i0 * nb, kpad, nb,
+                          ahead, acc);
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kPanels; ++k) _mm512_store_ps(accbuf + (i0 + r) * 32 + 16 * k, acc[r][k]);
+  }
+}
+
+// Rows [0, rows) of a row block over one chunk of groups: tiles of kRows rows, then the rest.
+// ahead0: prefetch distance (groups) for the first row tile, which streams the panels in.
+template <bool kNibbles>
+void RunChunk(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0, size_t g1,
+              const int8_t* xb, const float* db, const int32_t* cb, size_t kpad, size_t nb, size_t rows,
+              size_t ahead0, float* accbuf) {
+  size_t i = 0;
+  for (; i + kRows <= rows; i += kRows) {
+    RunRows<kRows, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, i == 0 ? ahead0 : 0,
+                             accbuf);
+  }
+  const size_t ahead = i == 0 ? ahead0 : 0;
+  switch (rows - i) {
+    case 5:
+      RunRows<5, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+      break;
+    case 4:
+      RunRows<4, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+      break;
+    case 3:
+      RunRows<3, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+      break;
+    case 2:
+      RunRows<2, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+      break;
+    case 1:
+      RunRows<1, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
+      break;
+    default:
+      break;
   }
 }
 
@@ -227,7 +307,8 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
   const size_t slots = std::max<size_t>(1, cpu::NumWorkers(pool));
   const size_t chunk_panel_bytes = PanelBytes(group, chunk_groups);  // one panel's chunk, packed per call
   const size_t pack_bytes = kPanels * chunk_panel_bytes;
-  const size_t full_panel_bytes = PanelBytes(group, nb);  // one prepacked panel
+  const bool nibbles = prepacked != nullptr && PrepackedNibbles(t);
+  const size_t full_panel_bytes = PanelBytes(group, nb, nibbles);  // one prepacked panel
   auto scratch = hwy::AllocateAligned<uint8_t>(slots * (pack_bytes + row_block * tile_cols * sizeof(float)));
   auto Tile = [&](size_t rb, size_t jt, size_t slot, bool prefetch_next) {
     const size_t i_begin = rb * row_block, i_end = std::min(m, i_begin + row_block);
@@ -245,8 +326,8 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
       if (prepacked) {
         for (size_t k = 0; k < kPanels; ++k) {  // a missing last panel: any valid one, discarded
           const uint8_t* base = prepacked + std::min(jt * kPanels + k, npanels - 1) * full_panel_bytes;
-          quads[k] = base + g0 * QuadBytes(group);
-          scales[k] = base + nb * QuadBytes(group) + g0 * 32;
+          quads[k] = base + g0 * GroupBytes(group, nibbles);
+          scales[k] = base + nb * GroupBytes(group, nibbles) + g0 * 32;
         }
       }
       for (size_t k = 0; k < kPanels && !prepacked; ++k) {
@@ -258,35 +339,15 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
         uint8_t* q = pack + k * chunk_panel_bytes;
         PackPanel(t, wbase, row_bytes, pj, pnv, group, g0, g1, ahead, q, q + chunk_groups * QuadBytes(group));
       }
-      const int8_t* xb = xs + i_begin * kpad;
-      const float* db = d + i_begin * nb;
-      const int32_t* cb = xc + i_begin * nb;
-      const size_t rows = i_end - i_begin;
       // The first row tile of a chunk streams prepacked panels from memory: prefetch 8 groups ahead.
       const size_t ahead0 = prepacked ? 8 : 0;
-      size_t i = 0;
-      for (; i + kRows <= rows; i += kRows) {
-        RunRows<kRows>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, i == 0 ? ahead0 : 0, accbuf);
-      }
-      const size_t ahead = i == 0 ? ahead0 : 0;
-      switch (rows - i) {
-        case 5:
-          RunRows<5>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-          break;
-        case 4:
-          RunRows<4>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-          break;
-        case 3:
-          RunRows<3>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-          break;
-        case 2:
-          RunRows<2>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-          break;
-        case 1:
-          RunRows<1>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-          break;
-        default:
-          break;
+      const size_t rows = i_end - i_begin;
+      if (nibbles) {
+        RunChunk<true>(quads, scales, group, g0, g1, xs + i_begin * kpad, d + i_begin * nb, xc + i_begin * nb,
+                       kpad, nb, rows, ahead0, accbuf);
+      } else {
+        RunChunk<false>(quads, scales, group, g0, g1, xs + i_begin * kpad, d + i_begin * nb,
+                        xc + i_begin * nb, kpad, nb, rows, ahead0, accbuf);
       }
     }
     if (nv == tile_cols) {  // a full tile: two vector stores per row
@@ -327,7 +388,7 @@ size_t IntegerPanelsBytesImpl(const WeightView& w) {
   if (!w.quantized() || w.rows <= 0) return 0;
   const size_t group = static_cast<size_t>(QuantBlockSize(w.quant));
   const size_t nb = (static_cast<size_t>(w.cols) + group - 1) / group;
-  return (static_cast<size_t>(w.rows) + kCols - 1) / kCols * PanelBytes(group, nb);
+  return (static_cast<size_t>(w.rows) + kCols - 1) / kCols * PanelBytes(group, nb, PrepackedNibbles(w.quant));
 #else
   (void)w;
   return 0;
@@ -345,9 +406,16 @@ void PackIntegerPanelsImpl(const WeightView& w, uint8_t* out, ThreadPool* pool) 
   const size_t n = static_cast<size_t>(w.rows), npanels = (n + kCols - 1) / kCols;
   const size_t row_bytes = QuantizedRowBytes(w.quant, w.cols);
   const uint8_t* wbase = static_cast<const uint8_t*>(w.data);
+  const bool nibbles = PrepackedNibbles(w.quant);
+  const size_t panel_bytes = PanelBytes(group, nb, nibbles);
   cpu::RunTasks(pool, npanels, [&](size_t p, size_t) {
-    PackPanel(w.quant, wbase, row_bytes, p * kCols, std::min(kCols, n - p * kCols), group, 0, nb, 0,
-              out + p * PanelBytes(group, nb), out + p * PanelBytes(group, nb) + nb * QuadBytes(group));
+    const size_t nv = std::min(kCols, n - p * kCols);
+    uint8_t* dst = out + p * panel_bytes;
+    if (nibbles) {
+      PackNibblePanel(w.quant, wbase, row_bytes, p * kCols, nv, group, nb, dst);
+    } else {
+      PackPanel(w.quant, wbase, row_bytes, p * kCols, nv, group, 0, nb, 0, dst, dst + nb * QuadBytes(group));
+    }
   });
 #else
   (void)w, (void)out, (void)pool;
