@@ -69,21 +69,30 @@ bool AttachPanels(ModelWeights* w, WeightView* v, ThreadPool* pool) {
   return true;
 }
 
+// Gives v panels and, where its rows are a mapped file's pages (a pre-quantized file, a GGUF),
+// gives those pages back: MatMul runs the panels at every m, and they take the rows' place in
+// memory (same size; rows fault in again if anything reads them, e.g. a tied embedding's lookups).
+void AttachPanelsInPlaceOfRows(ModelWeights* w, WeightView* v, ThreadPool* pool) {
+  const size_t bytes = static_cast<size_t>(v->rows) * kernels::QuantizedRowBytes(v->quant, v->cols);
+  if (AttachPanels(w, v, pool) && w->InMappedFile(v->data, bytes)) w->ReleaseMapped(v->data, bytes);
+}
+
 // The decoder's matrices run with a few rows per call (one per sequence in a decode step): on
 // VNNI CPUs they get panels packed once, instead of repacked on every call (measured:
-// repacking was a third of a 16-sequence decode step). Their rows stay (one row runs on them).
+// repacking was a third of a 16-sequence decode step). Rows quantized at load (heap) stay: the
+// panels double them, but other dispatch targets and the reference run on the rows.
 void AttachDecoderPanels(ModelWeights* w, ThreadPool* pool) {
   for (DecoderLayerWeights& l : w->text.layers) {
-    for (WeightView* v : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) AttachPanels(w, v, pool);
+    for (WeightView* v : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+      AttachPanelsInPlaceOfRows(w, v, pool);
   }
-  AttachPanels(w, &w->text.lm_head, pool);
+  AttachPanelsInPlaceOfRows(w, &w->text.lm_head, pool);
 }
 
 // The vision encoder's matrices run with thousands of rows, always on the panels: where their
 // rows are a mapped file's pages (a pre-quantized file), the panels are packed once here (the
-// per-call repacking was ~5% of a 1036x1036 image) and the rows' pages given back, so the
-// panels take their place in memory (they fault in again if anything reads them). Rows
-// quantized at load are heap memory the panels would double: those are repacked per call.
+// per-call repacking was ~5% of a 1036x1036 image) in place of the rows. Rows quantized at load
+// are heap memory the panels would double: those are repacked per call.
 void AttachVisionPanels(ModelWeights* w, ThreadPool* pool) {
   std::vector<WeightView*> views = {&w->vision.merger_fc1, &w->vision.merger_fc2};
   for (VisionBlockWeights& b : w->vision.blocks) {
@@ -92,8 +101,7 @@ void AttachVisionPanels(ModelWeights* w, ThreadPool* pool) {
   for (WeightView* v : views) {
     if (!v->quantized()) continue;
     const size_t bytes = static_cast<size_t>(v->rows) * kernels::QuantizedRowBytes(v->quant, v->cols);
-    if (!w->InMappedFile(v->data, bytes) || !AttachPanels(w, v, pool)) continue;
-    w->ReleaseMapped(v->data, bytes);
+    if (w->InMappedFile(v->data, bytes)) AttachPanelsInPlaceOfRows(w, v, pool);
   }
 }
 
