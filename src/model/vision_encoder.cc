@@ -48,16 +48,17 @@ const char* VisionOpName(VisionOp op) {
   return kNames[static_cast<int>(op)];
 }
 
-// The activations of one Encode call over P patches. The MLP's hidden layer (4x the stream's
-// width) exists for one chunk of rows at a time: its products, GELU and residual are per row, so
-// chunking changes no value, and the largest buffer shrinks from [P, M] to [chunk, M].
+// The activations of one Encode call over P patches: three [P, x] buffers, each reused by the
+// next op once its reader is done (x -> norm1 -> qkv -> attention -> out_proj -> x). The MLP's
+// hidden layer (4x the stream's width) exists for one chunk of rows at a time: its products,
+// GELU and residual are per row, so chunking changes no value, and the largest buffer shrinks
+// from [P, M] to [chunk, M] (1,024 rows keep each product's tiles full; 21 MB at M = 5,120).
 struct VisionEncoder::Buffers {
-  static constexpr int64_t kMlpChunkRows = 4096;
+  static constexpr int64_t kMlpChunkRows = 1024;
   int64_t P, E, chunk;
   std::vector<float> x;       // [P, E] the residual stream
-  std::vector<float> normed;  // [P, E] norm1(x), then out_proj's output
-  std::vector<float> qkv;     // [P, 3E]
-  std::vector<float> attn;    // [P, E]
+  std::vector<float> normed;  // [P, E] norm1(x), then the attention's output
+  std::vector<float> qkv;     // [P, 3E]; its first P * E floats then hold out_proj's output
   std::vector<float> hidden;  // [chunk, M]
   std::vector<float> tmp;     // [chunk, E] norm2(x) rows, then fc2's output
   Buffers(int64_t p, int64_t e, int64_t m)
@@ -67,7 +68,6 @@ struct VisionEncoder::Buffers {
         x(p * e),
         normed(p * e),
         qkv(p * 3 * e),
-        attn(p * e),
         hidden(chunk * m),
         tmp(chunk * e) {}
   // Rows per MLP chunk: P split evenly into as few chunks of at most kMlpChunkRows as fit
@@ -116,15 +116,15 @@ void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector
       s.int8_qk = s.int8_pv = b.qkv.quantized();
       const float* base = buf.qkv.data() + start * 3 * E;
       OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
-      kernels::Attention(base, base + E, base + 2 * E, s, buf.attn.data() + start * E, pool);
+      kernels::Attention(base, base + E, base + 2 * E, s, buf.normed.data() + start * E, pool);
     }
   }
   {
     OpTimer t(profile, VisionOp::kOut, mac * E * E);
-    kernels::MatMul(buf.attn.data(), P, b.proj, b.proj_b.data(), buf.normed.data(), pool);
+    kernels::MatMul(buf.normed.data(), P, b.proj, b.proj_b.data(), buf.qkv.data(), pool);
   }
   OpTimer t(profile, VisionOp::kResidual, 0);
-  kernels::AddInPlace(buf.x.data(), buf.normed.data(), P * E, pool);
+  kernels::AddInPlace(buf.x.data(), buf.qkv.data(), P * E, pool);
 }
 
 void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool,

@@ -192,13 +192,13 @@ TEST(VisionProfileTest, CountsEveryOpAndChangesNothing) {
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kNorm)], 0.0);
 }
 
-// An image of more patches than one MLP chunk (4096 rows) runs its MLP in chunks: a small image
+// An image of more patches than one MLP chunk (1,024 rows) runs its MLP in chunks: a small image
 // packed after it comes out as it does alone, and so does the big one's first row group.
 TEST(VisionChunkTest, ImagesPastOneChunkMatchThemselvesAlone) {
   auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   const VisionConfig& vc = (*m)->config().vision;
-  const ImageGrid big{1, 66, 66}, small{1, 4, 6};  // 4,356 patches: two chunks of 2,178
+  const ImageGrid big{1, 66, 66}, small{1, 4, 6};  // 4,356 patches: five chunks of 872
   std::vector<float> pixels((big.num_patches() + small.num_patches()) * vc.patch_dim());
   uint32_t seed = 7;
   for (float& v : pixels) {
