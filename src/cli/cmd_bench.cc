@@ -473,6 +473,7 @@ int RunPeak(const BenchFlags& f) {
 }
 
 int RunBench(const BenchFlags& f) {
+  ConfigureAllocatorForModel();
   if (f.concurrency < 1 || f.concurrency > 256) return Fail("--concurrency must be 1..256");
   if (!f.target.empty()) {
     if (Status s = kernels::CapSimdTier(f.target); !s.ok()) return Fail(s.message());

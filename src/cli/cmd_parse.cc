@@ -272,6 +272,7 @@ int ParseInputs(const ParseFlags& f, const pipeline::ParseOptions& opt,
 }
 
 int RunParse(const ParseFlags& f) {
+  ConfigureAllocatorForModel();
   pipeline::ParseOptions opt;
   if (int rc = ToParseOptions(f, &opt); rc != 0) return rc;
   auto inputs = ExpandInputs(f.inputs);

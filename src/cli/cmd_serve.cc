@@ -1,7 +1,6 @@
 // cli/cmd_serve.cc — `mineru-cpp serve`: the HTTP service. SIGTERM/SIGINT drain gracefully: stop
 // accepting, let in-flight requests finish, leave unfinished jobs for the next start.
 
-#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -49,10 +48,7 @@ bool ResolveApiKey(ServeFlags& f) {
 }
 
 int RunServe(ServeFlags f) {
-  // Large buffers (page images, activations) always come from mmap and go back to the OS when
-  // freed, and few malloc arenas: the server's memory returns to its baseline after load.
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  mallopt(M_ARENA_MAX, 4);
+  ConfigureAllocatorForModel();
   f.o.model_dir = ResolveModelDir(f.model);
   f.o.engine.threads = static_cast<int>(ResolveThreads(f.threads));
   f.o.engine.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);

@@ -1,5 +1,7 @@
 #include "cli/common.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -45,6 +47,11 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text) {
   }
   if (ids.empty()) return InvalidArgumentError("empty id list");
   return ids;
+}
+
+void ConfigureAllocatorForModel() {
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_ARENA_MAX, 4);
 }
 
 size_t ResolveThreads(int flag) {

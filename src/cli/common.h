@@ -39,6 +39,13 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text);
 // unset or empty changes nothing. Errors name the variable.
 Status ApplyKernelTierFromEnv();
 
+// For the commands that run the model (serve, parse, bench): buffers of 1 MB and more (page
+// images, request bodies, activations) come from mmap and go back to the OS when freed, and at
+// most 4 malloc arenas, so memory returns to its baseline after each request; bench runs with the
+// same settings as serving. Hot loops must therefore not allocate per call (freed memory is
+// given back at once and faulted in again): the kernels keep their per-call scratch per thread.
+void ConfigureAllocatorForModel();
+
 // Threads: flag value if > 0, else the hardware count.
 size_t ResolveThreads(int flag);
 

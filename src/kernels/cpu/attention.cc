@@ -635,6 +635,33 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
   }
 }
 
+// The per-worker scratch of one Attention call. The fp32 path's is kept on the calling thread and
+// reused while the geometry fits (a decode step calls Attention once per layer: per-call scratch
+// was freed, trimmed and faulted in again every time); its panels are written whole each call
+// (zero columns included). The int8 path's (the vision encoder's few large calls) is per call:
+// its panels' neutral tails are filled once, at allocation.
+struct ScratchSet {
+  std::vector<Scratch> slots;
+  size_t hd = 0, hdp = 0, keys = 0;  // what the slots were (or will be) allocated for
+};
+ScratchSet& CallScratch(const Geometry& g, size_t max_keys, size_t count, ScratchSet* per_call) {
+  if (g.int8_qk || g.int8_pv) {
+    per_call->slots.resize(count);
+    per_call->keys = max_keys;
+    return *per_call;
+  }
+  thread_local ScratchSet kept;
+  if (kept.hd != g.hd || kept.hdp != g.hdp || kept.keys < max_keys || kept.slots.size() < count) {
+    // A growing context reallocates every 1.5x, not every step.
+    const size_t keys =
+        kept.hd == g.hd && kept.hdp == g.hdp ? std::max(max_keys, kept.keys * 3 / 2) : max_keys;
+    kept.slots.clear();
+    kept.slots.resize(count);
+    kept.hd = g.hd, kept.hdp = g.hdp, kept.keys = keys;
+  }
+  return kept;
+}
+
 // Row r of KV head kvh: its query pointer, output pointer and visible key count.
 struct RowInfo {
   size_t i, head;
@@ -790,10 +817,11 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     const size_t tasks_per_head = std::min(nblk, want);
     const size_t bpt = (nblk + tasks_per_head - 1) / tasks_per_head;
     const size_t tph = (nblk + bpt - 1) / bpt;
-    std::vector<Scratch> scratch(std::min(threads, tph * g.num_kv_heads));
+    ScratchSet per_call;
+    ScratchSet& scratch = CallScratch(g, g.n_kv, std::min(threads, tph * g.num_kv_heads), &per_call);
     RunTasks(pool, tph * g.num_kv_heads, [&](size_t t, size_t slot) {
-      Scratch& s = scratch[slot];
-      if (!s.s) AllocScratch(g, g.n_kv, s);
+      Scratch& s = scratch.slots[slot];
+      if (!s.s) AllocScratch(g, scratch.keys, s);
       const size_t kvh = t % g.num_kv_heads, tb = tph - 1 - t / g.num_kv_heads;
       const size_t b0 = tb * bpt, b1 = std::min(nblk, b0 + bpt);
       const size_t r_last = std::min(g.rows, b1 * kBQ) - 1;
@@ -824,10 +852,11 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
   const size_t span = (g.n_kv + splits - 1) / splits;
   const size_t tasks = g.num_kv_heads * splits;
   std::vector<float> part_o(tasks * g.rows * g.hdp), part_m(tasks * g.rows), part_l(tasks * g.rows);
-  std::vector<Scratch> scratch(std::min(threads, tasks));
+  ScratchSet per_call;
+  ScratchSet& scratch = CallScratch(g, span, std::min(threads, tasks), &per_call);
   RunTasks(pool, tasks, [&](size_t t, size_t slot) {
-    Scratch& s = scratch[slot];
-    if (!s.s) AllocScratch(g, span, s);
+    Scratch& s = scratch.slots[slot];
+    if (!s.s) AllocScratch(g, scratch.keys, s);
     const size_t kvh = t / splits, sp = t % splits;
     const size_t k_lo = sp * span, nk = std::min(g.n_kv, k_lo + span) - std::min(g.n_kv, k_lo);
     const size_t nr = g.rows;  // <= kBQ
