@@ -6,12 +6,13 @@
 namespace mineru {
 namespace {
 
-// Patches encoded in one pass at most: the activations grow with them (~30 KB a patch, plus the
-// encoder's MLP chunk), so a page's crops are encoded in passes about the size of its layout
-// image instead of all at once (28,724 patches on the bench page: 1.7 GB of activations).
+// Patches encoded in one pass at most: the activations grow with them (~25 KB a patch, plus the
+// encoder's MLP chunk), so a page's crops are encoded in passes no larger than its layout image
+// (5,476 patches at 1036x1036, which is one pass whatever the cap) instead of all at once (28,724
+// patches on the bench page: 1.7 GB of activations); the page's peak is then the layout pass's.
 // A pass repacks the quantized vision weights once where they were not packed at load (rows
 // quantized at load; ~5% of a 1036x1036 image's time).
-constexpr int64_t kMaxPatchesPerPass = 8192;
+constexpr int64_t kMaxPatchesPerPass = 4096;
 
 }  // namespace
 
