@@ -159,8 +159,9 @@ INSTANTIATE_TEST_SUITE_P(Gguf, ModelGoldenTest,
                            return std::string(i.param.model == kF32 ? "f32_" : "f16_") + i.param.name;
                          });
 
-// A profile changes nothing in the output and accounts every op: one qkv/out/fc1/fc2 product
-// and two norms per block, attention once per frame per block, and the products' work exactly.
+// A profile changes nothing in the output and accounts every op: per block and chunk of rows,
+// three qkv products (Q, K, V) and a norm per head group, one out/fc1/fc2 product and a norm;
+// attention once per frame and head group per block; and the products' work exactly.
 TEST(VisionProfileTest, CountsEveryOpAndChangesNothing) {
   auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -183,16 +184,41 @@ TEST(VisionProfileTest, CountsEveryOpAndChangesNothing) {
   ASSERT_EQ(grids.size(), 2u);
   auto at = [](VisionOp op) { return static_cast<int>(op); };
   EXPECT_EQ(prof.calls[at(VisionOp::kPatchEmbed)], 1);
-  EXPECT_EQ(prof.calls[at(VisionOp::kQkv)], blocks);
-  EXPECT_EQ(prof.calls[at(VisionOp::kAttention)], blocks * frames);
-  EXPECT_EQ(prof.calls[at(VisionOp::kNorm)], 2 * blocks + 1);
+  const int64_t groups = VisionEncoder::HeadGroups(vc.num_heads);
+  ASSERT_LE(P, VisionEncoder::kChunkRows);  // one chunk of rows
+  EXPECT_GT(groups, 1);                     // the fixture has 4 heads: grouping is exercised
+  EXPECT_EQ(prof.calls[at(VisionOp::kQkv)], blocks * groups * 3);
+  EXPECT_EQ(prof.calls[at(VisionOp::kOut)], blocks);
+  EXPECT_EQ(prof.calls[at(VisionOp::kAttention)], blocks * frames * groups);
+  EXPECT_EQ(prof.calls[at(VisionOp::kNorm)], blocks * (groups + 1) + 1);
   EXPECT_EQ(prof.calls[at(VisionOp::kMerger)], 2);
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kQkv)], 2.0 * P * E * 3 * E * blocks);
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kFc1)], 2.0 * P * E * M * blocks);
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kNorm)], 0.0);
 }
 
-// An image of more patches than one MLP chunk (1,024 rows) runs its MLP in chunks: a small image
+// Encode taking its pixel values (freed once embedded) computes what Encode over a pointer does,
+// and refuses values that are not whole patches.
+TEST(VisionOwnedPixelsTest, SameOutputAndChecksTheSize) {
+  auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  Golden golden("tiny", "two_images");
+  std::vector<ImageGrid> grids;
+  std::vector<int64_t> thw = golden.I64("image_grid_thw");
+  for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
+  std::vector<float> pixels = golden.F32("pixel_values");
+  const int64_t P = static_cast<int64_t>(pixels.size()) / (*m)->config().vision.patch_dim();
+  ThreadPool pool(2);
+  auto by_pointer = (*m)->vision().Encode(pixels.data(), P, grids, &pool);
+  std::vector<float> copy = pixels;
+  auto owned = (*m)->vision().Encode(std::move(copy), grids, &pool);
+  ASSERT_TRUE(by_pointer.ok() && owned.ok());
+  EXPECT_EQ(*by_pointer, *owned);
+  pixels.pop_back();
+  EXPECT_FALSE((*m)->vision().Encode(std::move(pixels), grids, &pool).ok());
+}
+
+// An image of more patches than one chunk of rows (1,024) runs its per-row work in chunks: a small image
 // packed after it comes out as it does alone, and so does the big one's first row group.
 TEST(VisionChunkTest, ImagesPastOneChunkMatchThemselvesAlone) {
   auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
