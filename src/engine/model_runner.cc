@@ -28,14 +28,25 @@ std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const st
     patches += seqs[misses[k].seq]->inputs[misses[k].image].grid.num_patches();
   // Out of memory fails this pass's requests only.
   try {
+    // The pass takes the images' pixel values (nothing reads them after encoding): one image's
+    // are moved, several are packed and each freed as it is copied, so they are held once, and
+    // the encoder frees them once the patches are embedded.
     std::vector<ImageGrid> grids;
     std::vector<float> packed;
     for (size_t k = start; k < end; ++k) {
-      const ImageInput& in = seqs[misses[k].seq]->inputs[misses[k].image];
+      ImageInput& in = seqs[misses[k].seq]->inputs[misses[k].image];
       grids.push_back(in.grid);
-      packed.insert(packed.end(), in.pixel_values.begin(), in.pixel_values.end());
+      if (end - start == 1) {
+        packed = std::move(in.pixel_values);
+      } else {
+        packed.insert(packed.end(), in.pixel_values.begin(), in.pixel_values.end());
+        std::vector<float>().swap(in.pixel_values);
+      }
     }
-    auto out = model_.vision().Encode(packed.data(), patches, grids, pool_);
+    if (static_cast<int64_t>(packed.size()) != patches * model_.config().vision.patch_dim()) {
+      return "pixel values do not match the image grids";
+    }
+    auto out = model_.vision().Encode(std::move(packed), grids, pool_);
     if (!out.ok()) return "vision encoding failed: " + out.status().message();
     // Weights that changed under the pass make garbage embeddings: never cache them.
     if (Status h = health(); !h.ok()) return h.message();
