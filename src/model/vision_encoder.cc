@@ -48,108 +48,83 @@ const char* VisionOpName(VisionOp op) {
   return kNames[static_cast<int>(op)];
 }
 
-// The activations of one Encode call over P patches. Per-row work (norms, products, GELU,
-// residuals) runs in chunks of at most kChunkRows rows, so only the residual stream x and the
-// attention's output are [P, E]; Q, K and V exist for one group of heads at a time
-// ([P, E / groups] each: attention needs every patch's keys, but only its own heads'). Chunking
-// and grouping change no value: every output is the same sum in the same order. At P = 5,476 and
-// E = 1,280 this holds 2.75 [P, E] instead of 7 [P, E] (Q, K, V, hidden layer of all patches).
+// The activations of one Encode call over P patches: three [P, x] buffers, each reused by the
+// next op once its reader is done (x -> norm1 -> qkv -> attention -> out_proj -> x). The MLP's
+// hidden layer (4x the stream's width) exists for one chunk of rows at a time: its products,
+// GELU and residual are per row, so chunking changes no value, and the largest buffer shrinks
+// from [P, M] to [chunk, M] (1,024 rows keep each product's tiles full; 21 MB at M = 5,120).
 struct VisionEncoder::Buffers {
-  int64_t P, E, chunk, groups;
+  static constexpr int64_t kMlpChunkRows = 1024;
+  int64_t P, E, chunk;
   std::vector<float> x;       // [P, E] the residual stream
-  std::vector<float> attn;    // [P, E] the attention's output, all heads
-  std::vector<float> qkv;     // [3][P, E / groups] Q, K, V of one head group
+  std::vector<float> normed;  // [P, E] norm1(x), then the attention's output
+  std::vector<float> qkv;     // [P, 3E]; its first P * E floats then hold out_proj's output
   std::vector<float> hidden;  // [chunk, M]
-  std::vector<float> tmp;     // [chunk, E] a norm's output rows, then a product's
-  Buffers(int64_t p, int64_t e, int64_t m, int64_t heads)
+  std::vector<float> tmp;     // [chunk, E] norm2(x) rows, then fc2's output
+  Buffers(int64_t p, int64_t e, int64_t m)
       : P(p),
         E(e),
-        chunk(RowChunkSize(p)),
-        groups(HeadGroups(heads)),
+        chunk(ChunkRows(p)),
         x(p * e),
-        attn(p * e),
-        qkv(3 * p * (e / groups)),
+        normed(p * e),
+        qkv(p * 3 * e),
         hidden(chunk * m),
         tmp(chunk * e) {}
+  // Rows per MLP chunk: P split evenly into as few chunks of at most kMlpChunkRows as fit
+  // (1 for no patches at all).
+  static int64_t ChunkRows(int64_t p) {
+    if (p <= 0) return 1;
+    const int64_t n = (p + kMlpChunkRows - 1) / kMlpChunkRows;
+    return std::max<int64_t>(1, (p + n - 1) / n);
+  }
 };
-
-int64_t VisionEncoder::HeadGroups(int64_t num_heads) {
-  for (int64_t g : {2}) {
-    if (num_heads % g == 0) return g;
-  }
-  return 1;
-}
-
-int64_t VisionEncoder::RowChunkSize(int64_t patches) {
-  if (patches <= 0) return 1;
-  const int64_t n = (patches + kChunkRows - 1) / kChunkRows;
-  return std::max<int64_t>(1, (patches + n - 1) / n);
-}
-
-// Q, K and V of heads [h0, h0 + G) for every patch: norm1 per chunk of rows, then the three row
-// slices of qkv's weight (rows [3][H][D]) into buf.qkv ([3][P, G D]), Q and K rotated.
-void VisionEncoder::GroupQkv(const VisionBlockWeights& b, int64_t h0, int64_t G, const float* cos,
-                             const float* sin, Buffers& buf, ThreadPool* pool, OpProfile* profile) const {
-  const int64_t P = buf.P, E = buf.E, D = c_.head_dim(), GD = G * D;
-  float* out[3] = {buf.qkv.data(), buf.qkv.data() + P * GD, buf.qkv.data() + 2 * P * GD};
-  WeightView w[3];
-  for (int i = 0; i < 3; ++i) w[i] = kernels::RowSlice(b.qkv, i * E + h0 * D, GD);
-  for (int64_t r0 = 0; r0 < P; r0 += buf.chunk) {
-    const int64_t rows = std::min(buf.chunk, P - r0);
-    {
-      OpTimer t(profile, VisionOp::kNorm, 0);
-      kernels::LayerNorm(buf.x.data() + r0 * E, rows, E, b.norm1_w.data(), b.norm1_b.data(),
-                         c_.layer_norm_eps, buf.tmp.data(), pool);
-    }
-    for (int i = 0; i < 3; ++i) {
-      OpTimer t(profile, VisionOp::kQkv, 2.0 * static_cast<double>(rows) * E * GD);
-      kernels::MatMul(buf.tmp.data(), rows, w[i], b.qkv_b.data() + i * E + h0 * D, out[i] + r0 * GD, pool);
-    }
-  }
-  OpTimer t(profile, VisionOp::kRope, 0);
-  kernels::RopeRotateHalfRows(out[0], P, GD, G, D, cos, sin, pool);
-  kernels::RopeRotateHalfRows(out[1], P, GD, G, D, cos, sin, pool);
-}
 
 void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids,
                                   const float* cos, const float* sin, Buffers& buf, ThreadPool* pool,
                                   OpProfile* profile) const {
   const int64_t P = buf.P, E = buf.E, H = c_.num_heads, D = c_.head_dim();
-  const int64_t G = H / buf.groups, GD = G * D;
-  for (int64_t h0 = 0; h0 < H; h0 += G) {
-    GroupQkv(b, h0, G, cos, sin, buf, pool, profile);
-    const float* q = buf.qkv.data();
-    // Full attention within each frame of each image, for this group's heads.
-    int64_t start = 0;
-    for (const ImageGrid& g : grids) {
-      const int64_t frame = g.h * g.w;
-      for (int64_t t = 0; t < g.t; ++t, start += frame) {
-        kernels::AttentionShape s;
-        s.n_q = s.n_kv = frame;
-        s.num_heads = s.num_kv_heads = G;
-        s.head_dim = D;
-        s.q_stride = s.kv_stride = GD;
-        s.out_stride = E;
-        s.causal = false;
-        s.scale = 1.0f / std::sqrt(static_cast<float>(D));
-        // A quantized vision encoder (q8) also runs Q Kᵀ and P V in int8 where the CPU has the kernel.
-        s.int8_qk = s.int8_pv = b.qkv.quantized();
-        const float* base = q + start * GD;
-        OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * GD);  // Q K^T and P V
-        kernels::Attention(base, base + P * GD, base + 2 * P * GD, s, buf.attn.data() + start * E + h0 * D,
-                           pool);
-      }
+  const double mac = 2.0 * static_cast<double>(P);  // flops per weight of a product over all patches
+  {
+    OpTimer t(profile, VisionOp::kNorm, 0);
+    kernels::LayerNorm(buf.x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps,
+                       buf.normed.data(), pool);
+  }
+  {
+    OpTimer t(profile, VisionOp::kQkv, mac * E * 3 * E);
+    kernels::MatMul(buf.normed.data(), P, b.qkv, b.qkv_b.data(), buf.qkv.data(), pool);
+  }
+  {
+    // qkv row layout: [3][H][D]. Rotate q and k of every head: q and k are adjacent, so they
+    // are 2H heads of D values at the start of each row.
+    OpTimer t(profile, VisionOp::kRope, 0);
+    kernels::RopeRotateHalfRows(buf.qkv.data(), P, 3 * E, 2 * H, D, cos, sin, pool);
+  }
+  // Full attention within each frame of each image.
+  int64_t start = 0;
+  for (const ImageGrid& g : grids) {
+    const int64_t frame = g.h * g.w;
+    for (int64_t t = 0; t < g.t; ++t, start += frame) {
+      kernels::AttentionShape s;
+      s.n_q = s.n_kv = frame;
+      s.num_heads = s.num_kv_heads = H;
+      s.head_dim = D;
+      s.q_stride = s.kv_stride = 3 * E;
+      s.out_stride = E;
+      s.causal = false;
+      s.scale = 1.0f / std::sqrt(static_cast<float>(D));
+      // A quantized vision encoder (q8) also runs Q Kᵀ and P V in int8 where the CPU has the kernel.
+      s.int8_qk = s.int8_pv = b.qkv.quantized();
+      const float* base = buf.qkv.data() + start * 3 * E;
+      OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
+      kernels::Attention(base, base + E, base + 2 * E, s, buf.normed.data() + start * E, pool);
     }
   }
-  for (int64_t r0 = 0; r0 < P; r0 += buf.chunk) {
-    const int64_t rows = std::min(buf.chunk, P - r0);
-    {
-      OpTimer t(profile, VisionOp::kOut, 2.0 * static_cast<double>(rows) * E * E);
-      kernels::MatMul(buf.attn.data() + r0 * E, rows, b.proj, b.proj_b.data(), buf.tmp.data(), pool);
-    }
-    OpTimer t(profile, VisionOp::kResidual, 0);
-    kernels::AddInPlace(buf.x.data() + r0 * E, buf.tmp.data(), rows * E, pool);
+  {
+    OpTimer t(profile, VisionOp::kOut, mac * E * E);
+    kernels::MatMul(buf.normed.data(), P, b.proj, b.proj_b.data(), buf.qkv.data(), pool);
   }
+  OpTimer t(profile, VisionOp::kResidual, 0);
+  kernels::AddInPlace(buf.x.data(), buf.qkv.data(), P * E, pool);
 }
 
 void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool,
@@ -213,7 +188,7 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
   if (total != num_patches) return InvalidArgumentError("pixel_values rows do not match the image grids");
   const int64_t P = num_patches;
 
-  Buffers buf(P, E, M, c_.num_heads);
+  Buffers buf(P, E, M);
   {
     OpTimer t(profile, VisionOp::kPatchEmbed, 2.0 * static_cast<double>(P) * c_.patch_dim() * E);
     kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, buf.x.data(), pool);
@@ -233,7 +208,7 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
   std::vector<float>().swap(buf.qkv);  // the merger's buffers take their place
   std::vector<float>().swap(buf.hidden);
   const std::vector<float>& x = buf.x;
-  std::vector<float>& normed = buf.attn;
+  std::vector<float>& normed = buf.normed;
 
   // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row.
   {

@@ -43,23 +43,13 @@ class VisionEncoder {
                                       ThreadPool* pool, VisionTrace* trace = nullptr,
                                       OpProfile* profile = nullptr) const;
 
-  // How Encode divides its work (it changes no value): Q, K and V are computed for
-  // HeadGroups(num_heads) groups of heads in turn, and per-row work runs in chunks of
-  // RowChunkSize(P) rows (P split evenly into as few chunks of at most kChunkRows as fit).
-  static constexpr int64_t kChunkRows = 1024;
-  static int64_t HeadGroups(int64_t num_heads);
-  static int64_t RowChunkSize(int64_t patches);
-
  private:
   struct Buffers;
   // Encode's body; owned (optional) holds pixel_values and is freed once they are embedded.
   StatusOr<std::vector<float>> EncodeImpl(const float* pixel_values, int64_t num_patches,
                                           std::vector<float>* owned, const std::vector<ImageGrid>& grids,
                                           ThreadPool* pool, VisionTrace* trace, OpProfile* profile) const;
-  // Q, K, V of heads [h0, h0 + G) into the buffers' qkv, from norm1(x).
-  void GroupQkv(const VisionBlockWeights& b, int64_t h0, int64_t G, const float* cos, const float* sin,
-                Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
-  // x [P, E] += out_proj(attention over each frame of norm1(x)), one head group at a time.
+  // x [P, E] += attention over each frame of norm1(x) (Q, K, V from qkv, rotated; out_proj).
   void AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids, const float* cos,
                      const float* sin, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
   // x [P, E] += fc2(gelu(fc1(norm2(x)))), in chunks of rows.
