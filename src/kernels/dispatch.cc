@@ -63,25 +63,6 @@ PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool) {
   return out;
 }
 
-WeightView RowSlice(const WeightView& w, int64_t row0, int64_t rows) {
-  WeightView s = w;
-  s.rows = rows;
-  const size_t row_bytes =
-      w.quantized() ? QuantizedRowBytes(w.quant, w.cols) : static_cast<size_t>(w.cols) * DTypeSize(w.dtype);
-  s.data = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(row0) * row_bytes;
-  s.panels = nullptr;
-  if (w.panels != nullptr && row0 % 16 == 0) {
-    // The panels before row0: the bytes of a matrix of row0 rows (whole panels of 16).
-    WeightView before = w;
-    before.rows = row0;
-    const size_t offset = row0 == 0 ? 0 : cpu::IntegerPanelsBytes(before);
-    if (row0 == 0 || offset != 0) {
-      s.panels = reinterpret_cast<const IntegerPanels*>(reinterpret_cast<const uint8_t*>(w.panels) + offset);
-    }
-  }
-  return s;
-}
-
 Status CapSimdTier(const std::string& tier) {
   if (tier.empty()) {  // no cap: the best target this CPU runs
     hwy::DisableTargets(0);

@@ -75,15 +75,8 @@ Status CapSimdTier(const std::string& tier);
 // Dense W is widened to fp32 on the fly. Quantized W (kernels/quant.h): for
 // m < QuantDequantMinRows() the rows of x are quantized to int8 per block and multiplied with
 // integer dot products; for larger m W is dequantized panel by panel into the fp32 GEMM.
-// Scratch: per-worker panels (~100 KB) per call; a quantized W's int8 activations are kept per
-// calling thread, grown to the largest call so far (hot loops would otherwise fault them in anew).
+// Scratch: O(k) per call plus per-worker panels (~100 KB); nothing persists between calls.
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool);
-
-// Rows [row0, row0 + rows) of w as a view of their own, over the same bytes (no copy), for products
-// over some of W's outputs. Prepacked panels (WeightView::panels) come along where row0 is a multiple
-// of their 16 rows; otherwise the slice has none (MatMul packs it per call). Precondition:
-// 0 <= row0, rows >= 0, row0 + rows <= w.rows.
-WeightView RowSlice(const WeightView& w, int64_t row0, int64_t rows);
 
 // Row i of W widened (or dequantized) to f32 into out[cols].
 void WeightRowToF32(const WeightView& w, int64_t row, float* out);

@@ -312,42 +312,6 @@ TEST_P(QuantMatMulTest, PrepackedPanelsGiveTheSameBitsAsPackingPerCall) {
   }
 }
 
-TEST_P(QuantMatMulTest, RowSlicesComputeTheirColumnsOfTheWholeProduct) {
-  // A slice is its rows' outputs: the same bits as the whole product's columns (8 rows: every
-  // target runs the same kernel for both), with its panels where it starts on a panel (16 rows)
-  // and packing per call where it does not; dense and quantized.
-  ThreadPool pool(2);
-  const int64_t n = 70, k = 96, m = 8;
-  const std::vector<float> x = RandomVec(static_cast<size_t>(m * k), 31);
-  const DenseWeights dense(RandomVec(static_cast<size_t>(n * k), 32), n, k, DType::kBF16);
-  for (QuantType t : {QuantType::kNone, QuantType::kQ8_0, QuantType::kQ4_0}) {
-    QuantizedMatrix qm;
-    WeightView w = dense.view();
-    PackedPanels panels;
-    if (t != QuantType::kNone) {
-      qm = Quantize(dense.view(), t);
-      w = qm.view();
-      panels = PackIntegerPanels(w, &pool);
-      w.panels = panels.data();
-    }
-    std::vector<float> whole(static_cast<size_t>(m * n));
-    MatMul(x.data(), m, w, nullptr, whole.data(), &pool);
-    for (const auto& [row0, rows] :
-         {std::pair<int64_t, int64_t>{0, 32}, {16, 20}, {48, 22}, {5, 30}, {69, 1}}) {
-      const WeightView sv = RowSlice(w, row0, rows);
-      EXPECT_EQ(sv.panels != nullptr, w.panels != nullptr && row0 % 16 == 0) << row0;
-      std::vector<float> part(static_cast<size_t>(m * rows));
-      MatMul(x.data(), m, sv, nullptr, part.data(), &pool);
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < rows; ++j) {
-          ASSERT_EQ(part[i * rows + j], whole[i * n + row0 + j])
-              << QuantTypeName(t) << " slice " << row0 << "+" << rows << " at " << i << "," << j;
-        }
-      }
-    }
-  }
-}
-
 MINERU_INSTANTIATE_PER_TARGET(QuantMatMulTest);
 
 TEST(ActQuantTest, SimdAndScalarQuantizersProduceTheSameBytes) {
