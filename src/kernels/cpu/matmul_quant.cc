@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <new>
 #include <vector>
 
 #include "base/bf16.h"
@@ -547,7 +548,11 @@ ActScratch& ThreadActScratch(size_t q_elems, size_t block_elems) {
     s.xc = hwy::AllocateAligned<int32_t>(block_elems);
     s.b_cap = block_elems;
   }
-  HWY_ASSERT(s.q && s.d && s.corr && s.xc);
+  // Out of memory: the caller's bad_alloc handling applies (a pass of a request fails, not the process).
+  if ((q_elems > 0 && !s.q) || (block_elems > 0 && (!s.d || !s.corr || !s.xc))) {
+    s = ActScratch();
+    throw std::bad_alloc();
+  }
   return s;
 }
 
