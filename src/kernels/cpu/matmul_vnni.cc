@@ -261,26 +261,18 @@ void RunChunk(const uint8_t* const* quads, const uint8_t* const* scales, size_t 
     RunRows<kRows, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, i == 0 ? ahead0 : 0,
                              accbuf);
   }
-  const size_t ahead = i == 0 ? ahead0 : 0;
-  switch (rows - i) {
-    case 5:
-      RunRows<5, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-      break;
-    case 4:
-      RunRows<4, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-      break;
-    case 3:
-      RunRows<3, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-      break;
-    case 2:
-      RunRows<2, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-      break;
-    case 1:
-      RunRows<1, kNibbles>(quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, ahead, accbuf);
-      break;
-    default:
-      break;
-  }
+  // The last rows - i < kRows rows: one tile of that height.
+  static_assert(kRows == 6, "kTail lists one tile height per remainder");
+  using Tail = void (*)(const uint8_t* const*, const uint8_t* const*, size_t, size_t, size_t, const int8_t*,
+                        const float*, const int32_t*, size_t, size_t, size_t, size_t, float*);
+  static constexpr Tail kTail[kRows] = {nullptr,
+                                        RunRows<1, kNibbles>,
+                                        RunRows<2, kNibbles>,
+                                        RunRows<3, kNibbles>,
+                                        RunRows<4, kNibbles>,
+                                        RunRows<5, kNibbles>};
+  if (i < rows)
+    kTail[rows - i](quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, i == 0 ? ahead0 : 0, accbuf);
 }
 
 }  // namespace
@@ -342,13 +334,9 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
       // The first row tile of a chunk streams prepacked panels from memory: prefetch 8 groups ahead.
       const size_t ahead0 = prepacked ? 8 : 0;
       const size_t rows = i_end - i_begin;
-      if (nibbles) {
-        RunChunk<true>(quads, scales, group, g0, g1, xs + i_begin * kpad, d + i_begin * nb, xc + i_begin * nb,
-                       kpad, nb, rows, ahead0, accbuf);
-      } else {
-        RunChunk<false>(quads, scales, group, g0, g1, xs + i_begin * kpad, d + i_begin * nb,
-                        xc + i_begin * nb, kpad, nb, rows, ahead0, accbuf);
-      }
+      (nibbles ? RunChunk<true> : RunChunk<false>)(quads, scales, group, g0, g1, xs + i_begin * kpad,
+                                                   d + i_begin * nb, xc + i_begin * nb, kpad, nb, rows,
+                                                   ahead0, accbuf);
     }
     if (nv == tile_cols) {  // a full tile: two vector stores per row
       const __m512 b0 = bias ? _mm512_loadu_ps(bias + j0) : _mm512_setzero_ps();
