@@ -159,15 +159,21 @@ INSTANTIATE_TEST_SUITE_P(Gguf, ModelGoldenTest,
                            return std::string(i.param.model == kF32 ? "f32_" : "f16_") + i.param.name;
                          });
 
+// The image grids a golden case recorded (image_grid_thw, three values per image).
+std::vector<ImageGrid> GoldenGrids(Golden& golden) {
+  std::vector<ImageGrid> grids;
+  const std::vector<int64_t> thw = golden.I64("image_grid_thw");
+  for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
+  return grids;
+}
+
 // A profile changes nothing in the output and accounts every op: one qkv/out/fc1/fc2 product
 // and two norms per block, attention once per frame per block, and the products' work exactly.
 TEST(VisionProfileTest, CountsEveryOpAndChangesNothing) {
   auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   Golden golden("tiny", "two_images");
-  std::vector<ImageGrid> grids;
-  std::vector<int64_t> thw = golden.I64("image_grid_thw");
-  for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
+  const std::vector<ImageGrid> grids = GoldenGrids(golden);
   const std::vector<float> pixels = golden.F32("pixel_values");
   const VisionConfig& vc = (*m)->config().vision;
   const int64_t P = static_cast<int64_t>(pixels.size()) / vc.patch_dim();
@@ -198,9 +204,7 @@ TEST(VisionOwnedPixelsTest, SameOutputAndChecksTheSize) {
   auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   Golden golden("tiny", "two_images");
-  std::vector<ImageGrid> grids;
-  std::vector<int64_t> thw = golden.I64("image_grid_thw");
-  for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
+  const std::vector<ImageGrid> grids = GoldenGrids(golden);
   std::vector<float> pixels = golden.F32("pixel_values");
   const int64_t P = static_cast<int64_t>(pixels.size()) / (*m)->config().vision.patch_dim();
   ThreadPool pool(2);
