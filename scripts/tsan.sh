@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# ThreadSanitizer stage of CI: a gcc TSan build (build-tsan) of the engine, scheduler and server
+# ThreadSanitizer stage of CI: a gcc TSan build (build-tsan) of the PDF, engine, scheduler and server
 # tests (and the CLI they start), run with halt_on_error. SIMD kernels for AVX2 and the portable
 # fallback only (MINERU_SIMD_TARGETS=avx2), which the data-race checks do not depend on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMINERU_TSAN=ON -DMINERU_SIMD_TARGETS=avx2 -DMINERU_WERROR=ON
-cmake --build build-tsan -j"$(nproc)" --target scheduler_test engine_test engine_fault_test server_test \
+cmake --build build-tsan -j"$(nproc)" --target pdf_test scheduler_test engine_test engine_fault_test server_test \
   server_fault_test fault_test mineru-cpp
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" \
   --timeout 1200 \
-  -R '^(Compositions/EngineGoldenTest|EngineTest|EngineFaultTest|SchedulerTest|ServerTest|Fixtures/GoldenServerTest|ServerFaultTest|FaultTest)\.'
+  -R '^(PdfTest|Compositions/EngineGoldenTest|EngineTest|EngineFaultTest|SchedulerTest|ServerTest|Fixtures/GoldenServerTest|ServerFaultTest|FaultTest)\.'

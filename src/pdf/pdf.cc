@@ -23,9 +23,26 @@
 namespace mineru {
 namespace {
 
-void QuietPoppler() {
+// A blank one-page PDF (poppler rebuilds its missing cross-reference table).
+constexpr char kBlankPdf[] =
+    "%PDF-1.1\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+    "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 8 8]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
+
+// Once per process, before any document is parsed: silences poppler's error printing, and draws a
+// blank page. Poppler creates two process-wide colour profiles (sRGB and XYZ, in GfxState's
+// constructor) the first time any page is drawn or its text read, without a lock: two threads doing
+// that first at once both create them and one frees the other's (a data race, a double free at
+// worst). Drawing once here, while every other first use waits on the once_flag, creates them
+// before two threads can.
+void InitPoppler() {
   static std::once_flag once;
-  std::call_once(once, [] { poppler::set_debug_error_function([](const std::string&, void*) {}, nullptr); });
+  std::call_once(once, [] {
+    poppler::set_debug_error_function([](const std::string&, void*) {}, nullptr);
+    std::unique_ptr<poppler::document> blank(
+        poppler::document::load_from_raw_data(kBlankPdf, static_cast<int>(sizeof(kBlankPdf) - 1)));
+    std::unique_ptr<poppler::page> page(blank ? blank->create_page(0) : nullptr);
+    if (page) poppler::page_renderer().render_page(page.get(), 72.0, 72.0);
+  });
 }
 
 // Text from the PDF is outside data: ill-formed sequences become U+FFFD here, so everything
@@ -56,6 +73,7 @@ std::atomic<int> g_abandoned{0};
 }  // namespace
 
 std::shared_ptr<PdfDocument::Handle> PdfDocument::Load(std::shared_ptr<const std::string> bytes) {
+  InitPoppler();
   auto h = std::make_shared<Handle>();
   h->doc.reset(poppler::document::load_from_raw_data(bytes->data(), static_cast<int>(bytes->size())));
   h->bytes = std::move(bytes);
@@ -73,7 +91,6 @@ StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::Open(const std::string& path
 
 StatusOr<std::unique_ptr<PdfDocument>> PdfDocument::OpenFromMemory(std::string bytes,
                                                                    const PdfLimits& limits) {
-  QuietPoppler();
   if (bytes.empty()) return InvalidArgumentError("empty file");
   if (!LooksLikePdf(bytes)) return InvalidArgumentError("not a PDF file");
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) return ResourceExhaustedError("PDF larger than 2 GB");

@@ -1,7 +1,9 @@
 // Unit tests of the PDF layer: page sizes, rendering scale and colours, the text layer, errors.
 #include <gtest/gtest.h>
+#include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "../util/pdf_writer.h"
 #include "pdf/pdf.h"
@@ -126,6 +128,41 @@ TEST(PdfTest, RenderPastItsDeadlineIsAbandonedAndTheDocumentGoesOn) {
   for (int i = 0; i < 6000 && AbandonedRenders() > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(AbandonedRenders(), 0);
+}
+
+// Poppler builds process-wide colour profiles the first time any page is drawn, without a lock;
+// the PDF layer builds them once before any document is parsed. Two documents drawn on two threads
+// at once as this process's first poppler work: under ThreadSanitizer (scripts/tsan.sh) a race
+// there fails the run; everywhere, both pages come out right.
+TEST(PdfTest, FirstRendersOnTwoThreadsAtOnce) {
+  PdfPage p;
+  p.rects.push_back({72, 72, 144, 72, 0.0});
+  p.texts.push_back({72, 300, 12, "Hello"});
+  const std::string bytes = MakePdf({p});
+  constexpr int kThreads = 4;
+  std::atomic<int> ready{0};
+  std::vector<StatusOr<RenderedPage>> pages(kThreads, InternalError("not run"));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto doc = PdfDocument::OpenFromMemory(bytes);
+      if (!doc.ok()) {
+        pages[t] = doc.status();
+        ++ready;
+        return;
+      }
+      // Start together: every thread has parsed its document before any draws.
+      ++ready;
+      while (ready.load() < kThreads) std::this_thread::yield();
+      pages[t] = (*doc)->RenderPage(0, 72);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& page : pages) {
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    EXPECT_EQ(page->image.width, 612);
+    EXPECT_EQ(page->image.pixels[(static_cast<size_t>(110) * 612 + 100) * 3], 0);  // inside the box
+  }
 }
 
 }  // namespace mineru
