@@ -182,7 +182,8 @@ void AllowAttentionInt8(bool allow) { g_attention_int8.store(allow, std::memory_
 
 namespace {
 bool Int8AttentionRuns(const AttentionShape& s) {
-  return !s.causal && g_attention_int8.load(std::memory_order_relaxed) && cpu::AttentionInt8Available();
+  return !s.causal && s.k_blocks16 == nullptr && g_attention_int8.load(std::memory_order_relaxed) &&
+         cpu::AttentionInt8Available();
 }
 }  // namespace
 

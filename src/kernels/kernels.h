@@ -127,7 +127,14 @@ struct AttentionShape {
   float scale = 1.0f;
   const float* const* k_blocks = nullptr;
   const float* const* v_blocks = nullptr;
-  int64_t kv_block = 0;  // rows per block (> 0 when k_blocks is set)
+  int64_t kv_block = 0;  // rows per block (> 0 when k_blocks or k_blocks16 is set)
+  // Half-precision paged K/V (a KV cache in IEEE binary16): when k_blocks16 is set, key/value j is
+  // row j % kv_block of k_blocks16[j / kv_block] / v_blocks16[j / kv_block] (rows kv_stride
+  // elements apart), widened exactly to fp32 as it is read; k_blocks and the k and v arguments are
+  // then ignored. Results equal the fp32 form over the widened values, bit for bit. Causal
+  // attention only (never the int8 paths).
+  const uint16_t* const* k_blocks16 = nullptr;
+  const uint16_t* const* v_blocks16 = nullptr;
   // Q Kᵀ in int8 where AttentionUsesInt8 (non-causal, on CPUs with an int8 dot product the
   // kernel uses): K centred on its mean over the keys and quantized per key, Q per row; softmax
   // stays fp32. Otherwise (and by default) fp32. See kernels/cpu/attention.cc.
@@ -150,6 +157,13 @@ inline const float* KeyRow(const AttentionShape& s, const float* k, int64_t j) {
 }
 inline const float* ValueRow(const AttentionShape& s, const float* v, int64_t j) {
   return s.v_blocks ? s.v_blocks[j / s.kv_block] + (j % s.kv_block) * s.kv_stride : v + j * s.kv_stride;
+}
+// Row j of the fp16 keys/values under `s` (s.k_blocks16 set).
+inline const uint16_t* KeyRow16(const AttentionShape& s, int64_t j) {
+  return s.k_blocks16[j / s.kv_block] + (j % s.kv_block) * s.kv_stride;
+}
+inline const uint16_t* ValueRow16(const AttentionShape& s, int64_t j) {
+  return s.v_blocks16[j / s.kv_block] + (j % s.kv_block) * s.kv_stride;
 }
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <vector>
 
+#include "base/bf16.h"
 #include "kernel_test_util.h"
+#include "kernels/quant.h"
 #include "kernels/reference.h"
 
 namespace mineru {
@@ -284,6 +286,75 @@ TEST_P(AttentionTest, PagedKvEqualsContiguous) {
         ref::Attention(q.data(), nullptr, nullptr, paged, ref_got.data(), p);
         EXPECT_EQ(got, want) << "n_kv=" << c.n_kv << " bs=" << bs << " pool=" << (p != nullptr);
         EXPECT_EQ(ref_got, ref_want) << "n_kv=" << c.n_kv << " bs=" << bs;
+      }
+    }
+  }
+}
+
+// fp16 paged K/V (a half-precision KV cache): the same bits as fp32 paged blocks holding the
+// fp16 values widened, on the SIMD kernel and on the twin, and the two agree (decode, prefill,
+// GQA, head sizes that are not whole vectors, blocks that split the key panels anywhere).
+TEST_P(AttentionTest, Fp16PagedKvEqualsItsWidenedValues) {
+  ThreadPool pool(4);
+  const Case cases[] = {
+      {1, 383, 14, 2, 64, true, false}, {1, 1500, 14, 2, 64, true, false}, {9, 70, 4, 2, 16, true, false},
+      {33, 100, 2, 1, 80, true, false}, {48, 300, 14, 2, 64, true, false},
+  };
+  uint32_t seed = 300;
+  for (const Case& c : cases) {
+    for (int64_t bs : {1, 16, 37}) {
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        AttentionShape s = ShapeOf(c);
+        const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim;
+        s.q_stride = s.out_stride = qd;
+        s.kv_stride = kd;
+        const std::vector<float> q = RandomVec(static_cast<size_t>(c.n_q * qd), seed);
+        std::vector<float> k = RandomVec(static_cast<size_t>(c.n_kv * kd), seed + 1);
+        std::vector<float> v = RandomVec(static_cast<size_t>(c.n_kv * kd), seed + 2);
+        seed += 3;
+        for (float& x : k) x *= 4.0f;  // scores spread as a model's
+        // Blocks in reverse order of use; fp16 rows and their fp32 widening side by side.
+        const int64_t nblocks = (c.n_kv + bs - 1) / bs;
+        const size_t cells = static_cast<size_t>(nblocks * bs * kd);
+        std::vector<uint16_t> k16(cells, 0x7e00), v16(cells, 0x7e00);  // NaN where unused
+        std::vector<float> k32(cells, NAN), v32(cells, NAN);
+        std::vector<const uint16_t*> kb16(static_cast<size_t>(nblocks)), vb16(kb16.size());
+        std::vector<const float*> kb32(kb16.size()), vb32(kb16.size());
+        for (int64_t b = 0; b < nblocks; ++b) {
+          const size_t slot = static_cast<size_t>((nblocks - 1 - b) * bs * kd);
+          kb16[static_cast<size_t>(b)] = k16.data() + slot;
+          vb16[static_cast<size_t>(b)] = v16.data() + slot;
+          kb32[static_cast<size_t>(b)] = k32.data() + slot;
+          vb32[static_cast<size_t>(b)] = v32.data() + slot;
+        }
+        for (int64_t j = 0; j < c.n_kv; ++j) {
+          const size_t at = static_cast<size_t>((nblocks - 1 - j / bs) * bs * kd + (j % bs) * kd);
+          for (int64_t d = 0; d < kd; ++d) {
+            const size_t src = static_cast<size_t>(j * kd + d), dst = at + static_cast<size_t>(d);
+            k16[dst] = F32ToF16(k[src]);
+            v16[dst] = F32ToF16(v[src]);
+            k32[dst] = F16ToF32(k16[dst]);
+            v32[dst] = F16ToF32(v16[dst]);
+          }
+        }
+        AttentionShape half = s, widened = s;
+        half.k_blocks16 = kb16.data();
+        half.v_blocks16 = vb16.data();
+        half.kv_block = widened.kv_block = bs;
+        widened.k_blocks = kb32.data();
+        widened.v_blocks = vb32.data();
+        const size_t n = static_cast<size_t>(c.n_q * qd);
+        std::vector<float> want(n), got(n), ref_want(n), ref_got(n);
+        cpu::Attention(q.data(), nullptr, nullptr, widened, want.data(), p);
+        cpu::Attention(q.data(), nullptr, nullptr, half, got.data(), p);
+        ref::Attention(q.data(), nullptr, nullptr, widened, ref_want.data(), p);
+        ref::Attention(q.data(), nullptr, nullptr, half, ref_got.data(), p);
+        EXPECT_EQ(got, want) << "n_kv=" << c.n_kv << " bs=" << bs << " pool=" << (p != nullptr);
+        EXPECT_EQ(ref_got, ref_want) << "n_kv=" << c.n_kv << " bs=" << bs;
+        int bad = 0;
+        for (size_t i = 0; i < n; ++i)
+          bad += std::fabs(got[i] - ref_got[i]) > 1e-4f * (1.0f + std::fabs(ref_got[i]));
+        EXPECT_EQ(bad, 0) << "fp16 K/V, kernel vs twin: n_kv=" << c.n_kv << " bs=" << bs;
       }
     }
   }

@@ -36,6 +36,7 @@
 #include <limits>
 #include <vector>
 
+#include "base/bf16.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
@@ -70,10 +71,12 @@ struct Geometry {
   size_t rows;   // query rows per KV head = n_q * group
   bool int8_qk;  // Q Kᵀ in int8 (see the top of the file)
   bool int8_pv;  // P V in int8 (see the top of the file)
+  bool kv16;     // K and V are fp16 blocks (AttentionShape::k_blocks16), widened as they are packed
 };
 
 struct Scratch {
   hwy::AlignedFreeUniquePtr<float[]> kt, vp, s, o;
+  hwy::AlignedFreeUniquePtr<float[]> k32;  // fp16 keys of one panel widened [panel width][hd]
   std::vector<float> m, l, alpha;
   // int8 Q Kᵀ: key panels (16 keys x hd4 bytes each), key scales, the block's int8 Q rows
   // (kBQ x hd4), their scales and -128 x their sums.
@@ -97,35 +100,65 @@ struct RowRefs {
   size_t limit[kBQ];  // keys [k_lo, k_lo + limit) are visible (relative to the packed range)
 };
 
+// dst[0, n) = the fp16 values src[0, n) widened to fp32 (exact: the same as F16ToF32).
+void WidenF16(const uint16_t* HWY_RESTRICT src, size_t n, float* HWY_RESTRICT dst) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + N <= n; i += N)
+    hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(src + i))), df,
+               dst + i);
+  for (; i < n; ++i) dst[i] = F16ToF32(src[i]);
+}
+
+// Where key / value row j of KV head kvh starts, and its bytes (fp32 or fp16 storage).
+const char* KvRowBytes(const Geometry& g, const float* kv, bool values, size_t j, size_t kvh) {
+  const AttentionShape& sh = *g.shape;
+  const auto jj = static_cast<int64_t>(j);
+  if (g.kv16) {
+    return reinterpret_cast<const char*>((values ? ValueRow16(sh, jj) : KeyRow16(sh, jj)) + kvh * g.hd);
+  }
+  return reinterpret_cast<const char*>((values ? ValueRow(sh, kv, jj) : KeyRow(sh, kv, jj)) + kvh * g.hd);
+}
+
+void PrefetchRow(const char* row, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) hwy::Prefetch(row + off);
+}
+
 void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, size_t k_lo, size_t nk,
               Scratch& s) {
   const size_t NR = PanelWidth();
   const size_t panels = (nk + NR - 1) / NR;
   const AttentionShape& sh = *g.shape;
+  const bool paged = sh.k_blocks || g.kv16;
+  const size_t row_bytes = g.hd * (g.kv16 ? sizeof(uint16_t) : sizeof(float));
   // Keys [j, j + run) that are contiguous in memory: all of them, or up to a block's end.
   auto run_of = [&](size_t j, size_t left) {
-    return sh.k_blocks
-               ? std::min(left, static_cast<size_t>(sh.kv_block) - j % static_cast<size_t>(sh.kv_block))
-               : left;
+    return paged ? std::min(left, static_cast<size_t>(sh.kv_block) - j % static_cast<size_t>(sh.kv_block))
+                 : left;
   };
   // Paged rows come from scattered blocks (usually DRAM in batched decode): prefetch the next
   // panel's key rows while this one is transposed.
   auto prefetch_rows = [&](size_t j_begin, size_t j_end) {
-    for (size_t j = j_begin; j < j_end; ++j) {
-      const char* row = reinterpret_cast<const char*>(KeyRow(sh, k, static_cast<int64_t>(j)) + kvh * g.hd);
-      for (size_t off = 0; off < g.hd * sizeof(float); off += 64) hwy::Prefetch(row + off);
-    }
+    for (size_t j = j_begin; j < j_end; ++j) PrefetchRow(KvRowBytes(g, k, false, j, kvh), row_bytes);
   };
-  if (sh.k_blocks && !g.int8_qk) prefetch_rows(k_lo, k_lo + std::min(NR, nk));
+  if (paged && !g.int8_qk) prefetch_rows(k_lo, k_lo + std::min(NR, nk));
   for (size_t p = 0; p < panels && !g.int8_qk; ++p) {
     const size_t j0 = k_lo + p * NR, valid = std::min(NR, nk - p * NR);
     float* dst = s.kt.get() + p * g.hd * NR;
-    if (sh.k_blocks && p + 1 < panels) prefetch_rows(j0 + NR, j0 + NR + std::min(NR, nk - (p + 1) * NR));
+    if (paged && p + 1 < panels) prefetch_rows(j0 + NR, j0 + NR + std::min(NR, nk - (p + 1) * NR));
     for (size_t c = 0; c < valid;) {
       const size_t run = run_of(j0 + c, valid - c);
       const bool last = c + run == valid;  // the last run also writes the zero columns
-      PackTransposed(KeyRow(sh, k, static_cast<int64_t>(j0 + c)) + kvh * g.hd, g.kv_stride, run,
-                     last ? NR - c : run, g.hd, dst + c, NR);
+      if (g.kv16) {                        // the run's rows widened first (contiguous, hd apart)
+        for (size_t r = 0; r < run; ++r)
+          WidenF16(KeyRow16(sh, static_cast<int64_t>(j0 + c + r)) + kvh * g.hd, g.hd, s.k32.get() + r * g.hd);
+        PackTransposed(s.k32.get(), g.hd, run, last ? NR - c : run, g.hd, dst + c, NR);
+      } else {
+        PackTransposed(KeyRow(sh, k, static_cast<int64_t>(j0 + c)) + kvh * g.hd, g.kv_stride, run,
+                       last ? NR - c : run, g.hd, dst + c, NR);
+      }
       c += run;
     }
   }
@@ -133,13 +166,13 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
   for (size_t j = 0; j < panels * NR && !g.int8_pv; ++j) {
     float* dst = vp + j * g.hdp;
     if (j < nk) {
-      if (sh.v_blocks && j + 8 < nk) {
-        const char* ahead =
-            reinterpret_cast<const char*>(ValueRow(sh, v, static_cast<int64_t>(k_lo + j + 8)) + kvh * g.hd);
-        for (size_t off = 0; off < g.hd * sizeof(float); off += 64) hwy::Prefetch(ahead + off);
+      if (paged && j + 8 < nk) PrefetchRow(KvRowBytes(g, v, true, k_lo + j + 8, kvh), row_bytes);
+      if (g.kv16) {
+        WidenF16(ValueRow16(sh, static_cast<int64_t>(k_lo + j)) + kvh * g.hd, g.hd, dst);
+      } else {
+        const float* src = ValueRow(sh, v, static_cast<int64_t>(k_lo + j)) + kvh * g.hd;
+        std::copy(src, src + g.hd, dst);
       }
-      const float* src = ValueRow(sh, v, static_cast<int64_t>(k_lo + j)) + kvh * g.hd;
-      std::copy(src, src + g.hd, dst);
       std::fill(dst + g.hd, dst + g.hdp, 0.0f);
     } else {
       std::fill(dst, dst + g.hdp, 0.0f);
@@ -611,6 +644,7 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
   const size_t kpad = (max_keys + NR - 1) / NR * NR;
   // The fp32 K / V panels only where the int8 ones do not replace them.
   if (!g.int8_qk) s.kt = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hd));
+  if (!g.int8_qk) s.k32 = hwy::AllocateAligned<float>(NR * g.hd);
   if (!g.int8_pv) s.vp = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hdp));
   s.s = hwy::AllocateAligned<float>(kBQ * kBK);
   s.o = hwy::AllocateAligned<float>(kBQ * g.hdp);
@@ -714,8 +748,9 @@ Geometry MakeGeometry(const AttentionShape& shape) {
   g.causal = shape.causal;
   g.scale = shape.scale;
   g.rows = g.n_q * g.group;
-  g.int8_qk = shape.int8_qk && !shape.causal && HWY_TARGET == HWY_AVX3_DL;
-  g.int8_pv = shape.int8_pv && !shape.causal && HWY_TARGET == HWY_AVX3_DL;
+  g.kv16 = shape.k_blocks16 != nullptr;
+  g.int8_qk = shape.int8_qk && !shape.causal && !g.kv16 && HWY_TARGET == HWY_AVX3_DL;
+  g.int8_pv = shape.int8_pv && !shape.causal && !g.kv16 && HWY_TARGET == HWY_AVX3_DL;
   return g;
 }
 
