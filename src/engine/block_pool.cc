@@ -6,9 +6,10 @@
 
 namespace mineru {
 
-BlockPool::BlockPool(int num_blocks, int block_size, int num_layers, int kv_dim)
-    : num_blocks_(num_blocks), block_size_(block_size), kv_dim_(kv_dim) {
-  floats_per_block_ = static_cast<size_t>(num_layers) * 2 * block_size * kv_dim;
+BlockPool::BlockPool(int num_blocks, int block_size, int num_layers, int kv_dim, KvType type)
+    : num_blocks_(num_blocks), block_size_(block_size), kv_dim_(kv_dim), type_(type) {
+  const size_t bytes = static_cast<size_t>(num_layers) * 2 * block_size * kv_dim * KvTypeBytes(type);
+  floats_per_block_ = (bytes + sizeof(float) - 1) / sizeof(float);
   bytes_per_block_ = floats_per_block_ * sizeof(float);
   blocks_.resize(static_cast<size_t>(num_blocks));
   free_.reserve(static_cast<size_t>(num_blocks));
@@ -106,12 +107,14 @@ void BlockPool::Register(int32_t b, const BlockHash& h) {
   by_hash_[h] = b;
 }
 
-float* BlockPool::Key(int32_t b, int layer) {
-  return blocks_[b].data.get() + static_cast<size_t>(layer) * 2 * block_size_ * kv_dim_;
+void* BlockPool::Key(int32_t b, int layer) {
+  const size_t elems = static_cast<size_t>(layer) * 2 * block_size_ * kv_dim_;
+  return reinterpret_cast<char*>(blocks_[b].data.get()) + elems * KvTypeBytes(type_);
 }
 
-float* BlockPool::Value(int32_t b, int layer) {
-  return blocks_[b].data.get() + (static_cast<size_t>(layer) * 2 + 1) * block_size_ * kv_dim_;
+void* BlockPool::Value(int32_t b, int layer) {
+  const size_t elems = (static_cast<size_t>(layer) * 2 + 1) * block_size_ * kv_dim_;
+  return reinterpret_cast<char*>(blocks_[b].data.get()) + elems * KvTypeBytes(type_);
 }
 
 }  // namespace mineru

@@ -30,10 +30,11 @@ struct BlockHashHasher {
 
 class BlockPool : public KvStore {
  public:
-  // floats_per_block: storage per block (all layers, K and V). 0 = bookkeeping only (tests).
-  BlockPool(int num_blocks, int block_size, int num_layers, int kv_dim);
+  // Storage per block: all layers' K and V of `type` (kv_dim 0 = bookkeeping only, for tests).
+  BlockPool(int num_blocks, int block_size, int num_layers, int kv_dim, KvType type = KvType::kF32);
 
   int block_size() const override { return block_size_; }
+  KvType kv_type() const override { return type_; }
   int num_blocks() const { return num_blocks_; }
   int free_blocks() const;  // allocatable now (free + evictable cached)
   int used_blocks() const { return used_; }
@@ -54,8 +55,8 @@ class BlockPool : public KvStore {
   // Registers a full block's content hash (first registration wins).
   void Register(int32_t block, const BlockHash& h);
 
-  float* Key(int32_t block, int layer) override;
-  float* Value(int32_t block, int layer) override;
+  void* Key(int32_t block, int layer) override;
+  void* Value(int32_t block, int layer) override;
 
   int64_t alloc_failures() const { return alloc_failures_; }
   int64_t hits() const { return hits_; }
@@ -73,7 +74,8 @@ class BlockPool : public KvStore {
   void FreeStorage(int32_t b);
 
   int num_blocks_, block_size_, kv_dim_;
-  size_t floats_per_block_, bytes_per_block_;
+  KvType type_;
+  size_t floats_per_block_, bytes_per_block_;  // storage in floats' room (fp16 pairs share one)
   std::vector<Block> blocks_;
   std::vector<int32_t> free_;
   std::list<int32_t> lru_;  // cached blocks with refs == 0, least recent first

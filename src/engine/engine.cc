@@ -48,6 +48,18 @@ bool RequestHandle::WaitFor(double seconds, Completion* out) {
 Engine::Engine(const Qwen2VLModel& model, const Tokenizer* tok, const EngineConfig& config)
     : model_(model), tok_(tok), cfg_(config) {}
 
+namespace {
+
+KvType ResolveKvType(KvCacheType want, const Qwen2VLModel& model) {
+  if (want == KvCacheType::kF32) return KvType::kF32;
+  if (want == KvCacheType::kF16) return KvType::kF16;
+  return model.default_kv_type();
+}
+
+}  // namespace
+
+KvType Engine::kv_type() const { return blocks_->kv_type(); }
+
 StatusOr<std::unique_ptr<Engine>> Engine::Create(const Qwen2VLModel& model, const Tokenizer* tokenizer,
                                                  const EngineConfig& config) {
   if (config.block_size <= 0 || config.max_batch_tokens <= 0 || config.max_seqs <= 0) {
@@ -56,11 +68,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Qwen2VLModel& model, cons
   std::unique_ptr<Engine> e(new Engine(model, tokenizer, config));
   const TextConfig& t = model.config().text;
   const int kv_dim = t.num_kv_heads * t.head_dim;
-  const size_t per_block = static_cast<size_t>(t.num_layers) * 2 * config.block_size * kv_dim * sizeof(float);
+  const KvType kv_type = ResolveKvType(config.kv_type, model);
+  const size_t per_block =
+      static_cast<size_t>(t.num_layers) * 2 * config.block_size * kv_dim * KvTypeBytes(kv_type);
   const int num_blocks = config.kv_blocks > 0
                              ? config.kv_blocks
                              : static_cast<int>(std::max<size_t>(1, (config.kv_cache_mb << 20) / per_block));
-  e->blocks_ = std::make_unique<BlockPool>(num_blocks, config.block_size, t.num_layers, kv_dim);
+  e->blocks_ = std::make_unique<BlockPool>(num_blocks, config.block_size, t.num_layers, kv_dim, kv_type);
   SchedulerConfig sc;
   sc.max_batch_tokens = config.max_batch_tokens;
   sc.max_seqs = config.max_seqs;

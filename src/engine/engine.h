@@ -37,10 +37,15 @@ struct Sequence;
 class InputProcessor;
 class ModelRunner;
 
+// The KV cache's element type. kAuto: Qwen2VLModel::default_kv_type() (fp16 for a quantized
+// decoder, fp32 otherwise).
+enum class KvCacheType { kAuto, kF32, kF16 };
+
 struct EngineConfig {
-  int threads = 0;              // 0 = all cores
-  int block_size = 16;          // tokens per KV block
-  size_t kv_cache_mb = 2048;    // upper bound of KV memory (allocated as used)
+  int threads = 0;            // 0 = all cores
+  int block_size = 16;        // tokens per KV block
+  size_t kv_cache_mb = 2048;  // upper bound of KV memory (allocated as used)
+  KvCacheType kv_type = KvCacheType::kAuto;
   int kv_blocks = 0;            // if > 0, the number of KV blocks (overrides kv_cache_mb)
   int max_batch_tokens = 512;   // tokens per step (chunked prefill budget)
   int max_seqs = 64;            // sequences decoding together
@@ -138,6 +143,7 @@ class Engine {
   EngineStats Stats() const;
   const Qwen2VLModel& model() const { return model_; }
   const Tokenizer* tokenizer() const { return tok_; }
+  KvType kv_type() const;  // the KV cache's element type (EngineConfig::kv_type resolved)
   // The engine's worker pool, for work on the caller's thread between requests (bench, probes).
   // Not reentrant: its ParallelFor must not run while the loop runs a step, nor nested.
   ThreadPool* pool() { return pool_.get(); }

@@ -71,7 +71,7 @@ StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<i
 
   t0 = Now();
   const Decoder& dec = model.decoder();
-  KvCache cache;
+  KvCache cache(model.default_kv_type());
   const int64_t n = static_cast<int64_t>(prompt_ids.size());
   std::vector<float> hidden(n * H);
   dec.Forward(embeds.data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(), pool);

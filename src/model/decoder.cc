@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
 namespace mineru {
 
@@ -42,13 +43,18 @@ void Decoder::RopeTables(int64_t n, const int64_t* pt, const int64_t* ph, const 
   }
 }
 
+size_t KvTypeBytes(KvType t) { return t == KvType::kF16 ? sizeof(uint16_t) : sizeof(float); }
+const char* KvTypeName(KvType t) { return t == KvType::kF16 ? "f16" : "f32"; }
+
 void KvCache::Reserve(int64_t tokens, int layers, int64_t kv_dim) {
   if (layers != layers_ || kv_dim != kv_dim_) {
     Reset();
     layers_ = layers;
     kv_dim_ = kv_dim;
   }
-  const size_t block_floats = static_cast<size_t>(layers) * 2 * kBlockSize * static_cast<size_t>(kv_dim);
+  const size_t block_bytes =
+      static_cast<size_t>(layers) * 2 * kBlockSize * static_cast<size_t>(kv_dim) * KvTypeBytes(type_);
+  const size_t block_floats = (block_bytes + sizeof(float) - 1) / sizeof(float);
   while (static_cast<int64_t>(blocks_.size()) * kBlockSize < tokens) {
     table_.push_back(static_cast<int32_t>(blocks_.size()));
     blocks_.emplace_back(block_floats);
@@ -70,6 +76,21 @@ void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, cons
   cache->Advance(n);
 }
 
+namespace {
+
+// Row `index` of a block's keys or values (kd elements of `type` each) = src[0, kd): fp16 rounds
+// to nearest even, clamped to the largest finite half so that no key or value becomes infinite.
+void StoreKvRow(void* block, int64_t index, const float* src, int64_t kd, KvType type) {
+  if (type == KvType::kF32) {
+    std::memcpy(static_cast<float*>(block) + index * kd, src, sizeof(float) * static_cast<size_t>(kd));
+    return;
+  }
+  uint16_t* dst = static_cast<uint16_t*>(block) + index * kd;
+  for (int64_t d = 0; d < kd; ++d) dst[d] = kernels::F32ToF16(std::clamp(src[d], -65504.0f, 65504.0f));
+}
+
+}  // namespace
+
 // Layer l's attention for every segment of the batch: the new keys/values [T, KD] go into
 // their blocks, then each segment's queries (rows of q [T, QD]) attend over its whole context,
 // read from the blocks in place, into attn [T, QD].
@@ -87,26 +108,34 @@ void Decoder::AttendSegments(int l, const std::vector<BatchSegment>& segs, const
   // either way, so results do not depend on the batch.
   const size_t workers = pool ? pool->num_threads() : 1;
   const bool across = segs.size() >= 2 * workers;
-  // Per-worker scratch: a sequence's block addresses for this layer.
-  std::vector<std::vector<const float*>> kblk(workers), vblk(workers);
+  const KvType type = kv->kv_type();
+  // Per-worker scratch: a sequence's block addresses for this layer (fp32 or fp16 ones).
+  struct Blocks {
+    std::vector<const float*> k, v;
+    std::vector<const uint16_t*> k16, v16;
+  };
+  std::vector<Blocks> blk(workers);
   auto one = [&](size_t si, size_t worker, ThreadPool* inner) {
     const BatchSegment& s = segs[si];
     const int64_t row = first_row[si];
     for (int64_t i = 0; i < s.n; ++i) {
       const int64_t p = s.past + i;
       const int32_t b = s.block_table[p / bs];
-      std::memcpy(kv->Key(b, l) + (p % bs) * KD, k + (row + i) * KD, sizeof(float) * KD);
-      std::memcpy(kv->Value(b, l) + (p % bs) * KD, v + (row + i) * KD, sizeof(float) * KD);
+      StoreKvRow(kv->Key(b, l), p % bs, k + (row + i) * KD, KD, type);
+      StoreKvRow(kv->Value(b, l), p % bs, v + (row + i) * KD, KD, type);
     }
     const int64_t ctx = s.past + s.n;
-    std::vector<const float*>& kb = kblk[worker];
-    std::vector<const float*>& vb = vblk[worker];
-    kb.clear();
-    vb.clear();
+    Blocks& bl = blk[worker];
+    bl.k.clear(), bl.v.clear(), bl.k16.clear(), bl.v16.clear();
     for (int64_t start = 0; start < ctx; start += bs) {
       const int32_t b = s.block_table[start / bs];
-      kb.push_back(kv->Key(b, l));
-      vb.push_back(kv->Value(b, l));
+      if (type == KvType::kF16) {
+        bl.k16.push_back(static_cast<const uint16_t*>(kv->Key(b, l)));
+        bl.v16.push_back(static_cast<const uint16_t*>(kv->Value(b, l)));
+      } else {
+        bl.k.push_back(static_cast<const float*>(kv->Key(b, l)));
+        bl.v.push_back(static_cast<const float*>(kv->Value(b, l)));
+      }
     }
     kernels::AttentionShape a;
     a.n_q = s.n;
@@ -119,8 +148,13 @@ void Decoder::AttendSegments(int l, const std::vector<BatchSegment>& segs, const
     a.out_stride = QD;
     a.causal = true;
     a.scale = 1.0f / std::sqrt(static_cast<float>(D));
-    a.k_blocks = kb.data();
-    a.v_blocks = vb.data();
+    if (type == KvType::kF16) {
+      a.k_blocks16 = bl.k16.data();
+      a.v_blocks16 = bl.v16.data();
+    } else {
+      a.k_blocks = bl.k.data();
+      a.v_blocks = bl.v.data();
+    }
     a.kv_block = bs;
     kernels::Attention(q + row * QD, nullptr, nullptr, a, attn + row * QD, inner);
   };

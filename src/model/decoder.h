@@ -19,14 +19,22 @@
 
 namespace mineru {
 
+// Element type of a KV cache: fp32, or IEEE fp16 (half the memory; values rounded to nearest even
+// and clamped to +-65504 as they are stored, widened exactly as attention reads them).
+enum class KvType { kF32, kF16 };
+size_t KvTypeBytes(KvType t);
+const char* KvTypeName(KvType t);
+
 // Paged KV storage (implemented by the engine's block pool and by KvCache): for a block and a
-// layer, keys and values [block_size, kv_heads * head_dim], keys stored after RoPE.
+// layer, keys and values [block_size, kv_heads * head_dim] of kv_type() elements, keys stored
+// after RoPE.
 class KvStore {
  public:
   virtual ~KvStore() = default;
   virtual int block_size() const = 0;
-  virtual float* Key(int32_t block, int layer) = 0;
-  virtual float* Value(int32_t block, int layer) = 0;
+  virtual KvType kv_type() const = 0;
+  virtual void* Key(int32_t block, int layer) = 0;
+  virtual void* Value(int32_t block, int layer) = 0;
 };
 
 // One sequence's KV cache for single-stream use (Generate, probes, tests): a KvStore that owns
@@ -35,12 +43,14 @@ class KvStore {
 class KvCache : public KvStore {
  public:
   static constexpr int kBlockSize = 256;
+  explicit KvCache(KvType type = KvType::kF32) : type_(type) {}
   int block_size() const override { return kBlockSize; }
-  float* Key(int32_t block, int layer) override { return Slot(block, layer, 0); }
-  float* Value(int32_t block, int layer) override { return Slot(block, layer, 1); }
+  KvType kv_type() const override { return type_; }
+  void* Key(int32_t block, int layer) override { return Slot(block, layer, 0); }
+  void* Value(int32_t block, int layer) override { return Slot(block, layer, 1); }
 
   int64_t len() const { return len_; }  // tokens cached
-  // Makes room for `tokens` tokens of `layers` layers of `kv_dim` floats per key/value row. A
+  // Makes room for `tokens` tokens of `layers` layers of `kv_dim` elements per key/value row. A
   // call with another shape than the cached one starts over (an empty cache).
   void Reserve(int64_t tokens, int layers, int64_t kv_dim);
   void Advance(int64_t n) { len_ += n; }
@@ -52,13 +62,16 @@ class KvCache : public KvStore {
   }
 
  private:
-  float* Slot(int32_t block, int layer, int kv) {
-    return blocks_[static_cast<size_t>(block)].data() + (int64_t{layer} * 2 + kv) * kBlockSize * kv_dim_;
+  void* Slot(int32_t block, int layer, int kv) {
+    const size_t bytes =
+        static_cast<size_t>((int64_t{layer} * 2 + kv) * kBlockSize * kv_dim_) * KvTypeBytes(type_);
+    return reinterpret_cast<char*>(blocks_[static_cast<size_t>(block)].data()) + bytes;
   }
-  std::vector<std::vector<float>> blocks_;  // each [layers][2][kBlockSize][kv_dim]
+  std::vector<std::vector<float>> blocks_;  // each [layers][2][kBlockSize][kv_dim] of type_ (in floats' room)
   std::vector<int32_t> table_;              // 0, 1, ..., blocks_.size() - 1
   int layers_ = 0;
   int64_t kv_dim_ = 0;
+  KvType type_;
   int64_t len_ = 0;
 };
 

@@ -45,6 +45,13 @@ class Qwen2VLModel {
   const VisionEncoder& vision() const { return *vision_; }
   const Decoder& decoder() const { return *decoder_; }
   const ModelWeights& weights() const { return *weights_; }
+  // The KV cache type to run with unless asked otherwise: fp16 when the decoder's weights are
+  // quantized (their products round far more than fp16 keys and values; half the cache's memory),
+  // fp32 otherwise (a bf16/fp32 model stays exact against the reference).
+  KvType default_kv_type() const {
+    const TextWeights& t = weights_->text;
+    return !t.layers.empty() && t.layers[0].gate.quantized() ? KvType::kF16 : KvType::kF32;
+  }
   // The checkpoint folder (for GGUF: the folder of the LM file).
   const std::string& dir() const { return dir_; }
   // Where the weights came from (model/gguf_model.h).

@@ -115,6 +115,39 @@ INSTANTIATE_TEST_SUITE_P(Compositions, EngineGoldenTest,
                                   std::to_string(v.kv_blocks) + "_s" + std::to_string(v.max_seqs);
                          });
 
+// A half-precision KV cache through the engine (paged blocks, chunked prefill, prefix sharing,
+// preemption): every request's greedy ids are the same alone and batched with the others under a
+// pool small enough to preempt, and the first token (the prompt's prefill, read back from fp16
+// blocks) is the reference's.
+TEST(EngineFp16KvTest, BatchCompositionChangesNothing) {
+  auto model = Qwen2VLModel::Load(FixturePath("tinyvocab")).value();
+  auto cases = LoadCases("tinyvocab", model->config().image_token_id);
+  EngineConfig cfg;
+  cfg.threads = 2;
+  cfg.kv_type = KvCacheType::kF16;
+  auto alone_engine = Engine::Create(*model, nullptr, cfg).value();
+  ASSERT_EQ(alone_engine->kv_type(), KvType::kF16);
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& c : cases) {
+    alone.push_back(alone_engine->Submit(GreedyRequest(c)).value()->Wait().ids);
+    ASSERT_FALSE(alone.back().empty());
+    EXPECT_EQ(alone.back()[0], c.want[0]) << c.name;
+  }
+  cfg.max_batch_tokens = 33;
+  cfg.kv_blocks = 24;
+  cfg.max_seqs = 3;
+  auto engine = Engine::Create(*model, nullptr, cfg).value();
+  std::vector<std::shared_ptr<RequestHandle>> all;
+  for (int i = 0; i < 3; ++i)
+    all.push_back(engine->Submit(Unrelated(i, model->config().text.vocab_size)).value());
+  std::vector<std::shared_ptr<RequestHandle>> golden;
+  for (int round = 0; round < 2; ++round)
+    for (const auto& c : cases) golden.push_back(engine->Submit(GreedyRequest(c)).value());
+  for (size_t i = 0; i < golden.size(); ++i) EXPECT_EQ(golden[i]->Wait().ids, alone[i % cases.size()]) << i;
+  for (auto& h : all) EXPECT_EQ(h->Wait().finish_reason, "length");
+  EXPECT_EQ(engine->Stats().kv_blocks_used, 0);
+}
+
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -136,6 +169,25 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<Qwen2VLModel> model_;
   std::unique_ptr<Tokenizer> tok_;
 };
+
+// The KV cache type: fp32 for a bf16/fp32 model, fp16 for a quantized decoder, as configured when
+// set; an fp16 block is half an fp32 one.
+TEST_F(EngineTest, KvCacheTypeFollowsTheWeights) {
+  EXPECT_EQ(Make()->kv_type(), KvType::kF32);
+  auto q8 = Qwen2VLModel::Load(FixturePath("tinyvocab"), "q8").value();
+  EngineConfig cfg;
+  cfg.threads = 2;
+  auto auto_q8 = Engine::Create(*q8, tok_.get(), cfg).value();
+  EXPECT_EQ(auto_q8->kv_type(), KvType::kF16);
+  cfg.kv_type = KvCacheType::kF32;
+  EXPECT_EQ(Engine::Create(*q8, tok_.get(), cfg).value()->kv_type(), KvType::kF32);
+  cfg.kv_type = KvCacheType::kF16;
+  EXPECT_EQ(Engine::Create(*model_, tok_.get(), cfg).value()->kv_type(), KvType::kF16);
+  // The quantized model with its fp16 cache answers.
+  Completion r = auto_q8->Submit(Chat("Describe this page.", true)).value()->Wait();
+  EXPECT_EQ(r.error, "");
+  EXPECT_FALSE(r.ids.empty());
+}
 
 TEST_F(EngineTest, StreamingTextEqualsFinalText) {
   auto e = Make();

@@ -25,7 +25,7 @@ TEST(BlockPoolTest, AllocateReleaseAndStorageFollowsUse) {
   auto a = pool.Allocate(), b = pool.Allocate();
   ASSERT_TRUE(a && b);
   EXPECT_EQ(pool.allocated_bytes(), 2 * pool.bytes_per_block());
-  pool.Key(*a, 1)[0] = 1.0f;
+  static_cast<float*>(pool.Key(*a, 1))[0] = 1.0f;
   pool.Release(*a);
   EXPECT_EQ(pool.allocated_bytes(), pool.bytes_per_block());  // freed storage is returned
   EXPECT_EQ(pool.used_blocks(), 1);
