@@ -46,6 +46,7 @@ struct BenchFlags {
   bool json = false;
   bool profile = false;  // vision: time and GFLOP/s per op kind
   std::string target;    // SIMD tier cap (kernels::CapSimdTier); "" = the best this CPU runs
+  KvCacheType kv_type = KvCacheType::kAuto;
 };
 
 double PeakRssMb() {
@@ -326,8 +327,9 @@ Status BenchWorkloadFile(BenchContext& c) {
   }
 }
 
-// Final hidden states of one model on a fixed image + prompt (the accuracy workload's probe).
-StatusOr<std::vector<float>> ProbeHidden(const Qwen2VLModel& mm, ThreadPool* pool) {
+// Final hidden states of one model on a fixed image + prompt (the accuracy workload's probe), over a
+// KV cache of `kv` elements.
+StatusOr<std::vector<float>> ProbeHidden(const Qwen2VLModel& mm, KvType kv, ThreadPool* pool) {
   RgbImage img = SyntheticImage(448, 448, 4);
   MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(mm, img));
   MINERU_ASSIGN_OR_RETURN(std::vector<float> emb,
@@ -339,7 +341,7 @@ StatusOr<std::vector<float>> ProbeHidden(const Qwen2VLModel& mm, ThreadPool* poo
                           ComputeMropePositions(ids, {in.grid}, mm.config().vision.spatial_merge_size,
                                                 mm.config().image_token_id));
   MINERU_ASSIGN_OR_RETURN(std::vector<float> x, mm.BuildInputEmbeddings(ids, emb));
-  KvCache cache;
+  KvCache cache(kv);
   std::vector<float> h(x.size());
   mm.decoder().Forward(x.data(), static_cast<int64_t>(ids.size()), pos.t.data(), pos.h.data(), pos.w.data(),
                        &cache, h.data(), pool);
@@ -375,18 +377,25 @@ StatusOr<std::vector<float>> ProbeVision(const Qwen2VLModel& mm, bool int8_atten
   return emb;
 }
 
-// accuracy: cosine of the final hidden states of this model against the as-stored one (bf16
-// weights, fp32 activations), per token; and of this model's vision output with the int8 Q Kᵀ
-// against the same model with fp32 attention, per merged token (1 where no int8 path runs).
+// accuracy: cosine of the final hidden states of this model (over the engine's KV cache type)
+// against the as-stored one (bf16 weights, fp32 activations and KV cache), per token; of this
+// model with an fp16 KV cache against itself with an fp32 one; and of this model's vision output
+// with the int8 Q Kᵀ against the same model with fp32 attention, per merged token (1 where no int8
+// path runs).
 Status BenchAccuracy(BenchContext& c) {
   MINERU_ASSIGN_OR_RETURN(auto ref, Qwen2VLModel::Load(c.dir, WithQuant(c.f.load, ""), c.e.pool()));
-  MINERU_ASSIGN_OR_RETURN(std::vector<float> a, ProbeHidden(*ref, c.e.pool()));
-  MINERU_ASSIGN_OR_RETURN(std::vector<float> b, ProbeHidden(c.m, c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> a, ProbeHidden(*ref, KvType::kF32, c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> b, ProbeHidden(c.m, c.e.kv_type(), c.e.pool()));
   const int64_t H = c.m.config().text.hidden_size;
   const auto [mean, worst] = RowCosines(a, b, H);
   c.out["tokens"] = static_cast<int64_t>(a.size()) / H;
   c.out["cosine_mean"] = mean;
   c.out["cosine_min"] = worst;
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> h16, ProbeHidden(c.m, KvType::kF16, c.e.pool()));
+  MINERU_ASSIGN_OR_RETURN(std::vector<float> h32, ProbeHidden(c.m, KvType::kF32, c.e.pool()));
+  const auto [kmean, kworst] = RowCosines(h32, h16, H);
+  c.out["kv_f16_cosine_mean"] = kmean;
+  c.out["kv_f16_cosine_min"] = kworst;
   MINERU_ASSIGN_OR_RETURN(std::vector<float> v8, ProbeVision(c.m, true, c.e.pool()));
   MINERU_ASSIGN_OR_RETURN(std::vector<float> v32, ProbeVision(c.m, false, c.e.pool()));
   const auto [vmean, vworst] = RowCosines(v32, v8, H);
@@ -497,6 +506,7 @@ int RunBench(const BenchFlags& f) {
   EngineConfig ec;
   ec.threads = static_cast<int>(ResolveThreads(f.threads));
   ec.max_batch_tokens = f.batch_tokens;
+  ec.kv_type = f.kv_type;
   auto engine = Engine::Create(m, tok.get(), ec);
   if (!engine.ok()) return Fail(engine.status().ToString());
   Json out = {{"workload", f.workload}, {"threads", ec.threads},
@@ -505,6 +515,7 @@ int RunBench(const BenchFlags& f) {
               {"model", m.name()},      {"target", kernels::ActiveTargetName()}};
   // Memory right after load: mapped weights count in RSS once touched (panel packing reads the
   // decoder's); anonymous memory is what load copied or built.
+  out["kv_type"] = KvTypeName((*engine)->kv_type());
   out["rss_after_load_mb"] = StatusMb("VmRSS");
   out["anon_after_load_mb"] = StatusMb("RssAnon");
   BenchContext c{f, dir, m, tok.get(), **engine, out};
@@ -528,6 +539,7 @@ void AddBench(CLI::App& app, Action* run) {
   c->add_option("--workload-file", f->workload_file,
                 "Page workload JSON (default: bench/page_workload.json)");
   c->add_option("--quant", f->quant, "Weight format")->capture_default_str();
+  AddKvCacheFlag(c, &f->kv_type);
   c->add_option("--target", f->target,
                 "Cap the SIMD kernels at a tier: avx512_vnni | avx512 | avx2_vnni | avx2 | sse4 (default: "
                 "the best here; "

@@ -42,6 +42,7 @@ struct ParseFlags {
   int pages_in_flight = 2;
   double page_render_timeout_s = 300;
   int kv_cache_mb = 2048;
+  KvCacheType kv_type = KvCacheType::kAuto;
   std::string quant;
   ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
 };
@@ -224,6 +225,7 @@ int LoadBackend(const ParseFlags& f, BackendStack* st) {
   EngineConfig ec;
   ec.threads = static_cast<int>(ResolveThreads(f.threads));
   ec.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
+  ec.kv_type = f.kv_type;
   auto e = Engine::Create(*st->model, st->tok.get(), ec);
   if (!e.ok()) return Fail(e.status().ToString());
   st->engine = std::move(e).value();
@@ -322,6 +324,7 @@ void AddParse(CLI::App& app, Action* run) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
+  AddKvCacheFlag(c, &f->kv_type);
   c->callback([f, run] { *run = [f] { return RunParse(*f); }; });
 }
 

@@ -220,6 +220,7 @@ void AddRuntimeFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--quant", f->o.quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   AddModelFileFlags(c, &f->o.load);
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
+  AddKvCacheFlag(c, &f->o.engine.kv_type);
   c->add_option("--replay", f->o.replay, "Document jobs use recorded outputs (tests)");
   c->add_option("--replay-delay-ms", f->o.replay_delay_ms, "With --replay: latency per page (tests)");
   c->add_option("--web-dir", f->o.web_dir, "Built web page (default: web/dist of the source tree)");

@@ -85,6 +85,16 @@ Status ApplyKernelTierFromEnv() {
   return s.ok() ? s : InvalidArgumentError("MINERU_KERNELS: " + s.message());
 }
 
+void AddKvCacheFlag(CLI::App* c, KvCacheType* type) {
+  c->add_option_function<std::string>(
+       "--kv-cache",
+       [type](const std::string& s) {
+         *type = s == "f32" ? KvCacheType::kF32 : s == "f16" ? KvCacheType::kF16 : KvCacheType::kAuto;
+       },
+       "KV cache type: auto (f16 for quantized weights, f32 otherwise), f32 or f16")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}));
+}
+
 void AddModelFileFlags(CLI::App* c, ModelLoadOptions* o) {
   c->add_option("--mmproj", o->mmproj,
                 "Vision .gguf (mmproj) when --model names a language-model .gguf file");

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "engine/engine.h"
 #include "engine/sampler.h"
 #include "model/qwen2vl.h"
 #include "tokenizer/tokenizer.h"
@@ -45,6 +46,9 @@ Status ApplyKernelTierFromEnv();
 // same settings as serving. Hot loops must therefore not allocate per call (freed memory is
 // given back at once and faulted in again): the kernels keep their per-call scratch per thread.
 void ConfigureAllocatorForModel();
+
+// --kv-cache auto|f32|f16: the KV cache's element type (EngineConfig::kv_type).
+void AddKvCacheFlag(CLI::App* c, KvCacheType* type);
 
 // Threads: flag value if > 0, else the hardware count.
 size_t ResolveThreads(int flag);
