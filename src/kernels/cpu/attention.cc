@@ -329,8 +329,8 @@ HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, si
       int32_t x4;
       std::memcpy(&x4, s.q8.get() + (r0 + r) * hd4 + 4 * q, 4);
       const __m512i xb = _mm512_set1_epi32(x4);
-      p[r][0] = _mm512_dpbusd_epi32(p[r][0], w0, xb);
-      p[r][1] = _mm512_dpbusd_epi32(p[r][1], w1, xb);
+      MINERU_DPBUSD512(p[r][0], w0, xb);
+      MINERU_DPBUSD512(p[r][1], w1, xb);
     }
   }
   for (size_t k = 0; k < 2; ++k) {
@@ -457,7 +457,7 @@ HWY_INLINE void PvTileInt8(const Geometry& g, Scratch& s, size_t r0, size_t kt0,
       std::memcpy(&x4, p8 + (r0 + r) * kBK + 4 * q, 4);
       const __m512i xb = _mm512_set1_epi32(x4);
 #pragma GCC unroll 5
-      for (size_t v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], xb, w[v]);
+      for (size_t v = 0; v < NV; ++v) MINERU_DPBUSD512(acc[r][v], xb, w[v]);
     }
   }
 #pragma GCC unroll 5
