@@ -56,7 +56,7 @@ void AttentionInt8Values(const float* v, const AttentionShape& s, int64_t kvh, i
 // even; returns the step max p / 255 (0 for an all-zero row) and *sum = sum of q.
 float AttentionU8Probs(const float* p, int64_t n, uint8_t* q, int32_t* sum);
 // Keys per tile of the int8 P V (the kernel's key tile): probabilities are quantized per tile.
-constexpr int64_t kAttentionPvTile = 128;
+constexpr int64_t kAttentionPvTile = 256;
 
 }  // namespace ref
 }  // namespace kernels
