@@ -433,8 +433,8 @@ struct Reply {
       text.clear();
       ids.clear();
       if (!send(chunk)) {  // the client went away: stop generating for it
-        handle->Cancel();
         st.metrics.Inc("mineru_client_disconnects_total");
+        handle->Cancel();
         return false;
       }
     }

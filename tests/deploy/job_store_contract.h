@@ -38,9 +38,12 @@ inline void CheckJobStoreContract(server::JobStore& s, bool shared) {
     std::string existing;
     ASSERT_TRUE(s.Insert(j, s.stores_files() ? &upload : nullptr, &existing).ok());
     ASSERT_EQ(existing, "");
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // distinct creation times (ordering)
   };
-  const Job a = ContractJob("a"), b = ContractJob("b"), c = ContractJob("c");
+  // Distinct creation times, a oldest: the order of claims. (A store that stamps creation times
+  // itself, PostgreSQL, stamps them in the order of insertion: the same order.)
+  Job a = ContractJob("a"), b = ContractJob("b"), c = ContractJob("c");
+  b.created = a.created + 1;
+  c.created = a.created + 2;
   insert(a);
   insert(b);
   insert(c);
@@ -53,10 +56,12 @@ inline void CheckJobStoreContract(server::JobStore& s, bool shared) {
   EXPECT_EQ((*ca)->status, "running");
   EXPECT_EQ((*ca)->attempts, 1);
   EXPECT_EQ((*ca)->worker_id, "w1");
-  auto cb = s.ClaimNext("w2", 0.5);  // a short lease that w2 will not renew
+  auto cb = s.ClaimNext("w2", 30);
   ASSERT_TRUE(cb.ok() && cb->has_value());
   EXPECT_EQ((*cb)->id, b.id);
-  auto cc = s.ClaimNext("w3", 30);
+  // A short lease that w3 will not renew, on the newest job: when it runs out there is no older
+  // job it could be mistaken for.
+  auto cc = s.ClaimNext("w3", 0.5);
   ASSERT_TRUE(cc.ok() && cc->has_value());
   EXPECT_EQ((*cc)->id, c.id);
   EXPECT_EQ(*s.CountByStatus("running"), 3);
@@ -76,7 +81,7 @@ inline void CheckJobStoreContract(server::JobStore& s, bool shared) {
   EXPECT_EQ(fa.finishes, 1);
   EXPECT_FALSE(*s.RenewLease(a.id, "w1", 30));
 
-  // b's lease runs out: another worker takes it over; the old owner can no longer touch it.
+  // c's lease runs out: another worker takes it over; the old owner can no longer touch it.
   std::optional<Job> taken;
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!taken && std::chrono::steady_clock::now() < end) {
@@ -88,24 +93,25 @@ inline void CheckJobStoreContract(server::JobStore& s, bool shared) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling, with a deadline
   }
   ASSERT_TRUE(taken.has_value()) << "an expired lease was never taken over";
-  EXPECT_EQ(taken->id, b.id);
+  EXPECT_EQ(taken->id, c.id);
   EXPECT_EQ(taken->attempts, 2);
   EXPECT_EQ(taken->worker_id, "w4");
-  EXPECT_FALSE(*s.UpdateProgress(b.id, "w2", 3, 3, 30));
-  EXPECT_FALSE(*s.Finish(b.id, "w2", true, "", "", {}));
-  EXPECT_TRUE(*s.Finish(b.id, "w4", false, "broken page", "", {}));
-  Job fb = MustGet(s, b.id);
-  EXPECT_EQ(fb.status, "failed");
-  EXPECT_EQ(fb.error, "broken page");
-  EXPECT_EQ(fb.finishes, 1);
+  EXPECT_FALSE(*s.RenewLease(c.id, "w3", 30));
+  EXPECT_FALSE(*s.UpdateProgress(c.id, "w3", 3, 3, 30));
+  EXPECT_FALSE(*s.Finish(c.id, "w3", true, "", "", {}));
+  EXPECT_TRUE(*s.Finish(c.id, "w4", false, "broken page", "", {}));
+  Job fc = MustGet(s, c.id);
+  EXPECT_EQ(fc.status, "failed");
+  EXPECT_EQ(fc.error, "broken page");
+  EXPECT_EQ(fc.finishes, 1);
 
   // A released job is queued again and claimed again.
-  EXPECT_FALSE(*s.Release(c.id, "w1"));
-  EXPECT_TRUE(*s.Release(c.id, "w3"));
-  EXPECT_EQ(MustGet(s, c.id).status, "queued");
+  EXPECT_FALSE(*s.Release(b.id, "w1"));
+  EXPECT_TRUE(*s.Release(b.id, "w2"));
+  EXPECT_EQ(MustGet(s, b.id).status, "queued");
   auto again = s.ClaimNext("w5", 30);
   ASSERT_TRUE(again.ok() && again->has_value());
-  EXPECT_EQ((*again)->id, c.id);
+  EXPECT_EQ((*again)->id, b.id);
   EXPECT_EQ((*again)->attempts, 2);
   auto none = s.ClaimNext("w6", 30);
   ASSERT_TRUE(none.ok());
@@ -115,7 +121,7 @@ inline void CheckJobStoreContract(server::JobStore& s, bool shared) {
   auto requeued = s.RequeueInterrupted();
   ASSERT_TRUE(requeued.ok());
   EXPECT_EQ(*requeued, shared ? 0 : 1);
-  EXPECT_EQ(MustGet(s, c.id).status, shared ? "running" : "queued");
+  EXPECT_EQ(MustGet(s, b.id).status, shared ? "running" : "queued");
 
   // The same Idempotency-Key is the same job.
   const Job d = ContractJob("d", "key-" + server::NewJobId()), e = ContractJob("e", d.client_key);
@@ -133,8 +139,8 @@ inline void CheckJobStoreContract(server::JobStore& s, bool shared) {
   ASSERT_TRUE(old.ok());
   EXPECT_EQ(old->size(), 2u);
   EXPECT_FALSE(s.Get(a.id)->has_value());
-  EXPECT_FALSE(s.Get(b.id)->has_value());
-  EXPECT_TRUE(s.Get(c.id)->has_value());
+  EXPECT_FALSE(s.Get(c.id)->has_value());
+  EXPECT_TRUE(s.Get(b.id)->has_value());
   EXPECT_TRUE(s.Get(d.id)->has_value());
 }
 

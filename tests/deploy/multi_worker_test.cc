@@ -635,16 +635,26 @@ TEST_F(MultiWorkerTest, DrainingWorkerHandsItsJobOver) {
   ASSERT_FALSE(owner.empty()) << "the job was not seen running";
   const int drained = WorkerPid(owner) == w[0].pid() ? 0 : 1;
   ASSERT_EQ(WorkerPid(owner), w[drained].pid());
-  const auto t0 = Clock::now();
   const int status = w[drained].Stop(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  ASSERT_TRUE(WaitFinished({id}, 40)) << "not handed over (the lease is 60 s)";
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 40);
+  // The drained worker joins its job workers before it exits, and a cancelled parse releases its
+  // job: once it is gone the job is queued again (or already claimed by the other worker), not
+  // left running under the drained worker's 60 s lease.
+  const std::string other_id = WorkerIdOf(w[1 - drained]);
+  ASSERT_FALSE(other_id.empty()) << w[1 - drained].log();
+  auto handed = Row(id);
+  EXPECT_TRUE((handed["status"] == "queued" && handed["worker_id"].empty()) ||
+              handed["worker_id"] == other_id)
+      << "not handed over: status " << handed["status"] << ", worker " << handed["worker_id"] << "\n"
+      << w[drained].log();
+  EXPECT_NE(handed["worker_id"], owner);
+  // A hang guard, not a speed requirement (the other worker parses the whole document again).
+  ASSERT_TRUE(WaitFinished({id}, 600)) << w[1 - drained].log();
   auto row = Row(id);
   EXPECT_EQ(row["status"], "done");
   EXPECT_EQ(row["finishes"], "1");
   EXPECT_EQ(row["attempts"], "2");
-  EXPECT_EQ(row["worker_id"], WorkerIdOf(w[1 - drained]));
+  EXPECT_EQ(row["worker_id"], other_id);
   auto other = w[1 - drained].Client();
   CheckResult(other, id, "drained");
 }

@@ -233,15 +233,22 @@ TEST_F(EngineTest, LimitsAreErrorsNotCrashes) {
   EngineRequest img_without;
   img_without.prompt_ids = {1, model_->config().image_token_id, 2};
   EXPECT_FALSE(e->Submit(img_without).ok());
-  // Queue: two long requests in flight, the third is refused.
-  auto a = e->Submit(Chat("x", false, 100)).value();
-  auto b = e->Submit(Chat("y", false, 100)).value();
-  auto c = e->Submit(Chat("z", false, 5));
+  // Queue: two requests in flight that cannot finish on their own meanwhile (a million tokens,
+  // eos ignored), the third is refused.
+  EngineConfig qcfg;
+  qcfg.max_new_tokens = 1 << 20;
+  qcfg.max_queued = 2;
+  auto q = Make(qcfg);
+  auto a = q->Submit(Chat("x", false, 1 << 20)).value();
+  auto b = q->Submit(Chat("y", false, 1 << 20)).value();
+  auto c = q->Submit(Chat("z", false, 5));
   EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
   a->Cancel();
   b->Cancel();
-  a->Wait();
-  b->Wait();
+  EXPECT_EQ(a->Wait().finish_reason, "cancelled");
+  EXPECT_EQ(b->Wait().finish_reason, "cancelled");
+  // Once they are done, there is room again.
+  EXPECT_EQ(q->Submit(Chat("z", false, 5)).value()->Wait().ids.size(), 5u);
 }
 
 TEST_F(EngineTest, FollowUpTurnReusesImageAndPrefix) {

@@ -228,11 +228,19 @@ TEST_F(ServerTest, MinerUHttpClientShapedRequest) {
   Json badb64 = remote;
   badb64["messages"][1]["content"][0]["image_url"]["url"] = "data:image/png;base64,!!!!";
   EXPECT_EQ(cli.Post("/v1/chat/completions", badb64.dump(), "application/json")->status, 400);
-  auto metrics = cli.Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_NE(metrics->body.find("mineru_http_requests_total"), std::string::npos);
-  EXPECT_NE(metrics->body.find("mineru_kv_blocks_used"), std::string::npos);
-  EXPECT_NE(metrics->body.find("mineru_request_latency_seconds_bucket"), std::string::npos);
+  // The latency is observed once the answer has gone out, so it may show up a moment after the
+  // client has it: polled, with a deadline.
+  std::string metrics;
+  for (auto t0 = std::chrono::steady_clock::now();
+       std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30);) {
+    auto m = cli.Get("/metrics");
+    metrics = m && m->status == 200 ? m->body : std::string();
+    if (metrics.find("mineru_request_latency_seconds_bucket") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(metrics.find("mineru_http_requests_total"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("mineru_kv_blocks_used"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("mineru_request_latency_seconds_bucket"), std::string::npos) << metrics;
 }
 
 TEST_F(ServerTest, FileParseAndTasks) {
