@@ -179,10 +179,10 @@ TEST(AttentionQuantTest, RoundHalfEvenIsNearbyint) {
 // A misplaced value, tile or scale is off by far more. With and without int8 Q Kᵀ.
 TEST_P(AttentionTest, Int8PvMatchesItsTwin) {
   ThreadPool pool(4);
-  const Case cases[] = {{17, 17, 3, 3, 80, false, true},   {7, 7, 2, 2, 13, false, false},
-                        {1, 129, 2, 1, 24, false, false},  {300, 300, 2, 2, 80, false, true},
-                        {1, 1000, 4, 1, 80, false, false}, {9, 70, 2, 2, 100, false, false},
-                        {50, 50, 2, 2, 80, true, false}};
+  const Case cases[] = {
+      {17, 17, 3, 3, 80, false, true},   {7, 7, 2, 2, 13, false, false},    {1, 129, 2, 1, 24, false, false},
+      {300, 300, 2, 2, 80, false, true}, {1, 1000, 4, 1, 80, false, false}, {9, 70, 2, 2, 100, false, false},
+      {50, 50, 2, 2, 80, true, false},   {5, 257, 2, 2, 80, false, false}};  // a tile + 1 key
   uint32_t seed = 400;
   for (const Case& c : cases) {
     RunCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/true, /*int8_pv=*/true);

@@ -6,7 +6,7 @@
 // blocks of kBQ rows. A task = one KV head × a range of row blocks (or, when there are too
 // few rows to keep the workers busy, × a range of keys, merged afterwards). A task packs the
 // keys it needs once — K^T into [keys/2N][head_dim][2N] panels and V into [keys][head_dim
-// padded] — then for each row block walks key tiles of kBK: S = Q K^T (6×2N register tiles,
+// padded] — then for each row block walks key tiles (Geometry::tile keys): S = Q K^T (6×2N register tiles,
 // the GEMM micro-kernel), the online softmax update (vectorized exp), O = alpha O + P V.
 //
 // Int8 Q Kᵀ (AttentionShape::int8_qk, AVX-512 VNNI target, non-causal; AttentionUsesInt8): K is
@@ -58,12 +58,14 @@ namespace {
 namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t kBQ = 48;  // query rows per block (multiple of kMR)
-// Keys per tile: kBK for int8 Q Kᵀ or P V, whose per-row softmax bookkeeping (two reductions, a scalar
-// exp and the u8 step) is then shared by twice the keys (attention 8% faster at 5,476 patches);
-// kBK / 2 for fp32 Q Kᵀ, whose fp32 score tile stays within L1 at that width (and whose results
-// stay bit for bit those of before). S and the u8 probabilities keep the row stride kBK.
+// Keys per tile (Geometry::tile, also the row stride of the score tile S): kBK for int8 Q Kᵀ or
+// P V, whose per-row softmax bookkeeping (two reductions, a scalar exp and the u8 step) is then
+// shared by twice the keys (attention 8% faster at 5,476 patches); kBK / 2 for fp32 attention,
+// whose score tile then stays within L1 (and whose results stay bit for bit those of before).
 constexpr size_t kBK = 256;  // multiple of every panel width, as is kBK / 2
 static_assert(kBK == ref::kAttentionPvTile, "the u8 probabilities' tile is the scalar twin's");
+// The int8 P V's int32 sums (at most kBK u8 probabilities times |v8| <= 127) convert to float exactly.
+static_assert(kBK * 255 * 127 < (size_t{1} << 24), "P V sums must stay exact in fp32");
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct Geometry {
@@ -77,6 +79,7 @@ struct Geometry {
   bool int8_qk;  // Q Kᵀ in int8 (see the top of the file)
   bool int8_pv;  // P V in int8 (see the top of the file)
   bool kv16;     // K and V are fp16 blocks (AttentionShape::k_blocks16), widened as they are packed
+  size_t tile;   // keys per tile and the row stride of S: kBK with int8 Q Kᵀ or P V, else kBK / 2
 };
 
 struct Scratch {
@@ -342,7 +345,7 @@ HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, si
     const __m512 sk = _mm512_loadu_ps(s.ks.get() + kt0 + (kp0 + k) * kKeyLanes);
     for (size_t r = 0; r < R; ++r) {
       _mm512_storeu_ps(
-          S + (r0 + r) * kBK + (kp0 + k) * kKeyLanes,
+          S + (r0 + r) * g.tile + (kp0 + k) * kKeyLanes,
           _mm512_mul_ps(_mm512_cvtepi32_ps(p[r][k]), _mm512_mul_ps(sk, _mm512_set1_ps(s.qs[r0 + r]))));
     }
   }
@@ -568,7 +571,7 @@ HWY_INLINE void PvPass(const Geometry& g, const float* S, size_t nr, size_t kt0,
     const size_t mr = std::min(MR, nr - r0);
     const float* a[MR];
     float* c[MR];
-    for (size_t r = 0; r < MR; ++r) a[r] = S + (r0 + std::min(r, mr - 1)) * kBK;
+    for (size_t r = 0; r < MR; ++r) a[r] = S + (r0 + std::min(r, mr - 1)) * g.tile;
     for (size_t r = 0; r < mr; ++r) c[r] = O + (r0 + r) * g.hdp + dc;
     GemmTileRows<CMode::kScaleAdd, MR, NV>(mr, a, s.vp.get() + kt0 * g.hdp + dc, g.hdp, bk, c, nullptr,
                                            s.alpha.data() + r0);
@@ -586,7 +589,7 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
   std::fill(s.l.begin(), s.l.begin() + nr, 0.0f);
   size_t kend = 0;
   for (size_t r = 0; r < nr; ++r) kend = std::max(kend, std::min(rows.limit[r], nk));
-  const size_t tile = g.int8_qk || g.int8_pv ? kBK : kBK / 2;
+  const size_t tile = g.tile;
   for (size_t kt0 = 0; kt0 < kend; kt0 += tile) {
     const size_t bk = std::min(tile, kend - kt0);
     const size_t panels = (bk + NR - 1) / NR;
@@ -603,7 +606,7 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
       float* c[kMR];
       for (size_t r = 0; r < kMR; ++r) a[r] = rows.q[r0 + std::min(r, mr - 1)];
       for (size_t p = 0; p < panels; ++p) {
-        for (size_t r = 0; r < mr; ++r) c[r] = S + (r0 + r) * kBK + p * NR;
+        for (size_t r = 0; r < mr; ++r) c[r] = S + (r0 + r) * g.tile + p * NR;
         GemmTileRows<CMode::kStore>(mr, a, s.kt.get() + (kt0 / NR + p) * g.hd * NR, NR, g.hd, c, nullptr,
                                     nullptr);
       }
@@ -613,11 +616,11 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
       const size_t valid = lim > kt0 ? std::min(bk, lim - kt0) : 0;
 #if HWY_TARGET == HWY_AVX3_DL
       if (g.int8_pv) {
-        SoftmaxRowU8(S + r * kBK, valid, (bk + 3) / 4 * 4, g.scale, r, s);
+        SoftmaxRowU8(S + r * g.tile, valid, (bk + 3) / 4 * 4, g.scale, r, s);
         continue;
       }
 #endif
-      SoftmaxRow(S + r * kBK, valid, panels * NR, g.scale, s.m[r], s.l[r], s.alpha[r]);
+      SoftmaxRow(S + r * g.tile, valid, panels * NR, g.scale, s.m[r], s.l[r], s.alpha[r]);
     }
     // O = alpha O + P V.
 #if HWY_TARGET == HWY_AVX3_DL
@@ -757,6 +760,7 @@ Geometry MakeGeometry(const AttentionShape& shape) {
   g.kv16 = shape.k_blocks16 != nullptr;
   g.int8_qk = shape.int8_qk && !shape.causal && !g.kv16 && HWY_TARGET == HWY_AVX3_DL;
   g.int8_pv = shape.int8_pv && !shape.causal && !g.kv16 && HWY_TARGET == HWY_AVX3_DL;
+  g.tile = g.int8_qk || g.int8_pv ? kBK : kBK / 2;
   return g;
 }
 
