@@ -419,7 +419,8 @@ struct Reply {
       Json first = base;
       first["choices"] = Json::array({Json{
           {"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}}});
-      if (!send(first)) {
+      if (!send(first)) {  // the client went away before the first token
+        st.metrics.Inc("mineru_client_disconnects_total");
         handle->Cancel();
         return false;
       }
