@@ -3,9 +3,11 @@
 // surviving kill -9, auth and limits, graceful drain, and a bounded load test.
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
