@@ -238,6 +238,27 @@ TEST_P(AttentionTest, PeakedSoftmaxIsStable) {
   RunCase({40, 300, 2, 1, 64, true, false}, nullptr, 91, 6.0f, 2e-4f);
 }
 
+// A case's shape with dense row strides and random q [n_q, heads * hd], k and v [n_kv,
+// kv_heads * hd] drawn from seeds *seed, *seed + 1 and *seed + 2; *seed advances by 3.
+struct DenseQkv {
+  AttentionShape s;
+  int64_t qd, kd;
+  std::vector<float> q, k, v;
+};
+DenseQkv RandomDenseQkv(const Case& c, uint32_t* seed) {
+  DenseQkv d;
+  d.s = ShapeOf(c);
+  d.qd = c.heads * c.head_dim;
+  d.kd = c.kv_heads * c.head_dim;
+  d.s.q_stride = d.s.out_stride = d.qd;
+  d.s.kv_stride = d.kd;
+  d.q = RandomVec(static_cast<size_t>(c.n_q * d.qd), *seed);
+  d.k = RandomVec(static_cast<size_t>(c.n_kv * d.kd), *seed + 1);
+  d.v = RandomVec(static_cast<size_t>(c.n_kv * d.kd), *seed + 2);
+  *seed += 3;
+  return d;
+}
+
 // Paged K/V (the KV cache read in place): rows scattered over blocks in shuffled order give
 // the same bits as the contiguous buffers, on the SIMD kernel and on the reference, for block
 // sizes that split the kernel's key panels anywhere (and the key-split decode path).
@@ -253,14 +274,10 @@ TEST_P(AttentionTest, PagedKvEqualsContiguous) {
   for (const Case& c : cases) {
     for (int64_t bs : {1, 5, 16, 37}) {
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        AttentionShape s = ShapeOf(c);
-        const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim;
-        s.q_stride = s.out_stride = qd;
-        s.kv_stride = kd;
-        const std::vector<float> q = RandomVec(static_cast<size_t>(c.n_q * qd), seed);
-        const std::vector<float> k = RandomVec(static_cast<size_t>(c.n_kv * kd), seed + 1);
-        const std::vector<float> v = RandomVec(static_cast<size_t>(c.n_kv * kd), seed + 2);
-        seed += 3;
+        const DenseQkv d = RandomDenseQkv(c, &seed);
+        const AttentionShape& s = d.s;
+        const int64_t qd = d.qd, kd = d.kd;
+        const std::vector<float>&q = d.q, &k = d.k, &v = d.v;
         // Blocks in a pool, in reverse order of use, each with its own rows.
         const int64_t nblocks = (c.n_kv + bs - 1) / bs;
         std::vector<float> kpool(static_cast<size_t>(nblocks * bs * kd), NAN), vpool(kpool.size(), NAN);
@@ -308,15 +325,11 @@ TEST_P(AttentionTest, Fp16PagedKvEqualsItsWidenedValues) {
   for (const Case& c : cases) {
     for (int64_t bs : {1, 16, 37}) {
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-        AttentionShape s = ShapeOf(c);
-        const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim;
-        s.q_stride = s.out_stride = qd;
-        s.kv_stride = kd;
-        const std::vector<float> q = RandomVec(static_cast<size_t>(c.n_q * qd), seed);
-        std::vector<float> k = RandomVec(static_cast<size_t>(c.n_kv * kd), seed + 1);
-        std::vector<float> v = RandomVec(static_cast<size_t>(c.n_kv * kd), seed + 2);
-        seed += 3;
-        for (float& x : k) x *= 4.0f;  // scores spread as a model's
+        DenseQkv d = RandomDenseQkv(c, &seed);
+        for (float& x : d.k) x *= 4.0f;  // scores spread as a model's
+        const AttentionShape& s = d.s;
+        const int64_t qd = d.qd, kd = d.kd;
+        const std::vector<float>&q = d.q, &k = d.k, &v = d.v;
         // Blocks in reverse order of use; fp16 rows and their fp32 widening side by side.
         const int64_t nblocks = (c.n_kv + bs - 1) / bs;
         const size_t cells = static_cast<size_t>(nblocks * bs * kd);
