@@ -188,6 +188,12 @@ void PackKeys(const Geometry& g, const float* k, const float* v, size_t kvh, siz
   }
 }
 
+// Keys of the tile [kt0, kt0 + bk) that row r of the block sees (a prefix of the tile).
+inline size_t VisibleKeys(const RowRefs& rows, size_t r, size_t nk, size_t kt0, size_t bk) {
+  const size_t lim = std::min(rows.limit[r], nk);
+  return lim > kt0 ? std::min(bk, lim - kt0) : 0;
+}
+
 #if HWY_TARGET == HWY_AVX3_DL
 constexpr size_t kKeyLanes = 16;  // keys per int8 panel (int32 lanes)
 inline size_t Hd4(const Geometry& g) { return (g.hd + 3) / 4 * 4; }
@@ -351,15 +357,12 @@ HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, si
   }
 }
 
-// S[r][0, 16 ceil(bk / 16)) for the block's nr rows (key panels in pairs: kBK / 16 is even; a
+// S[r][0, 16 ceil(bk / 16)) for rows [r0, r0 + R) (key panels in pairs: kBK / 16 is even; a
 // pair past the packed keys reads zero panels, which the allocation covers).
-void ScoresInt8(const Geometry& g, const Scratch& s, size_t nr, size_t kt0, size_t bk, float* S) {
+template <size_t R>
+void ScoreRowsInt8(const Geometry& g, const Scratch& s, size_t r0, size_t kt0, size_t bk, float* S) {
   const size_t kpanels = (bk + kKeyLanes - 1) / kKeyLanes;
-  for (size_t kp = 0; kp < kpanels; kp += 2) {
-    size_t r = 0;
-    for (; r + 6 <= nr; r += 6) ScoreTileInt8<6>(g, s, r, kt0, kp, S);
-    for (; r < nr; ++r) ScoreTileInt8<1>(g, s, r, kt0, kp, S);
-  }
+  for (size_t kp = 0; kp < kpanels; kp += 2) ScoreTileInt8<R>(g, s, r0, kt0, kp, S);
 }
 
 constexpr size_t kDimLanes = 16;  // dims per int8 value panel vector
@@ -396,10 +399,12 @@ HWY_INLINE __m512 Exp2ForU8(__m512 t) {
 }
 
 // SoftmaxRow for the int8 P V, row r of the block: the same running maximum m (of scale * x)
-// and alpha, but each probability p = 2^((x * scale - m) log2 e) (Exp2ForU8) goes straight to u8
-// (s.p8 row r, zero from `valid` to n4) with ref::AttentionU8Probs's arithmetic, the largest
-// being the p of the tile's largest x, computed alike; l takes step * sum(q): the weights O is
-// normalised by are the quantized ones. srow is only read.
+// and alpha; the tile's probabilities p = 2^((x * scale - m) log2 e) go straight to u8 (s.p8 row
+// r, zero from `valid` to n4) as ref::AttentionU8Probs defines them, q = p / max p * 255 rounded
+// to nearest even, computed as 2^((x - xmax) scale log2 e + log2 255) (Exp2ForU8; the exponent is
+// one FMA, the conversion rounds as MXCSR does by default, and the saturating narrowing keeps
+// q <= 255). The step max p / 255 is Exp2ForU8 of the largest x; l takes step * sum(q): the
+// weights O is normalised by are the quantized ones. srow is only read.
 void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float scale, size_t r,
                   Scratch& s) {
   uint8_t* q = s.p8.get() + r * kBK;
@@ -418,26 +423,43 @@ void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float
   const float xmax = _mm512_reduce_max_ps(vmax);  // scale > 0: the largest x has the largest score
   const float m_new = std::max(m, xmax * scale);
   s.alpha[r] = m == kNegInf ? 0.0f : std::exp(m - m_new);
-  const float kLog2e = 1.4426950409f;
-  const __m512 vsl = _mm512_set1_ps(scale * kLog2e), vml = _mm512_set1_ps(m_new * kLog2e);
-  const float pmax = _mm512_cvtss_f32(Exp2ForU8(_mm512_fmsub_ps(_mm512_set1_ps(xmax), vsl, vml)));
-  const float inv = pmax > 0.0f ? 255.0f / pmax : 0.0f;
-  const __m512 vinv = _mm512_set1_ps(inv), v255 = _mm512_set1_ps(255.0f);
+  const float kLog2e = 1.4426950409f, kLog2Of255 = 7.9943534368f;
+  const float sl = scale * kLog2e;
+  const float pmax = _mm512_cvtss_f32(Exp2ForU8(_mm512_set1_ps(std::fma(xmax, sl, -m_new * kLog2e))));
+  const __m512 vsl = _mm512_set1_ps(sl), voff = _mm512_set1_ps(std::fma(xmax, sl, -kLog2Of255));
   __m512i vsum = _mm512_setzero_si512();
   for (j = 0; j < valid; j += 16) {
-    const __m512 p =
-        _mm512_maskz_mov_ps(Live(valid - j), Exp2ForU8(_mm512_fmsub_ps(_mm512_loadu_ps(srow + j), vsl, vml)));
-    const __m512i qi = _mm512_cvtps_epi32(_mm512_min_ps(
-        v255, _mm512_roundscale_ps(_mm512_mul_ps(p, vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtepi32_epi8(qi));  // kBK: whole vectors
+    const __mmask16 live = Live(valid - j);
+    const __m512 e = Exp2ForU8(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(live, srow + j), vsl, voff));
+    const __m512i qi = _mm512_maskz_cvtps_epi32(live, e);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtusepi32_epi8(qi));  // kBK: whole vectors
     vsum = _mm512_add_epi32(vsum, qi);
   }
   if (j < n4) std::fill(q + j, q + n4, uint8_t{0});
-  const int32_t sum = _mm512_reduce_add_epi32(vsum);
+  const int32_t sum = pmax > 0.0f ? _mm512_reduce_add_epi32(vsum) : 0;
   s.l[r] = s.l[r] * s.alpha[r] + pmax / 255.0f * static_cast<float>(sum);
   s.ps[r] = pmax / 255.0f;
   s.psum[r] = sum;
   m = m_new;
+}
+
+// S of the block's rows over the tile at kt0 and, where int8_pv, their u8 probabilities: six
+// rows at a time, so that a row's scores are still in L1 when its softmax reads them (the key
+// tile, 256 x hd bytes, stays there for all the block's rows).
+void ScoresInt8(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, size_t kt0, size_t bk,
+                Scratch& s) {
+  float* S = s.s.get();
+  for (size_t r0 = 0; r0 < nr;) {
+    const size_t R = nr - r0 >= 6 ? 6 : 1;
+    if (R == 6) {
+      ScoreRowsInt8<6>(g, s, r0, kt0, bk, S);
+    } else {
+      ScoreRowsInt8<1>(g, s, r0, kt0, bk, S);
+    }
+    for (size_t r = r0; r < r0 + R && g.int8_pv; ++r)
+      SoftmaxRowU8(S + r * g.tile, VisibleKeys(rows, r, nk, kt0, bk), (bk + 3) / 4 * 4, g.scale, r, s);
+    r0 += R;
+  }
 }
 
 // O[r][16 dv0, 16 (dv0 + NV)) for rows [r0, r0 + R): alpha O + step (float(sum_j p8 v8) vs +
@@ -597,7 +619,7 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
 #if HWY_TARGET == HWY_AVX3_DL
     if (g.int8_qk) {
       if (kt0 == 0) QuantizeQueries(g, rows, nr, s);
-      ScoresInt8(g, s, nr, kt0, bk, S);
+      ScoresInt8(g, rows, nr, nk, kt0, bk, s);  // with the u8 probabilities where int8_pv
     }
 #endif
     for (size_t r0 = 0; r0 < nr && !g.int8_qk; r0 += kMR) {
@@ -611,9 +633,8 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
                                     nullptr);
       }
     }
-    for (size_t r = 0; r < nr; ++r) {
-      const size_t lim = std::min(rows.limit[r], nk);
-      const size_t valid = lim > kt0 ? std::min(bk, lim - kt0) : 0;
+    for (size_t r = 0; r < nr && !(g.int8_qk && g.int8_pv); ++r) {
+      const size_t valid = VisibleKeys(rows, r, nk, kt0, bk);
 #if HWY_TARGET == HWY_AVX3_DL
       if (g.int8_pv) {
         SoftmaxRowU8(S + r * g.tile, valid, (bk + 3) / 4 * 4, g.scale, r, s);
