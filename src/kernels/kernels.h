@@ -116,6 +116,9 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
 // causal: query i attends to keys [0, kv_offset + i] where kv_offset = n_kv - n_q.
 // Softmax in fp32 with max subtraction (the SIMD kernel uses the online, tiled form).
 // Preconditions: num_heads % num_kv_heads == 0, n_kv >= n_q when causal, scale > 0.
+// In place: out may be q itself (out_stride == q_stride): the output of query row i and head h is
+// written only after every read of that row and head's queries, and nothing else reads them
+// (keys and values must not overlap q or out). Results equal the out-of-place call's.
 // Paged K/V (a paged KV cache, read in place): when k_blocks is set, key/value j is row
 // j % kv_block of k_blocks[j / kv_block] / v_blocks[j / kv_block] (rows kv_stride apart);
 // the k and v arguments are then ignored (may be null). Results equal the contiguous form.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/kernels.h"
 
@@ -48,58 +49,78 @@ const char* VisionOpName(VisionOp op) {
   return kNames[static_cast<int>(op)];
 }
 
-// The activations of one Encode call over P patches: three [P, x] buffers, each reused by the
-// next op once its reader is done (x -> norm1 -> qkv -> attention -> out_proj -> x). The MLP's
-// hidden layer (4x the stream's width) exists for one chunk of rows at a time: its products,
-// GELU and residual are per row, so chunking changes no value, and the largest buffer shrinks
-// from [P, M] to [chunk, M] (1,024 rows keep each product's tiles full; 21 MB at M = 5,120).
+// The activations of one Encode call over P patches: the residual stream x [P, E] and one work
+// buffer `qkv` of 3PE floats that every op of a block reuses once its reader is done. Row-wise
+// ops run on chunks of rows (norm1 and the qkv product; the MLP, whose hidden layer is 4x the
+// stream's width): chunking changes no value (the products' per-row results do not depend on
+// the rows around them), and the chunk buffers shrink from [P, x] to [chunk, x] (1,024 rows keep
+// each product's tiles full). Within one block:
+//   norm1(x) chunk -> tmp -> qkv product -> qkv rows [P, 3E] (Q | K | V per row)
+//   attention over Q, K, V -> written over each row's Q (kernels::Attention allows out == q)
+//   the Q columns compacted to qkv[0, PE) -> out_proj -> qkv[PE, 2PE) -> x +=
+//   per chunk: norm2(x) -> tmp -> fc1 -> qkv[0, chunk M) -> GELU -> fc2 -> tmp -> x +=
 struct VisionEncoder::Buffers {
-  static constexpr int64_t kMlpChunkRows = 1024;
+  static constexpr int64_t kChunkRows = 1024;
   int64_t P, E, chunk;
-  std::vector<float> x;       // [P, E] the residual stream
-  std::vector<float> normed;  // [P, E] norm1(x), then the attention's output
-  std::vector<float> qkv;     // [P, 3E]; its first P * E floats then hold out_proj's output
-  std::vector<float> hidden;  // [chunk, M]
-  std::vector<float> tmp;     // [chunk, E] norm2(x) rows, then fc2's output
+  std::vector<float> x;    // [P, E] the residual stream
+  std::vector<float> qkv;  // max(3PE, chunk M) floats: Q, K, V; then out_proj's; then the MLP's hidden rows
+  std::vector<float> tmp;  // [chunk, E] norm1 / norm2 rows, then fc2's output
   Buffers(int64_t p, int64_t e, int64_t m)
-      : P(p),
-        E(e),
-        chunk(ChunkRows(p)),
-        x(p * e),
-        normed(p * e),
-        qkv(p * 3 * e),
-        hidden(chunk * m),
-        tmp(chunk * e) {}
-  // Rows per MLP chunk: P split evenly into as few chunks of at most kMlpChunkRows as fit
-  // (1 for no patches at all).
+      : P(p), E(e), chunk(ChunkRows(p)), x(p * e), qkv(std::max(p * 3 * e, chunk * m)), tmp(chunk * e) {}
+  // Rows per chunk: P split evenly into as few chunks of at most kChunkRows as fit (1 for no
+  // patches at all).
   static int64_t ChunkRows(int64_t p) {
     if (p <= 0) return 1;
-    const int64_t n = (p + kMlpChunkRows - 1) / kMlpChunkRows;
+    const int64_t n = (p + kChunkRows - 1) / kChunkRows;
     return std::max<int64_t>(1, (p + n - 1) / n);
   }
 };
+
+namespace {
+
+// Moves the first E floats of each of the P rows of stride 3E in buf to rows of stride E at its
+// start, in rounds of rows [a, 3a) run in parallel: a row's destination [iE, iE + E) ends at or
+// before 3aE, where the round's sources begin, and holds only sources of rows below a, which
+// earlier rounds have moved (row 0 stays).
+void CompactQRows(float* buf, int64_t P, int64_t E, ThreadPool* pool) {
+  for (int64_t a = 1; a < P; a *= 3) {
+    const int64_t b = std::min(P, 3 * a);
+    auto move = [&](size_t lo, size_t hi, size_t) {
+      for (int64_t i = a + static_cast<int64_t>(lo); i < a + static_cast<int64_t>(hi); ++i)
+        std::memcpy(buf + i * E, buf + i * 3 * E, static_cast<size_t>(E) * sizeof(float));
+    };
+    if (pool != nullptr) {
+      pool->ParallelFor(static_cast<size_t>(b - a), move, 64);
+    } else {
+      move(0, static_cast<size_t>(b - a), 0);
+    }
+  }
+}
+
+}  // namespace
 
 void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids,
                                   const float* cos, const float* sin, Buffers& buf, ThreadPool* pool,
                                   OpProfile* profile) const {
   const int64_t P = buf.P, E = buf.E, H = c_.num_heads, D = c_.head_dim();
-  const double mac = 2.0 * static_cast<double>(P);  // flops per weight of a product over all patches
-  {
-    OpTimer t(profile, VisionOp::kNorm, 0);
-    kernels::LayerNorm(buf.x.data(), P, E, b.norm1_w.data(), b.norm1_b.data(), c_.layer_norm_eps,
-                       buf.normed.data(), pool);
-  }
-  {
-    OpTimer t(profile, VisionOp::kQkv, mac * E * 3 * E);
-    kernels::MatMul(buf.normed.data(), P, b.qkv, b.qkv_b.data(), buf.qkv.data(), pool);
+  float* qkv = buf.qkv.data();
+  for (int64_t r0 = 0; r0 < P; r0 += buf.chunk) {
+    const int64_t rows = std::min(buf.chunk, P - r0);
+    {
+      OpTimer t(profile, VisionOp::kNorm, 0);
+      kernels::LayerNorm(buf.x.data() + r0 * E, rows, E, b.norm1_w.data(), b.norm1_b.data(),
+                         c_.layer_norm_eps, buf.tmp.data(), pool);
+    }
+    OpTimer t(profile, VisionOp::kQkv, 2.0 * static_cast<double>(rows) * E * 3 * E);
+    kernels::MatMul(buf.tmp.data(), rows, b.qkv, b.qkv_b.data(), qkv + r0 * 3 * E, pool);
   }
   {
     // qkv row layout: [3][H][D]. Rotate q and k of every head: q and k are adjacent, so they
     // are 2H heads of D values at the start of each row.
     OpTimer t(profile, VisionOp::kRope, 0);
-    kernels::RopeRotateHalfRows(buf.qkv.data(), P, 3 * E, 2 * H, D, cos, sin, pool);
+    kernels::RopeRotateHalfRows(qkv, P, 3 * E, 2 * H, D, cos, sin, pool);
   }
-  // Full attention within each frame of each image.
+  // Full attention within each frame of each image, its output over Q.
   int64_t start = 0;
   for (const ImageGrid& g : grids) {
     const int64_t frame = g.h * g.w;
@@ -108,23 +129,23 @@ void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector
       s.n_q = s.n_kv = frame;
       s.num_heads = s.num_kv_heads = H;
       s.head_dim = D;
-      s.q_stride = s.kv_stride = 3 * E;
-      s.out_stride = E;
+      s.q_stride = s.kv_stride = s.out_stride = 3 * E;
       s.causal = false;
       s.scale = 1.0f / std::sqrt(static_cast<float>(D));
       // A quantized vision encoder (q8) also runs Q Kᵀ and P V in int8 where the CPU has the kernel.
       s.int8_qk = s.int8_pv = b.qkv.quantized();
-      const float* base = buf.qkv.data() + start * 3 * E;
+      float* base = qkv + start * 3 * E;
       OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
-      kernels::Attention(base, base + E, base + 2 * E, s, buf.normed.data() + start * E, pool);
+      kernels::Attention(base, base + E, base + 2 * E, s, base, pool);
     }
   }
   {
-    OpTimer t(profile, VisionOp::kOut, mac * E * E);
-    kernels::MatMul(buf.normed.data(), P, b.proj, b.proj_b.data(), buf.qkv.data(), pool);
+    OpTimer t(profile, VisionOp::kOut, 2.0 * static_cast<double>(P) * E * E);
+    CompactQRows(qkv, P, E, pool);
+    kernels::MatMul(qkv, P, b.proj, b.proj_b.data(), qkv + P * E, pool);
   }
   OpTimer t(profile, VisionOp::kResidual, 0);
-  kernels::AddInPlace(buf.x.data(), buf.qkv.data(), P * E, pool);
+  kernels::AddInPlace(buf.x.data(), qkv + P * E, P * E, pool);
 }
 
 void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool,
@@ -139,17 +160,18 @@ void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPoo
       kernels::LayerNorm(x, rows, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, buf.tmp.data(),
                          pool);
     }
+    float* hidden = buf.qkv.data();  // [rows, M]: Q, K and V are dead until the next block
     {
       OpTimer t(profile, VisionOp::kFc1, mac * E * M);
-      kernels::MatMul(buf.tmp.data(), rows, b.fc1, b.fc1_b.data(), buf.hidden.data(), pool);
+      kernels::MatMul(buf.tmp.data(), rows, b.fc1, b.fc1_b.data(), hidden, pool);
     }
     {
       OpTimer t(profile, VisionOp::kGelu, 0);
-      kernels::QuickGelu(buf.hidden.data(), rows * M, pool);
+      kernels::QuickGelu(hidden, rows * M, pool);
     }
     {
       OpTimer t(profile, VisionOp::kFc2, mac * M * E);
-      kernels::MatMul(buf.hidden.data(), rows, b.fc2, b.fc2_b.data(), buf.tmp.data(), pool);
+      kernels::MatMul(hidden, rows, b.fc2, b.fc2_b.data(), buf.tmp.data(), pool);
     }
     OpTimer t(profile, VisionOp::kResidual, 0);
     kernels::AddInPlace(x, buf.tmp.data(), rows * E, pool);
@@ -205,30 +227,29 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
     MlpHalf(w_.blocks[bi], buf, pool, profile);
     if (trace && bi == 0) trace->block0 = buf.x;
   }
-  std::vector<float>().swap(buf.qkv);  // the merger's buffers take their place
-  std::vector<float>().swap(buf.hidden);
-  const std::vector<float>& x = buf.x;
-  std::vector<float>& normed = buf.normed;
-
-  // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row.
+  std::vector<float>().swap(buf.tmp);
+  // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row. Its
+  // two [P, E] intermediates take the work buffer's first 2PE floats.
+  const float* x = buf.x.data();
+  float* normed = buf.qkv.data();
+  float* mid = normed + P * E;
   {
     OpTimer t(profile, VisionOp::kNorm, 0);
-    kernels::LayerNorm(x.data(), P, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(), 1e-6f, normed.data(),
-                       pool);
+    kernels::LayerNorm(x, P, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(), 1e-6f, normed, pool);
   }
   const int64_t T = P / unit, ME = E * unit;
-  std::vector<float> mid(T * ME), out(T * c_.out_hidden_size);
+  std::vector<float> out(T * c_.out_hidden_size);
   {
     OpTimer t(profile, VisionOp::kMerger, 2.0 * T * ME * ME);
-    kernels::MatMul(normed.data(), T, w_.merger_fc1, w_.merger_fc1_b.data(), mid.data(), pool);
+    kernels::MatMul(normed, T, w_.merger_fc1, w_.merger_fc1_b.data(), mid, pool);
   }
   {
     OpTimer t(profile, VisionOp::kGelu, 0);
-    kernels::GeluErf(mid.data(), T * ME, pool);
+    kernels::GeluErf(mid, T * ME, pool);
   }
   {
     OpTimer t(profile, VisionOp::kMerger, 2.0 * T * ME * c_.out_hidden_size);
-    kernels::MatMul(mid.data(), T, w_.merger_fc2, w_.merger_fc2_b.data(), out.data(), pool);
+    kernels::MatMul(mid, T, w_.merger_fc2, w_.merger_fc2_b.data(), out.data(), pool);
   }
   return out;
 }

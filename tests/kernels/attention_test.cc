@@ -230,6 +230,55 @@ TEST_P(AttentionTest, Int8StaysCloseToFp32) {
   }
 }
 
+// In place (out == q, as the vision encoder calls it): bit-equal to the out-of-place call, fp32
+// and int8, with several row blocks and workers, GQA, and the decode key-split path; the twin too.
+TEST_P(AttentionTest, InPlaceOverTheQueriesEqualsOutOfPlace) {
+  ThreadPool pool(3);
+  const Case cases[] = {{300, 300, 2, 2, 80, false, true},
+                        {130, 130, 4, 2, 40, false, true},
+                        {1, 1000, 4, 1, 80, false, true},
+                        {97, 97, 2, 2, 24, true, true}};
+  uint32_t seed = 700;
+  for (const Case& c : cases) {
+    for (bool int8 : {false, true}) {
+      AttentionShape s = ShapeOf(c);
+      s.int8_qk = s.int8_pv = int8 && !c.causal;
+      const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim, row = qd + 2 * kd;
+      s.q_stride = s.kv_stride = s.out_stride = row;  // rows [q | k | v], n_q = n_kv or decode
+      const std::vector<float> buf = RandomVec(static_cast<size_t>(c.n_kv * row), seed++, -2.0f, 2.0f);
+      // Decode: the one query row is the last of the buffer's rows.
+      const int64_t q0 = c.n_kv - c.n_q;
+      std::vector<float> out(buf.size(), 0.0f);
+      cpu::Attention(buf.data() + q0 * row, buf.data() + qd, buf.data() + qd + kd, s, out.data() + q0 * row,
+                     &pool);
+      for (bool twin : {false, true}) {
+        std::vector<float> in_place = buf, want = out;
+        float* q = in_place.data() + q0 * row;
+        if (twin) {
+          want.assign(buf.size(), 0.0f);
+          ref::Attention(buf.data() + q0 * row, buf.data() + qd, buf.data() + qd + kd, s,
+                         want.data() + q0 * row, nullptr);
+          ref::Attention(q, in_place.data() + qd, in_place.data() + qd + kd, s, q, &pool);
+        } else {
+          cpu::Attention(q, in_place.data() + qd, in_place.data() + qd + kd, s, q, &pool);
+        }
+        int bad = 0;
+        for (int64_t i = q0; i < c.n_kv; ++i) {
+          for (int64_t d = 0; d < row; ++d) {
+            const float got = in_place[i * row + d];
+            const float expect = d < qd ? want[i * row + d] : buf[i * row + d];  // K and V untouched
+            if (got != expect && ++bad <= 3) {
+              ADD_FAILURE() << "n_q=" << c.n_q << " n_kv=" << c.n_kv << " int8=" << int8 << " twin=" << twin
+                            << " at (" << i << "," << d << ") got " << got << " want " << expect;
+            }
+          }
+        }
+        EXPECT_EQ(bad, 0);
+      }
+    }
+  }
+}
+
 TEST_P(AttentionTest, PeakedSoftmaxIsStable) {
   // Logits with a spread of ~±40: the online max rescaling must not overflow or lose the
   // peak. The result is ill-conditioned (a 1e-7 relative change of a logit of 40 moves its

@@ -264,7 +264,8 @@ TEST(VisionOwnedPixelsTest, SameOutputAndChecksTheSize) {
   EXPECT_FALSE((*m)->vision().Encode(std::move(pixels), grids, &pool).ok());
 }
 
-// An image of more patches than one MLP chunk (1,024 rows) runs its MLP in chunks: a small image
+// An image of more patches than one chunk (1,024 rows) runs norm1, the qkv product and the MLP in
+// chunks, and its attention in place over the queries: a small image
 // packed after it comes out as it does alone, and so does the big one's first row group.
 TEST(VisionChunkTest, ImagesPastOneChunkMatchThemselvesAlone) {
   auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
