@@ -6,7 +6,7 @@
 #     that is NEON only, see src/kernels/CMakeLists.txt) on a Cortex-A72 (Raspberry Pi 4:
 #     ARMv8.0, no dot product: the portable int8 path, and proof that nothing newer leaks into
 #     baseline code), a Cortex-A76 (Raspberry Pi 5: NEON, dot product, fp16: the sdot tiles) and
-#     qemu's "max" CPU (SVE2, i8mm, bf16: the dispatch there);
+#     qemu's "max" CPU (SVE2, i8mm, bf16: the smmla tiles and the dispatch there);
 #   - once, on the Cortex-A76: model_golden_test (activations, logits and greedy ids against
 #     Hugging Face), quantize_test and gguf_test (the q8/q4 integer paths: pre-quantized equals
 #     load-time quantization, llama.cpp's blocks, GGUF q8/q4 accuracy), image_test, base_test and
@@ -48,8 +48,9 @@ run() {  # run CPU TEST [gtest args...]
   QEMU_CPU=$cpu qemu-aarch64 "build-arm64/tests/$test" --gtest_brief=1 "$@"
   echo "== $test on $cpu: $((SECONDS - t0)) s"
 }
+# MINERU_EXPECT_I8MM: what the i8mm probe must report on each CPU (the smmla tiles run on `max`).
 for cpu in cortex-a72 cortex-a76 max; do
-  run "$cpu" kernels/kernels_test
+  MINERU_EXPECT_I8MM=$([ "$cpu" = max ] && echo 1 || echo 0) run "$cpu" kernels/kernels_test
 done
 run cortex-a76 model/model_golden_test
 run cortex-a76 model/quantize_test

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -202,16 +204,34 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
 
 // Runs body once per integer instruction set of the dispatched target: on CPUs with a dot-product
 // extension (x86 AVX-VNNI: vpdpbusd vs vpmaddubsw panels; ARM dotprod: sdot vs portable tiles)
-// the integer kernels run with and without it, so both are tested on every such CPU.
+// and with ARM's int8 matrix multiply (smmla tiles for pairs of rows and columns) the integer
+// kernels run with and without each, so all are tested on every such CPU.
 template <class F>
 void ForEachDotExtensionChoice(F body) {
-  for (bool vnni : {false, true}) {
-    if (vnni && !cpu::HasDotExtension()) continue;
-    cpu::AllowDotExtension(vnni);
-    SCOPED_TRACE(vnni ? "AVX-VNNI allowed" : "AVX-VNNI not allowed");
-    body();
+  for (bool dot : {false, true}) {
+    for (bool mm : {false, true}) {
+      if ((dot && !cpu::HasDotExtension()) || (mm && !cpu::HasI8mm())) continue;
+      cpu::AllowDotExtension(dot);
+      cpu::AllowI8mm(mm);
+      SCOPED_TRACE(std::string(dot ? "dot product extension allowed" : "no dot product extension") +
+                   (mm ? ", i8mm allowed" : ""));
+      body();
+    }
   }
   cpu::AllowDotExtension(true);
+  cpu::AllowI8mm(true);
+}
+
+// CI's qemu stage names the CPU features its emulated CPU has (MINERU_EXPECT_I8MM=1 on qemu's
+// `max`), so that a probe that stops seeing them fails instead of leaving a kernel untested.
+TEST(CpuFeatureTest, TheProbeSeesTheFeaturesTheRunnerExpects) {
+  const char* want = std::getenv("MINERU_EXPECT_I8MM");
+  if (want != nullptr) {
+    EXPECT_EQ(cpu::HasI8mm(), std::string(want) == "1");
+  }
+  if (HWY_ARCH_X86) {
+    EXPECT_FALSE(cpu::HasI8mm());  // an ARM feature
+  }
 }
 
 TEST_P(QuantMatMulTest, MatchesTwinAndDequantizedReference) {

@@ -71,6 +71,15 @@ bool UseDotExtension();
 // 1 <= R <= 4, C in {1, 2, 4}.
 void QuantTileSdot(QuantType t, size_t R, size_t C, const uint8_t* const* wrow, const int8_t* const* xq,
                    const float* const* xd, size_t nb, float* out);
+// ARM: the int8 matrix multiply (i8mm `smmla`, HWCAP2_I8MM; Graviton 3/4, Apple M2 and later),
+// read once, and whether it is allowed (by default; the tests turn it off to cover sdot too).
+bool HasI8mm();
+void AllowI8mm(bool allow);
+bool UseI8mm();
+// aarch64 only (matmul_smmla_arm.cc, compiled for ARMv8.2 + dot product + i8mm; call it only
+// when HasI8mm()): QuantTileSdot's contract for R in {2, 4} and C in {2, 4}.
+void QuantTileSmmla(QuantType t, size_t R, size_t C, const uint8_t* const* wrow, const int8_t* const* xq,
+                    const float* const* xd, size_t nb, float* out);
 
 ProbeResult FmaProbe(int64_t iters, float start);
 double ReadProbe(const float* x, int64_t n);

@@ -437,11 +437,17 @@ HWY_INLINE int32_t BlockDotI8(const int8_t* HWY_RESTRICT a, const int8_t* HWY_RE
 template <size_t R, size_t C>
 HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
 #if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64
-  if (cpu::UseDotExtension()) {  // sdot (matmul_sdot_arm.cc)
+  constexpr bool kPairs = (R == 2 || R == 4) && (C == 2 || C == 4);  // smmla's 2 x 2 tiles
+  const bool smmla = kPairs && cpu::UseI8mm();
+  if (smmla || cpu::UseDotExtension()) {  // smmla / sdot (matmul_smmla_arm.cc, matmul_sdot_arm.cc)
     const int8_t* xq[R];
     const float* xd[R];
     for (size_t r = 0; r < R; ++r) xq[r] = xr[r].q, xd[r] = xr[r].d;
-    cpu::QuantTileSdot(t, R, C, wrow, xq, xd, nb, out);
+    if (smmla) {
+      cpu::QuantTileSmmla(t, R, C, wrow, xq, xd, nb, out);
+    } else {
+      cpu::QuantTileSdot(t, R, C, wrow, xq, xd, nb, out);
+    }
     return;
   }
 #endif
@@ -664,6 +670,16 @@ bool CpuHasDotExtension() {
 
 std::atomic<bool> g_dot_extension_allowed{true};
 
+bool CpuHasI8mm() {
+#if HWY_ARCH_ARM_A64 && defined(__linux__)
+  return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> g_i8mm_allowed{true};
+
 }  // namespace
 
 bool HasDotExtension() {
@@ -676,6 +692,15 @@ void AllowDotExtension(bool allow) { g_dot_extension_allowed.store(allow, std::m
 bool UseDotExtension() {
   return HasDotExtension() && g_dot_extension_allowed.load(std::memory_order_relaxed);
 }
+
+bool HasI8mm() {
+  static const bool has = CpuHasI8mm();
+  return has;
+}
+
+void AllowI8mm(bool allow) { g_i8mm_allowed.store(allow, std::memory_order_relaxed); }
+
+bool UseI8mm() { return HasI8mm() && g_i8mm_allowed.load(std::memory_order_relaxed); }
 
 HWY_EXPORT(MatMulQuantIntImpl);
 HWY_EXPORT(IntegerPathAtAnyRowsImpl);

@@ -16,26 +16,13 @@
 
 #include "base/bf16.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/quant_blocks_arm.h"
 #include "kernels/quant_internal.h"
 
 namespace mineru {
 namespace kernels {
 namespace cpu {
 namespace {
-
-// The 32 signed weights of sub-block s (32 values) of the block at blk: values 0-15 and 16-31.
-template <QuantType T>
-inline void LoadW32(const uint8_t* blk, size_t s, int8x16_t* w0, int8x16_t* w1) {
-  if constexpr (T == QuantType::kQ8_0) {
-    *w0 = vld1q_s8(reinterpret_cast<const int8_t*>(blk + 2));
-    *w1 = vld1q_s8(reinterpret_cast<const int8_t*>(blk + 18));
-  } else {
-    const uint8x16_t q = vld1q_u8(blk + 2 + 16 * s);
-    const int8x16_t eight = vdupq_n_s8(8);
-    *w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(15))), eight);
-    *w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
-  }
-}
 
 template <QuantType T, size_t R, size_t C>
 void TileSdot(const uint8_t* const* wrow, const int8_t* const* xq, const float* const* xd, size_t nb,
