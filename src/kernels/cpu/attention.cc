@@ -327,27 +327,37 @@ void QuantizeQueries(const Geometry& g, const RowRefs& rows, size_t nr, Scratch&
   }
 }
 
-// S[r][16 kp + c] for rows [r0, r0 + R) and key panels kp0, kp0 + 1 of the tile at key kt0.
+// Key panels per score tile: R x kScorePanels accumulators, each broadcast 4-byte group of q
+// feeding kScorePanels vpdpbusd (kBK / 16 panels per key tile is a multiple).
+constexpr size_t kScorePanels = 4;
+static_assert(kBK / kKeyLanes % kScorePanels == 0, "score tiles cover whole key tiles");
+
+// S[r][16 kp + c] for rows [r0, r0 + R) and key panels [kp0, kp0 + kScorePanels) of the tile at
+// key kt0.
 template <size_t R>
 HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, size_t kt0, size_t kp0,
                               float* S) {
   const size_t hd4 = Hd4(g), nq = hd4 / 4;
-  const uint8_t* w[2];
-  for (size_t k = 0; k < 2; ++k) w[k] = s.k8.get() + (kt0 / kKeyLanes + kp0 + k) * kKeyLanes * hd4;
-  __m512i p[R][2];
-  for (size_t r = 0; r < R; ++r) p[r][0] = p[r][1] = _mm512_set1_epi32(s.qc[r0 + r]);
+  const uint8_t* w[kScorePanels];
+  for (size_t k = 0; k < kScorePanels; ++k) w[k] = s.k8.get() + (kt0 / kKeyLanes + kp0 + k) * kKeyLanes * hd4;
+  __m512i p[R][kScorePanels];
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t k = 0; k < kScorePanels; ++k) p[r][k] = _mm512_set1_epi32(s.qc[r0 + r]);
+  }
   for (size_t q = 0; q < nq; ++q) {
-    const __m512i w0 = _mm512_load_si512(w[0] + q * 64), w1 = _mm512_load_si512(w[1] + q * 64);
-#pragma GCC unroll 6
+    __m512i wq[kScorePanels];
+#pragma GCC unroll 4
+    for (size_t k = 0; k < kScorePanels; ++k) wq[k] = _mm512_load_si512(w[k] + q * 64);
+#pragma GCC unroll 4
     for (size_t r = 0; r < R; ++r) {
       int32_t x4;
       std::memcpy(&x4, s.q8.get() + (r0 + r) * hd4 + 4 * q, 4);
       const __m512i xb = _mm512_set1_epi32(x4);
-      MINERU_DPBUSD512(p[r][0], w0, xb);
-      MINERU_DPBUSD512(p[r][1], w1, xb);
+#pragma GCC unroll 4
+      for (size_t k = 0; k < kScorePanels; ++k) MINERU_DPBUSD512(p[r][k], wq[k], xb);
     }
   }
-  for (size_t k = 0; k < 2; ++k) {
+  for (size_t k = 0; k < kScorePanels; ++k) {
     const __m512 sk = _mm512_loadu_ps(s.ks.get() + kt0 + (kp0 + k) * kKeyLanes);
     for (size_t r = 0; r < R; ++r) {
       _mm512_storeu_ps(
@@ -357,12 +367,12 @@ HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, si
   }
 }
 
-// S[r][0, 16 ceil(bk / 16)) for rows [r0, r0 + R) (key panels in pairs: kBK / 16 is even; a
-// pair past the packed keys reads zero panels, which the allocation covers).
+// S[r][0, 16 ceil(bk / 16)) for rows [r0, r0 + R) (key panels kScorePanels at a time; panels
+// past the packed keys are zero, which the allocation of whole key tiles covers).
 template <size_t R>
 void ScoreRowsInt8(const Geometry& g, const Scratch& s, size_t r0, size_t kt0, size_t bk, float* S) {
   const size_t kpanels = (bk + kKeyLanes - 1) / kKeyLanes;
-  for (size_t kp = 0; kp < kpanels; kp += 2) ScoreTileInt8<R>(g, s, r0, kt0, kp, S);
+  for (size_t kp = 0; kp < kpanels; kp += kScorePanels) ScoreTileInt8<R>(g, s, r0, kt0, kp, S);
 }
 
 constexpr size_t kDimLanes = 16;  // dims per int8 value panel vector
@@ -443,16 +453,16 @@ void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float
   m = m_new;
 }
 
-// S of the block's rows over the tile at kt0 and, where int8_pv, their u8 probabilities: six
+// S of the block's rows over the tile at kt0 and, where int8_pv, their u8 probabilities: four
 // rows at a time, so that a row's scores are still in L1 when its softmax reads them (the key
 // tile, 256 x hd bytes, stays there for all the block's rows).
 void ScoresInt8(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, size_t kt0, size_t bk,
                 Scratch& s) {
   float* S = s.s.get();
   for (size_t r0 = 0; r0 < nr;) {
-    const size_t R = nr - r0 >= 6 ? 6 : 1;
-    if (R == 6) {
-      ScoreRowsInt8<6>(g, s, r0, kt0, bk, S);
+    const size_t R = nr - r0 >= 4 ? 4 : 1;
+    if (R == 4) {
+      ScoreRowsInt8<4>(g, s, r0, kt0, bk, S);
     } else {
       ScoreRowsInt8<1>(g, s, r0, kt0, bk, S);
     }
@@ -508,7 +518,7 @@ HWY_INLINE void PvTileInt8(const Geometry& g, Scratch& s, size_t r0, size_t kt0,
 template <size_t NV>
 void PvRowsInt8(const Geometry& g, Scratch& s, size_t nr, size_t kt0, size_t nq, size_t dv0) {
   size_t r = 0;
-  for (; r + 3 <= nr; r += 3) PvTileInt8<3, NV>(g, s, r, kt0, nq, dv0);
+  for (; r + 4 <= nr; r += 4) PvTileInt8<4, NV>(g, s, r, kt0, nq, dv0);
   for (; r < nr; ++r) PvTileInt8<1, NV>(g, s, r, kt0, nq, dv0);
 }
 
@@ -681,7 +691,7 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
   s.m.resize(kBQ);
   s.l.resize(kBQ);
   s.alpha.resize(kBQ);
-  if (g.int8_qk) {  // whole key tiles (zero panels past the keys), a pair of panels at a time
+  if (g.int8_qk) {  // whole key tiles (zero panels past the keys), kScorePanels panels at a time
     const size_t hd4 = (g.hd + 3) / 4 * 4, keys = (max_keys + kBK - 1) / kBK * kBK;
     s.k8 = hwy::AllocateAligned<uint8_t>(keys * hd4);
     std::fill(s.k8.get(), s.k8.get() + keys * hd4, uint8_t{128});
