@@ -50,7 +50,7 @@ const char* VisionOpName(VisionOp op) {
 }
 
 // The activations of one Encode call over P patches: the residual stream x [P, E] and one work
-// buffer `qkv` of 3PE floats that every op of a block reuses once its reader is done. Row-wise
+// buffer `qkv` of max(3PE, chunk M) floats that every op of a block reuses once its reader is done. Row-wise
 // ops run on chunks of rows (norm1 and the qkv product; the MLP, whose hidden layer is 4x the
 // stream's width): chunking changes no value (the products' per-row results do not depend on
 // the rows around them), and the chunk buffers shrink from [P, x] to [chunk, x] (1,024 rows keep

@@ -367,8 +367,8 @@ HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, si
   }
 }
 
-// S[r][0, 16 ceil(bk / 16)) for rows [r0, r0 + R) (key panels kScorePanels at a time; panels
-// past the packed keys are zero, which the allocation of whole key tiles covers).
+// S[r][0, 64 ceil(bk / 64)) for rows [r0, r0 + R) (key panels kScorePanels at a time, within
+// the allocation of whole key tiles; the scores past bk are never read as valid keys).
 template <size_t R>
 void ScoreRowsInt8(const Geometry& g, const Scratch& s, size_t r0, size_t kt0, size_t bk, float* S) {
   const size_t kpanels = (bk + kKeyLanes - 1) / kKeyLanes;
@@ -395,7 +395,7 @@ void PackValuesInt8(const Geometry& g, const float* v, size_t kvh, size_t k_lo, 
   }
 }
 
-// 2^t for t <= 0 (underflowing to 0): t = n + f, |f| <= 1/2, 2^f by its degree-4 Taylor
+// 2^t for t up to ~8 (log2 255; underflowing to 0): t = n + f, |f| <= 1/2, 2^f by its degree-4 Taylor
 // polynomial (relative error < 5e-5, far below the u8 step of 1/255 the result is rounded to).
 HWY_INLINE __m512 Exp2ForU8(__m512 t) {
   const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -412,8 +412,8 @@ HWY_INLINE __m512 Exp2ForU8(__m512 t) {
 // and alpha; the tile's probabilities p = 2^((x * scale - m) log2 e) go straight to u8 (s.p8 row
 // r, zero from `valid` to n4) as ref::AttentionU8Probs defines them, q = p / max p * 255 rounded
 // to nearest even, computed as 2^((x - xmax) scale log2 e + log2 255) (Exp2ForU8; the exponent is
-// one FMA, the conversion rounds as MXCSR does by default, and the saturating narrowing keeps
-// q <= 255). The step max p / 255 is Exp2ForU8 of the largest x; l takes step * sum(q): the
+// one FMA, the conversion rounds as MXCSR does by default, which nothing here changes, and a
+// clamp keeps q <= 255). The step max p / 255 is Exp2ForU8 of the largest x; l takes step * sum(q): the
 // weights O is normalised by are the quantized ones. srow is only read.
 void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float scale, size_t r,
                   Scratch& s) {
@@ -437,12 +437,13 @@ void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float
   const float sl = scale * kLog2e;
   const float pmax = _mm512_cvtss_f32(Exp2ForU8(_mm512_set1_ps(std::fma(xmax, sl, -m_new * kLog2e))));
   const __m512 vsl = _mm512_set1_ps(sl), voff = _mm512_set1_ps(std::fma(xmax, sl, -kLog2Of255));
+  const __m512i v255 = _mm512_set1_epi32(255);
   __m512i vsum = _mm512_setzero_si512();
   for (j = 0; j < valid; j += 16) {
     const __mmask16 live = Live(valid - j);
     const __m512 e = Exp2ForU8(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(live, srow + j), vsl, voff));
-    const __m512i qi = _mm512_maskz_cvtps_epi32(live, e);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtusepi32_epi8(qi));  // kBK: whole vectors
+    const __m512i qi = _mm512_min_epi32(_mm512_maskz_cvtps_epi32(live, e), v255);   // sum what is stored
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtepi32_epi8(qi));  // kBK: whole vectors
     vsum = _mm512_add_epi32(vsum, qi);
   }
   if (j < n4) std::fill(q + j, q + n4, uint8_t{0});
@@ -833,6 +834,42 @@ void MergeKeySplits(const Geometry& g, size_t splits, const std::vector<float>& 
   }
 }
 
+// The decode form (one row block): each task = KV head x a key range; the partial (O, m, l)
+// are merged afterwards.
+void AttentionSplitKeys(const Geometry& g, const float* q, const float* k, const float* v, size_t splits,
+                        size_t threads, float* out, ThreadPool* pool) {
+  const size_t span = (g.n_kv + splits - 1) / splits;
+  const size_t tasks = g.num_kv_heads * splits;
+  std::vector<float> part_o(tasks * g.rows * g.hdp), part_m(tasks * g.rows), part_l(tasks * g.rows);
+  ScratchSet per_call;
+  ScratchSet& scratch = CallScratch(g, span, std::min(threads, tasks), &per_call);
+  RunTasks(pool, tasks, [&](size_t t, size_t slot) {
+    Scratch& s = scratch.slots[slot];
+    if (!s.s) AllocScratch(g, scratch.keys, s);
+    const size_t kvh = t / splits, sp = t % splits;
+    const size_t k_lo = sp * span, nk = std::min(g.n_kv, k_lo + span) - std::min(g.n_kv, k_lo);
+    const size_t nr = g.rows;  // <= kBQ
+    RowRefs rows;
+    FillRows(g, q, kvh, 0, nr, k_lo, rows);
+    if (nk > 0) {
+      PackKeys(g, k, v, kvh, k_lo, nk, s);
+#if HWY_TARGET == HWY_AVX3_DL
+      if (g.int8_qk) PackKeysInt8(g, k, kvh, k_lo, nk, s);
+      if (g.int8_pv) PackValuesInt8(g, v, kvh, k_lo, nk, s);
+#endif
+      RunBlock(g, rows, nr, nk, s);
+    } else {
+      std::fill(s.o.get(), s.o.get() + nr * g.hdp, 0.0f);
+      std::fill(s.m.begin(), s.m.begin() + nr, kNegInf);
+      std::fill(s.l.begin(), s.l.begin() + nr, 0.0f);
+    }
+    std::copy(s.o.get(), s.o.get() + nr * g.hdp, part_o.begin() + t * g.rows * g.hdp);
+    std::copy(s.m.begin(), s.m.begin() + nr, part_m.begin() + t * g.rows);
+    std::copy(s.l.begin(), s.l.begin() + nr, part_l.begin() + t * g.rows);
+  });
+  MergeKeySplits(g, splits, part_o, part_m, part_l, out);
+}
+
 }  // namespace
 
 bool AttentionInt8AvailableImpl() { return HWY_TARGET == HWY_AVX3_DL; }
@@ -924,37 +961,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     return;
   }
 
-  // Split keys: each task = KV head × key range; partial (O, m, l) merged afterwards.
-  const size_t span = (g.n_kv + splits - 1) / splits;
-  const size_t tasks = g.num_kv_heads * splits;
-  std::vector<float> part_o(tasks * g.rows * g.hdp), part_m(tasks * g.rows), part_l(tasks * g.rows);
-  ScratchSet per_call;
-  ScratchSet& scratch = CallScratch(g, span, std::min(threads, tasks), &per_call);
-  RunTasks(pool, tasks, [&](size_t t, size_t slot) {
-    Scratch& s = scratch.slots[slot];
-    if (!s.s) AllocScratch(g, scratch.keys, s);
-    const size_t kvh = t / splits, sp = t % splits;
-    const size_t k_lo = sp * span, nk = std::min(g.n_kv, k_lo + span) - std::min(g.n_kv, k_lo);
-    const size_t nr = g.rows;  // <= kBQ
-    RowRefs rows;
-    FillRows(g, q, kvh, 0, nr, k_lo, rows);
-    if (nk > 0) {
-      PackKeys(g, k, v, kvh, k_lo, nk, s);
-#if HWY_TARGET == HWY_AVX3_DL
-      if (g.int8_qk) PackKeysInt8(g, k, kvh, k_lo, nk, s);
-      if (g.int8_pv) PackValuesInt8(g, v, kvh, k_lo, nk, s);
-#endif
-      RunBlock(g, rows, nr, nk, s);
-    } else {
-      std::fill(s.o.get(), s.o.get() + nr * g.hdp, 0.0f);
-      std::fill(s.m.begin(), s.m.begin() + nr, kNegInf);
-      std::fill(s.l.begin(), s.l.begin() + nr, 0.0f);
-    }
-    std::copy(s.o.get(), s.o.get() + nr * g.hdp, part_o.begin() + t * g.rows * g.hdp);
-    std::copy(s.m.begin(), s.m.begin() + nr, part_m.begin() + t * g.rows);
-    std::copy(s.l.begin(), s.l.begin() + nr, part_l.begin() + t * g.rows);
-  });
-  MergeKeySplits(g, splits, part_o, part_m, part_l, out);
+  AttentionSplitKeys(g, q, k, v, splits, threads, out, pool);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -35,6 +35,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "base/bf16.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
@@ -59,9 +61,11 @@ namespace HWY_NAMESPACE {
 namespace {
 
 constexpr size_t kCols = 16;  // columns per panel (int32 lanes of a vector)
-// A tile is kRows x kPanels accumulators (16 of the 32 vector registers): each broadcast 4-byte
-// group of x feeds kPanels vpdpbusd and each quad kRows, so loads stay at half a load per
-// vpdpbusd, and the per-group epilogue's scale loads are shared by four rows. 64 columns divide
+// A tile is kRows x kPanels int32 sums (16 of the 32 vector registers) over one group: each
+// broadcast 4-byte group of x feeds kPanels vpdpbusd and each quad kRows, so loads stay at half a
+// load per vpdpbusd, and the per-group epilogue's scale loads are shared by four rows (the 16
+// float accumulators it adds into are touched once per group; the compiler may keep them on the
+// stack). 64 columns divide
 // the vision encoder's widths (1280, 3840, 5120). (6 x 2 ran the ViT's products 9% slower.)
 constexpr size_t kPanels = 4;  // panels per tile
 constexpr size_t kRows = 4;    // activation rows per tile
@@ -245,7 +249,7 @@ HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* sc
   }
 }
 
-// Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x 32 floats),
+// Rows [i0, i0 + R) over one packed chunk; partial sums live in accbuf (rows x kTileCols floats),
 // which the first chunk (g0 == 0) starts instead of reading.
 template <size_t R, bool kNibbles>
 void RunRows(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0, size_t g1,
@@ -286,6 +290,36 @@ void RunChunk(const uint8_t* const* quads, const uint8_t* const* scales, size_t 
     kTail[rows - i](quads, scales, group, g0, g1, xb, db, cb, kpad, nb, i, i == 0 ? ahead0 : 0, accbuf);
 }
 
+// The L1 data cache's bytes (sysconf, once), 32 KB where it is not reported or implausible.
+size_t L1DataBytes() {
+  static const size_t bytes = [] {
+    const long v = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return v >= (16 << 10) && v <= (256 << 10) ? static_cast<size_t>(v) : size_t{32} << 10;
+  }();
+  return bytes;
+}
+
+// y[i][j0, j0 + nv) = accbuf row i - i_begin + bias, rows [i_begin, i_end) (accbuf rows hold
+// kTileCols floats; a full tile stores whole vectors).
+void StoreTile(const float* accbuf, size_t i_begin, size_t i_end, size_t j0, size_t nv, size_t n,
+               const float* bias, float* y) {
+  if (nv == kTileCols) {
+    __m512 b[kPanels];
+    for (size_t k = 0; k < kPanels; ++k)
+      b[k] = bias ? _mm512_loadu_ps(bias + j0 + k * kCols) : _mm512_setzero_ps();
+    for (size_t i = i_begin; i < i_end; ++i) {
+      const float* a = accbuf + (i - i_begin) * kTileCols;
+      for (size_t k = 0; k < kPanels; ++k)
+        _mm512_storeu_ps(y + i * n + j0 + k * kCols, _mm512_add_ps(_mm512_load_ps(a + k * kCols), b[k]));
+    }
+    return;
+  }
+  for (size_t i = i_begin; i < i_end; ++i) {
+    const float* a = accbuf + (i - i_begin) * kTileCols;
+    for (size_t c = 0; c < nv; ++c) y[i * n + j0 + c] = a[c] + (bias ? bias[j0 + c] : 0.0f);
+  }
+}
+
 }  // namespace
 
 // xs: the int8 activations; xc: -128 * the sum of each row's group of xs.
@@ -299,14 +333,15 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
   const size_t tile_cols = kCols * kPanels;
   const size_t ntiles = (n + tile_cols - 1) / tile_cols;
   // Row blocks keep a block's activations in L2 while every column tile passes over them;
-  // group chunks keep the tile's packed panels (<= ~48 KB: about L1, 22 groups of Q8_0, so the
-  // ViT's K = 1,280 takes two chunks) close while the row block passes. (32 KB ran the ViT's
-  // products ~5% slower in paired runs; 96 KB, one chunk, ran 128-token prefill 20% slower.)
+  // group chunks keep the tile's packed panels (the L1 data cache's size: 48 KB = 22 groups of
+  // Q8_0 on the development machine, so the ViT's K = 1,280 takes two chunks) close while the row
+  // block passes. (32 KB chunks there ran the ViT's products ~5% slower in paired runs; 96 KB,
+  // one chunk, ran 128-token prefill 20% slower.)
   const size_t row_block = std::min<size_t>(m, 192);
   const size_t nrb = (m + row_block - 1) / row_block;
   // (Chunks of equal size: a short last chunk would pay the per-chunk accumulator loads and
   // stores for a few groups.)
-  const size_t max_chunk = std::max<size_t>(1, ((size_t{48} << 10) / kPanels) / (QuadBytes(group) + 32));
+  const size_t max_chunk = std::max<size_t>(1, (L1DataBytes() / kPanels) / (QuadBytes(group) + 32));
   const size_t nchunks = (nb + max_chunk - 1) / max_chunk;
   const size_t chunk_groups = (nb + nchunks - 1) / nchunks;
   const size_t slots = std::max<size_t>(1, cpu::NumWorkers(pool));
@@ -338,7 +373,7 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
       for (size_t k = 0; k < kPanels && !prepacked; ++k) {
         size_t pj = j0 + k * kCols;
         size_t pnv = nv > k * kCols ? std::min(kCols, nv - k * kCols) : 0;
-        if (pnv == 0) pj = j0, pnv = 1;  // an empty second panel: any valid row, discarded
+        if (pnv == 0) pj = j0, pnv = 1;  // an empty panel past n: any valid row, discarded
         // Prefetch the next tile of this task's run (complete next tiles only).
         const size_t ahead = prefetch_next && j0 + 2 * tile_cols <= n ? tile_cols * row_bytes : 0;
         uint8_t* q = pack + k * chunk_panel_bytes;
@@ -351,21 +386,7 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
                                                    d + i_begin * nb, xc + i_begin * nb, kpad, nb, rows,
                                                    ahead0, accbuf);
     }
-    if (nv == tile_cols) {  // a full tile: one vector store per row and panel
-      __m512 b[kPanels];
-      for (size_t k = 0; k < kPanels; ++k)
-        b[k] = bias ? _mm512_loadu_ps(bias + j0 + k * kCols) : _mm512_setzero_ps();
-      for (size_t i = i_begin; i < i_end; ++i) {
-        const float* a = accbuf + (i - i_begin) * tile_cols;
-        for (size_t k = 0; k < kPanels; ++k)
-          _mm512_storeu_ps(y + i * n + j0 + k * kCols, _mm512_add_ps(_mm512_load_ps(a + k * kCols), b[k]));
-      }
-    } else {
-      for (size_t i = i_begin; i < i_end; ++i) {
-        const float* a = accbuf + (i - i_begin) * tile_cols;
-        for (size_t c = 0; c < nv; ++c) y[i * n + j0 + c] = a[c] + (bias ? bias[j0 + c] : 0.0f);
-      }
-    }
+    StoreTile(accbuf, i_begin, i_end, j0, nv, n, bias, y);
   };
   // Each task is a run of consecutive column tiles of one row block, so that the next tile's
   // W rows can be prefetched while this one is packed (32 concurrent row streams defeat the
