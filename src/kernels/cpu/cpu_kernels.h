@@ -77,8 +77,8 @@ bool HasI8mm();
 void AllowI8mm(bool allow);
 bool UseI8mm();
 // aarch64 only (matmul_smmla_arm.cc, compiled for ARMv8.2 + dot product + i8mm; call it only
-// when HasI8mm()): QuantTileSdot's contract for R in {2, 4} and C in {2, 4}.
-void QuantTileSmmla(QuantType t, size_t R, size_t C, const uint8_t* const* wrow, const int8_t* const* xq,
+// when HasI8mm()): QuantTileSdot's contract for R in {2, 4} rows and C = 2 columns.
+void QuantTileSmmla(QuantType t, size_t R, const uint8_t* const* wrow, const int8_t* const* xq,
                     const float* const* xd, size_t nb, float* out);
 
 ProbeResult FmaProbe(int64_t iters, float start);

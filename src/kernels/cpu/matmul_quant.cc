@@ -437,14 +437,14 @@ HWY_INLINE int32_t BlockDotI8(const int8_t* HWY_RESTRICT a, const int8_t* HWY_RE
 template <size_t R, size_t C>
 HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
 #if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64
-  constexpr bool kPairs = (R == 2 || R == 4) && (C == 2 || C == 4);  // smmla's 2 x 2 tiles
+  constexpr bool kPairs = (R == 2 || R == 4) && C == 2;  // smmla's 2 x 2 tiles
   const bool smmla = kPairs && cpu::UseI8mm();
   if (smmla || cpu::UseDotExtension()) {  // smmla / sdot (matmul_smmla_arm.cc, matmul_sdot_arm.cc)
     const int8_t* xq[R];
     const float* xd[R];
     for (size_t r = 0; r < R; ++r) xq[r] = xr[r].q, xd[r] = xr[r].d;
     if (smmla) {
-      cpu::QuantTileSmmla(t, R, C, wrow, xq, xd, nb, out);
+      cpu::QuantTileSmmla(t, R, wrow, xq, xd, nb, out);
     } else {
       cpu::QuantTileSdot(t, R, C, wrow, xq, xd, nb, out);
     }
@@ -672,6 +672,9 @@ std::atomic<bool> g_dot_extension_allowed{true};
 
 bool CpuHasI8mm() {
 #if HWY_ARCH_ARM_A64 && defined(__linux__)
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)  // Linux's arm64 hwcap bit (kernel headers before 5.10 lack the name)
+#endif
   return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
 #else
   return false;

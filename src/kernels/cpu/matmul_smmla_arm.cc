@@ -96,25 +96,27 @@ void TileSmmla(const uint8_t* const* wrow, const int8_t* const* xq, const float*
   }
 }
 
+// The tiles matmul_quant.cc forms with two or more rows: R in {2, 4}, C = 2.
 template <QuantType T>
-void TileSmmlaRC(size_t R, size_t C, const uint8_t* const* wrow, const int8_t* const* xq,
-                 const float* const* xd, size_t nb, float* out) {
+void TileSmmlaR(size_t R, const uint8_t* const* wrow, const int8_t* const* xq, const float* const* xd,
+                size_t nb, float* out) {
   if (R == 4) {
-    return C == 4 ? TileSmmla<T, 2, 2>(wrow, xq, xd, nb, out) : TileSmmla<T, 2, 1>(wrow, xq, xd, nb, out);
+    TileSmmla<T, 2, 1>(wrow, xq, xd, nb, out);
+  } else {
+    TileSmmla<T, 1, 1>(wrow, xq, xd, nb, out);
   }
-  return C == 4 ? TileSmmla<T, 1, 2>(wrow, xq, xd, nb, out) : TileSmmla<T, 1, 1>(wrow, xq, xd, nb, out);
 }
 
 }  // namespace
 
-void QuantTileSmmla(QuantType t, size_t R, size_t C, const uint8_t* const* wrow, const int8_t* const* xq,
+void QuantTileSmmla(QuantType t, size_t R, const uint8_t* const* wrow, const int8_t* const* xq,
                     const float* const* xd, size_t nb, float* out) {
   if (t == QuantType::kQ8_0) {
-    TileSmmlaRC<QuantType::kQ8_0>(R, C, wrow, xq, xd, nb, out);
+    TileSmmlaR<QuantType::kQ8_0>(R, wrow, xq, xd, nb, out);
   } else if (t == QuantType::kQ4_0) {
-    TileSmmlaRC<QuantType::kQ4_0>(R, C, wrow, xq, xd, nb, out);
+    TileSmmlaR<QuantType::kQ4_0>(R, wrow, xq, xd, nb, out);
   } else {
-    TileSmmlaRC<QuantType::kQ4_G128>(R, C, wrow, xq, xd, nb, out);
+    TileSmmlaR<QuantType::kQ4_G128>(R, wrow, xq, xd, nb, out);
   }
 }
 
