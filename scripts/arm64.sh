@@ -6,11 +6,13 @@
 #     that is NEON only, see src/kernels/CMakeLists.txt) on a Cortex-A72 (Raspberry Pi 4:
 #     ARMv8.0, no dot product: the portable int8 path, and proof that nothing newer leaks into
 #     baseline code), a Cortex-A76 (Raspberry Pi 5: NEON, dot product, fp16: the sdot tiles) and
-#     qemu's "max" CPU (SVE2, i8mm, bf16: the smmla tiles and the dispatch there);
-#   - once, on the Cortex-A76: model_golden_test (activations, logits and greedy ids against
-#     Hugging Face), quantize_test and gguf_test (the q8/q4 integer paths: pre-quantized equals
+#     qemu's "max" CPU (SVE2, i8mm, bf16: the smmla tiles) with 128-bit vectors (the SVE2_128
+#     target, as on Neoverse N2 / V2) and with 256-bit vectors (SVE_256, as on Neoverse V1);
+#     each kernel test runs once per target the CPU supports (NEON and the SVE one there);
+#   - on the Cortex-A76: model_golden_test (activations, logits and greedy ids against Hugging
+#     Face), quantize_test and gguf_test (the q8/q4 integer paths: pre-quantized equals
 #     load-time quantization, llama.cpp's blocks, GGUF q8/q4 accuracy), image_test, base_test and
-#     tokenizer_test, all in full.
+#     tokenizer_test, all in full; model_golden_test again on the 128-bit `max` (SVE2_128 + smmla).
 # Not run under qemu: model_unit_test, the engine/scheduler tests and everything above the engine
 # (not built: MINERU_CORE_ONLY), to keep the stage within a few minutes.
 # Installs its packages first (idempotent; needs root or sudo). MINERU_ARM64_SKIP_INSTALL=1 skips
@@ -48,11 +50,16 @@ run() {  # run CPU TEST [gtest args...]
   QEMU_CPU=$cpu qemu-aarch64 "build-arm64/tests/$test" --gtest_brief=1 "$@"
   echo "== $test on $cpu: $((SECONDS - t0)) s"
 }
-# MINERU_EXPECT_I8MM: what the i8mm probe must report on each CPU (the smmla tiles run on `max`).
-for cpu in cortex-a72 cortex-a76 max; do
-  MINERU_EXPECT_I8MM=$([ "$cpu" = max ] && echo 1 || echo 0) run "$cpu" kernels/kernels_test
-done
+# MINERU_EXPECT_I8MM / MINERU_EXPECT_TARGET: what the i8mm probe must report and the Highway
+# target the dispatch must pick on each CPU (sve-default-vector-length is in bytes).
+sve128=max,sve-default-vector-length=16
+sve256=max,sve-default-vector-length=32
+MINERU_EXPECT_I8MM=0 MINERU_EXPECT_TARGET=NEON run cortex-a72 kernels/kernels_test
+MINERU_EXPECT_I8MM=0 MINERU_EXPECT_TARGET=NEON run cortex-a76 kernels/kernels_test
+MINERU_EXPECT_I8MM=1 MINERU_EXPECT_TARGET=SVE2_128 run "$sve128" kernels/kernels_test
+MINERU_EXPECT_I8MM=1 MINERU_EXPECT_TARGET=SVE_256 run "$sve256" kernels/kernels_test
 run cortex-a76 model/model_golden_test
+run "$sve128" model/model_golden_test
 run cortex-a76 model/quantize_test
 run cortex-a76 model/gguf_test
 run cortex-a76 image/image_test

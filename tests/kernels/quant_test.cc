@@ -232,6 +232,12 @@ TEST(CpuFeatureTest, TheProbeSeesTheFeaturesTheRunnerExpects) {
   if (HWY_ARCH_X86) {
     EXPECT_FALSE(cpu::HasI8mm());  // an ARM feature
   }
+  // MINERU_EXPECT_TARGET: the Highway target the dispatch must pick there (SVE2_128 and SVE_256
+  // on qemu's `max` with 128- and 256-bit vectors), so the SVE kernels cannot silently go untested.
+  const char* target = std::getenv("MINERU_EXPECT_TARGET");
+  if (target != nullptr) {
+    EXPECT_STREQ(cpu::DispatchedTargetName(), target);
+  }
 }
 
 TEST_P(QuantMatMulTest, MatchesTwinAndDequantizedReference) {

@@ -282,6 +282,10 @@ const char* DispatchedTargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)
 std::vector<int64_t> SupportedCompiledTargets() {
   std::vector<int64_t> out;
   for (int64_t t : hwy::SupportedAndGeneratedTargets()) out.push_back(t);
+  // Highway 1.0.3's SupportedTargets() re-chooses the dispatch target from the CPU's features
+  // before it adds the vector-length-specific ARM targets (SVE2_128, SVE_256) to what it
+  // returns: choose again from the complete set, or every later dispatch would run NEON.
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
   return out;
 }
 

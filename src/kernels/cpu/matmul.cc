@@ -12,6 +12,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "base/bf16.h"
@@ -129,69 +130,54 @@ HWY_INLINE VF LoadW(const void* row, size_t i) {
   }
 }
 
-// out[r * C + c] = dot(x[r], w[c]) over k values. Tails are handled by the caller
-// (kfull = multiple of N processed here).
-template <int kDT, size_t R, size_t C>
-HWY_INLINE void DotTile(const float* const* HWY_RESTRICT x, const void* const* HWY_RESTRICT w, size_t kfull,
-                        VF* HWY_RESTRICT acc_out) {
+// y[r][j + c] = dot(x[r][0, k), w[c][0, k)) (+ bias[j + c]) for the R x C tile. The
+// accumulators are the pack acc (I = r * C + c; see GemmTileAcc for why not an array); the
+// first kfull values (whole vectors) are read in place, the rest from xt / wt: zero-padded
+// copies of the tails, or null when kfull == k.
+template <int kDT, size_t R, size_t C, size_t... I, class... V>
+HWY_INLINE void DotTileAcc(std::index_sequence<I...>, const float* const* HWY_RESTRICT x,
+                           const void* const* HWY_RESTRICT w, size_t kfull, const float (*xt)[64],
+                           const float (*wt)[64], const float* bias, float* const* y, size_t j, V... acc) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  VF acc[R][C];
-#pragma GCC unroll 4
-  for (size_t r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(d);
+  for (size_t i = 0; i < kfull; i += N) {
+    ((acc = hn::MulAdd(hn::LoadU(d, x[I / C] + i), LoadW<kDT>(w[I % C], i), acc)), ...);
   }
+  if (xt != nullptr) ((acc = hn::MulAdd(hn::Load(d, xt[I / C]), hn::Load(d, wt[I % C]), acc)), ...);
+  ((y[I / C][j + I % C] = ReduceSum(acc) + (bias ? bias[j + I % C] : 0.0f)), ...);
+}
+
+template <int kDT, size_t R, size_t C, size_t... I>
+HWY_INLINE void DotTileFullImpl(std::index_sequence<I...> seq, const float* const* x, const void* const* w,
+                                size_t k, DType dtype, const float* bias, float* const* y, size_t j) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const size_t kfull = k - k % N;
   const float* xp[R];
   const void* wp[C];
-#pragma GCC unroll 4
   for (size_t r = 0; r < R; ++r) xp[r] = x[r];
-#pragma GCC unroll 4
   for (size_t c = 0; c < C; ++c) wp[c] = w[c];
-  for (size_t i = 0; i < kfull; i += N) {
-    VF wv[C];
-#pragma GCC unroll 4
-    for (size_t c = 0; c < C; ++c) wv[c] = LoadW<kDT>(wp[c], i);
-#pragma GCC unroll 4
-    for (size_t r = 0; r < R; ++r) {
-      const VF xv = hn::LoadU(d, xp[r] + i);
-#pragma GCC unroll 4
-      for (size_t c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(xv, wv[c], acc[r][c]);
-    }
+  if (kfull == k) {
+    DotTileAcc<kDT, R, C>(seq, xp, wp, kfull, nullptr, nullptr, bias, y, j,
+                          (static_cast<void>(I), hn::Zero(d))...);
+    return;
   }
-#pragma GCC unroll 4
+  alignas(64) float xt[R][64], wt[C][64];  // the tails, zero-padded to one vector
   for (size_t r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (size_t c = 0; c < C; ++c) acc_out[r * C + c] = acc[r][c];
+    std::fill(xt[r], xt[r] + N, 0.0f);
+    std::copy(x[r] + kfull, x[r] + k, xt[r]);
   }
+  for (size_t c = 0; c < C; ++c) {
+    std::fill(wt[c], wt[c] + N, 0.0f);
+    WidenDenseChunk(dtype, w[c], kfull, k - kfull, wt[c]);
+  }
+  DotTileAcc<kDT, R, C>(seq, xp, wp, kfull, xt, wt, bias, y, j, (static_cast<void>(I), hn::Zero(d))...);
 }
 
 template <int kDT, size_t R, size_t C>
 HWY_INLINE void DotTileFull(const float* const* x, const void* const* w, size_t k, DType dtype,
                             const float* bias, float* const* y, size_t j) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  const size_t kfull = k - k % N;
-  VF acc[R * C];
-  DotTile<kDT, R, C>(x, w, kfull, acc);
-  if (kfull < k) {  // tail: zero-padded copies
-    alignas(64) float xt[R][64], wt[C][64];
-    for (size_t r = 0; r < R; ++r) {
-      std::fill(xt[r], xt[r] + N, 0.0f);
-      std::copy(x[r] + kfull, x[r] + k, xt[r]);
-    }
-    for (size_t c = 0; c < C; ++c) {
-      std::fill(wt[c], wt[c] + N, 0.0f);
-      WidenDenseChunk(dtype, w[c], kfull, k - kfull, wt[c]);
-    }
-    for (size_t r = 0; r < R; ++r) {
-      const VF xv = hn::Load(d, xt[r]);
-      for (size_t c = 0; c < C; ++c) acc[r * C + c] = hn::MulAdd(xv, hn::Load(d, wt[c]), acc[r * C + c]);
-    }
-  }
-  for (size_t r = 0; r < R; ++r) {
-    for (size_t c = 0; c < C; ++c) y[r][j + c] = ReduceSum(acc[r * C + c]) + (bias ? bias[j + c] : 0.0f);
-  }
+  DotTileFullImpl<kDT, R, C>(std::make_index_sequence<R * C>(), x, w, k, dtype, bias, y, j);
 }
 
 template <int kDT, size_t R>

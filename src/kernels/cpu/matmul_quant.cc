@@ -436,7 +436,7 @@ HWY_INLINE int32_t BlockDotI8(const int8_t* HWY_RESTRICT a, const int8_t* HWY_RE
 
 template <size_t R, size_t C>
 HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
-#if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64
+#if HWY_ARCH_ARM_A64 && (HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2_128)
   constexpr bool kPairs = (R == 2 || R == 4) && C == 2;  // smmla's 2 x 2 tiles
   const bool smmla = kPairs && cpu::UseI8mm();
   if (smmla || cpu::UseDotExtension()) {  // smmla / sdot (matmul_smmla_arm.cc, matmul_sdot_arm.cc)

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "hwy/highway.h"
 #include "kernels/cpu/parallel.h"
@@ -185,49 +186,58 @@ HWY_INLINE void PackTransposed(const float* HWY_RESTRICT src, size_t lds, size_t
 
 enum class CMode { kStore, kAdd, kScaleAdd };
 
+// Writes one accumulator to C per kMode (bias: its N floats or null; alpha: the row's factor).
+template <CMode kMode>
+HWY_INLINE void StoreTileVec(VF x, float* HWY_RESTRICT cr, const float* HWY_RESTRICT bias, float alpha) {
+  const DF d;
+  if (kMode == CMode::kStore) {
+    if (bias) x = hn::Add(x, hn::LoadU(d, bias));
+  } else if (kMode == CMode::kAdd) {
+    x = hn::Add(x, hn::LoadU(d, cr));
+  } else {
+    x = hn::MulAdd(hn::Set(d, alpha), hn::LoadU(d, cr), x);
+  }
+  hn::StoreU(x, d, cr);
+}
+
+// The register tile is the parameter pack `acc` (accumulator I holds row I / NV, vectors
+// I % NV), expanded in lockstep with the index pack: SVE vectors are sizeless types, which
+// cannot be array elements, but may be function parameters. The repeated broadcasts of a row's
+// value and loads of a B vector within one step are common subexpressions the compiler merges.
+template <size_t MR, size_t NV, CMode kMode, size_t... I, class... V>
+HWY_INLINE void GemmTileAcc(std::index_sequence<I...>, const float* const* HWY_RESTRICT ap,
+                            const float* HWY_RESTRICT b, size_t ldb, size_t depth,
+                            float* const* HWY_RESTRICT c, const float* HWY_RESTRICT bias,
+                            const float* HWY_RESTRICT alpha, V... acc) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+#pragma GCC unroll 2
+  for (size_t k = 0; k < depth; ++k) {
+    const float* HWY_RESTRICT bk = b + k * ldb;
+    ((acc = hn::MulAdd(hn::Set(d, ap[I / NV][k]), hn::LoadU(d, bk + (I % NV) * N), acc)), ...);
+  }
+  (StoreTileVec<kMode>(acc, c[I / NV] + (I % NV) * N, bias ? bias + (I % NV) * N : nullptr,
+                       alpha ? alpha[I / NV] : 0.0f),
+   ...);
+}
+
+// Starts GemmTileAcc with MR * NV zero accumulators.
+template <size_t MR, size_t NV, CMode kMode, size_t... I>
+HWY_INLINE void GemmTileZeros(std::index_sequence<I...> seq, const float* const* ap, const float* b,
+                              size_t ldb, size_t depth, float* const* c, const float* bias,
+                              const float* alpha) {
+  const DF d;
+  GemmTileAcc<MR, NV, kMode>(seq, ap, b, ldb, depth, c, bias, alpha, (static_cast<void>(I), hn::Zero(d))...);
+}
+
 template <size_t MR, size_t NV, CMode kMode>
 HWY_INLINE void GemmTileNV(const float* const* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t ldb,
                            size_t depth, float* const* HWY_RESTRICT c, const float* HWY_RESTRICT bias,
                            const float* HWY_RESTRICT alpha) {
-  const DF d;
-  const size_t N = hn::Lanes(d);
   const float* ap[MR];
 #pragma GCC unroll 16
   for (size_t r = 0; r < MR; ++r) ap[r] = a[r];
-  VF acc[MR][NV];
-#pragma GCC unroll 16
-  for (size_t r = 0; r < MR; ++r) {
-#pragma GCC unroll 8
-    for (size_t v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
-  }
-#pragma GCC unroll 2
-  for (size_t k = 0; k < depth; ++k) {
-    VF bv[NV];
-#pragma GCC unroll 8
-    for (size_t v = 0; v < NV; ++v) bv[v] = hn::LoadU(d, b + k * ldb + v * N);
-#pragma GCC unroll 16
-    for (size_t r = 0; r < MR; ++r) {
-      const VF ar = hn::Set(d, ap[r][k]);
-#pragma GCC unroll 8
-      for (size_t v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(ar, bv[v], acc[r][v]);
-    }
-  }
-#pragma GCC unroll 16
-  for (size_t r = 0; r < MR; ++r) {
-    float* cr = c[r];
-#pragma GCC unroll 8
-    for (size_t v = 0; v < NV; ++v) {
-      VF x = acc[r][v];
-      if (kMode == CMode::kStore) {
-        if (bias) x = hn::Add(x, hn::LoadU(d, bias + v * N));
-      } else if (kMode == CMode::kAdd) {
-        x = hn::Add(x, hn::LoadU(d, cr + v * N));
-      } else {
-        x = hn::MulAdd(hn::Set(d, alpha[r]), hn::LoadU(d, cr + v * N), x);
-      }
-      hn::StoreU(x, d, cr + v * N);
-    }
-  }
+  GemmTileZeros<MR, NV, kMode>(std::make_index_sequence<MR * NV>(), ap, b, ldb, depth, c, bias, alpha);
 }
 
 template <size_t MR, CMode kMode>
