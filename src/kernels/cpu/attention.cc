@@ -432,7 +432,7 @@ void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float
   if (j < valid) vmax = _mm512_mask_max_ps(vmax, Live(valid - j), vmax, _mm512_loadu_ps(srow + j));
   const float xmax = _mm512_reduce_max_ps(vmax);  // scale > 0: the largest x has the largest score
   const float m_new = std::max(m, xmax * scale);
-  s.alpha[r] = m == kNegInf ? 0.0f : std::exp(m - m_new);
+  s.alpha[r] = m == kNegInf ? 0.0f : m == m_new ? 1.0f : std::exp(m - m_new);  // exp(0) is exactly 1
   const float kLog2e = 1.4426950409f, kLog2Of255 = 7.9943534368f;
   const float sl = scale * kLog2e;
   const float pmax = _mm512_cvtss_f32(Exp2ForU8(_mm512_set1_ps(std::fma(xmax, sl, -m_new * kLog2e))));
@@ -575,7 +575,7 @@ HWY_INLINE void SoftmaxRow(float* HWY_RESTRICT srow, size_t valid, size_t width,
     vmax = hn::Max(vmax, hn::IfThenElse(mask, x, hn::Set(d, kNegInf)));
   }
   const float m_new = std::max(m, ReduceMax(vmax));
-  alpha = m == kNegInf ? 0.0f : std::exp(m - m_new);
+  alpha = m == kNegInf ? 0.0f : m == m_new ? 1.0f : std::exp(m - m_new);  // exp(0) is exactly 1: no call
   const VF vm = hn::Set(d, m_new);
   VF vsum = hn::Zero(d);
   j = 0;
