@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "kernels/kernels.h"
 
@@ -60,11 +62,22 @@ const char* VisionOpName(VisionOp op) {
 //   the Q columns compacted to qkv[0, PE) -> out_proj -> qkv[PE, 2PE) -> x +=
 //   per chunk: norm2(x) -> tmp -> fc1 -> qkv[0, chunk M) -> GELU -> fc2 -> tmp -> x +=
 struct VisionEncoder::Buffers {
+  // Floats left uninitialised: every one is written before it is read, so zeroing them (~120 MB
+  // for a 1036² image) was a memset pass that also faulted in every page before the patch
+  // embedding, while the pixel values were still held; now pages fault in as the kernels first
+  // write them.
+  struct Floats {
+    explicit Floats(int64_t n) : p(new float[static_cast<size_t>(n)]), n(n) {}
+    float* data() { return p.get(); }
+    std::vector<float> Copy() const { return std::vector<float>(p.get(), p.get() + n); }
+    std::unique_ptr<float[]> p;
+    int64_t n;
+  };
   static constexpr int64_t kChunkRows = 1024;
   int64_t P, E, chunk;
-  std::vector<float> x;    // [P, E] the residual stream
-  std::vector<float> qkv;  // max(3PE, chunk M) floats: Q, K, V; then out_proj's; then the MLP's hidden rows
-  std::vector<float> tmp;  // [chunk, E] norm1 / norm2 rows, then fc2's output
+  Floats x;    // [P, E] the residual stream
+  Floats qkv;  // max(3PE, chunk M) floats: Q, K, V; then out_proj's; then the MLP's hidden rows
+  Floats tmp;  // [chunk, E] norm1 / norm2 rows, then fc2's output
   Buffers(int64_t p, int64_t e, int64_t m)
       : P(p), E(e), chunk(ChunkRows(p)), x(p * e), qkv(std::max(p * 3 * e, chunk * m)), tmp(chunk * e) {}
   // Rows per chunk: P split evenly into as few chunks of at most kChunkRows as fit (1 for no
@@ -216,7 +229,7 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
     kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, buf.x.data(), pool);
   }
   if (owned != nullptr) std::vector<float>().swap(*owned);
-  if (trace) trace->patch_embed = buf.x;
+  if (trace) trace->patch_embed = buf.x.Copy();
 
   std::vector<float> cos, sin;
   cos.reserve(P * D);
@@ -225,9 +238,9 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
   for (size_t bi = 0; bi < w_.blocks.size(); ++bi) {
     AttentionHalf(w_.blocks[bi], grids, cos.data(), sin.data(), buf, pool, profile);
     MlpHalf(w_.blocks[bi], buf, pool, profile);
-    if (trace && bi == 0) trace->block0 = buf.x;
+    if (trace && bi == 0) trace->block0 = buf.x.Copy();
   }
-  std::vector<float>().swap(buf.tmp);
+  buf.tmp.p.reset();
   // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row. Its
   // two [P, E] intermediates take the work buffer's first 2PE floats.
   const float* x = buf.x.data();
