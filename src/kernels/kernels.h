@@ -115,7 +115,8 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
 //   out: [n_q, num_heads * head_dim]   (row stride out_stride floats)
 // causal: query i attends to keys [0, kv_offset + i] where kv_offset = n_kv - n_q.
 // Softmax in fp32 with max subtraction (the SIMD kernel uses the online, tiled form).
-// Preconditions: num_heads % num_kv_heads == 0, n_kv >= n_q when causal, scale > 0.
+// Preconditions: num_heads % num_kv_heads == 0, n_kv >= n_q when causal, scale > 0. With no keys
+// (n_kv == 0) every output row is zero.
 // In place: out may be q itself (out_stride == q_stride): the output of query row i and head h is
 // written only after every read of that row and head's queries, and nothing else reads them
 // (keys and values must not overlap q or out). Results equal the out-of-place call's.

@@ -375,6 +375,11 @@ void Int8Scores(const float* qi, const AttentionShape& s, const std::vector<int8
 
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool) {
+  if (s.n_kv == 0) {  // no keys: zeros, as the kernel writes (an empty softmax would be 0 / 0)
+    for (int64_t i = 0; i < s.n_q; ++i)
+      std::fill(out + i * s.out_stride, out + i * s.out_stride + s.num_heads * s.head_dim, 0.0f);
+    return;
+  }
   if (s.k_blocks16 != nullptr) {  // fp16 blocks: the same attention over their values widened
     const size_t row = static_cast<size_t>(s.kv_stride);
     std::vector<float> k32(static_cast<size_t>(s.n_kv) * row), v32(k32.size());

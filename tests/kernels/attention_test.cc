@@ -232,6 +232,30 @@ TEST_P(AttentionTest, Int8StaysCloseToFp32) {
 
 // In place (out == q, as the vision encoder calls it): bit-equal to the out-of-place call, fp32
 // and int8, with several row blocks and workers, GQA, and the decode key-split path; the twin too.
+// With no keys there is nothing to attend to: the kernel and its twin both write zeros (over
+// whatever the output held), on the fp32 and the int8 paths.
+TEST_P(AttentionTest, NoKeysGiveZerosInKernelAndTwin) {
+  ThreadPool pool(2);
+  for (bool int8 : {false, true}) {
+    AttentionShape s = ShapeOf({5, 0, 4, 2, 16, false, false});
+    s.int8_qk = s.int8_pv = int8;
+    s.q_stride = s.out_stride = 4 * 16;
+    s.kv_stride = 2 * 16;
+    const std::vector<float> q = RandomVec(5 * 64, 41);
+    const float unused = 0.0f;  // k and v are never read
+    for (bool twin : {false, true}) {
+      std::vector<float> out(5 * 64, 7.0f);
+      if (twin) {
+        ref::Attention(q.data(), &unused, &unused, s, out.data(), nullptr);
+      } else {
+        cpu::Attention(q.data(), &unused, &unused, s, out.data(), &pool);
+      }
+      for (size_t i = 0; i < out.size(); ++i)
+        ASSERT_EQ(out[i], 0.0f) << "twin=" << twin << " int8=" << int8 << " " << i;
+    }
+  }
+}
+
 TEST_P(AttentionTest, InPlaceOverTheQueriesEqualsOutOfPlace) {
   ThreadPool pool(3);
   const Case cases[] = {{300, 300, 2, 2, 80, false, true},
