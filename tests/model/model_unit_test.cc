@@ -15,6 +15,7 @@
 
 #include "base/mapped_file.h"
 #include "base/safetensors.h"
+#include "base/thread_pool.h"
 #include "engine/generate.h"
 #include "engine/sampler.h"
 #include "golden_util.h"
@@ -295,6 +296,39 @@ TEST(WeightsTest, TiedEmbeddingsWhenLmHeadAbsent) {
   EXPECT_EQ((*m)->weights().stored_dtype, DType::kBF16);
   auto t = Qwen2VLModel::Load(FixturePath("tiny"));
   EXPECT_FALSE((*t)->weights().tied_lm_head);
+}
+
+// A prefill longer than one MLP chunk (ForwardBatch splits rows above 512) gives every row the
+// bits it gets in shorter steps that are not split: 700 tokens at once against 350 + 350, with
+// the fixture's dense weights and quantized to q8 and q4 at load.
+TEST(DecoderTest, LongPrefillEqualsItsHalvesBitForBit) {
+  ThreadPool pool(2);
+  for (const char* quant : {"", "q8", "q4"}) {
+    auto m = Qwen2VLModel::Load(FixturePath("tiny"), quant, &pool);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const Decoder& dec = (*m)->decoder();
+    const int64_t H = dec.config().hidden_size, n = 700;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> embeds(static_cast<size_t>(n * H));
+    for (float& e : embeds) e = dist(rng);
+    std::vector<int64_t> pos(static_cast<size_t>(n));
+    std::iota(pos.begin(), pos.end(), 0);
+    std::vector<float> whole(embeds.size()), halves(embeds.size());
+    KvCache one, two;
+    dec.Forward(embeds.data(), n, pos.data(), pos.data(), pos.data(), &one, whole.data(), &pool);
+    for (int64_t h0 = 0; h0 < n; h0 += n / 2) {
+      const size_t at = static_cast<size_t>(h0);
+      dec.Forward(embeds.data() + at * H, n / 2, pos.data() + at, pos.data() + at, pos.data() + at, &two,
+                  halves.data() + at * H, &pool);
+    }
+    int bad = 0;
+    for (size_t i = 0; i < whole.size(); ++i) {
+      if (whole[i] != halves[i] && ++bad <= 3)
+        ADD_FAILURE() << quant << " row " << i / H << ": " << whole[i] << " vs " << halves[i];
+    }
+    EXPECT_EQ(bad, 0) << quant;
+  }
 }
 
 TEST(GenModelTest, TinyPresetLoadsAndRuns) {
