@@ -188,9 +188,9 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
 
   std::vector<float> x(embeds, embeds + T * Hd);
   // The MLP's two [rows, I] intermediates hold one row chunk at a time (I = 5.4 Hd: whole they
-  // were ~80 MB of a 2,048-token prefill). Chunks of equal size, at least 256 rows when there is
-  // more than one, so every chunk takes the matrix product's path the whole batch would (the
-  // paths switch below 48 rows) and the results do not change.
+  // were ~80 MB of a 2,048-token prefill). The chunks split T evenly (the last is short by less
+  // than their count), so with more than one each has far more than the 48 rows below which the
+  // matrix products switch paths: every row takes the path the whole batch would, and its bits.
   const int64_t mlp_chunks = (T + kMlpRows - 1) / kMlpRows, mlp_rows = (T + mlp_chunks - 1) / mlp_chunks;
   std::vector<float> normed(T * Hd), q(T * QD), k(T * KD), v(T * KD), attn(T * QD), tmp(T * Hd),
       gate(mlp_rows * I), up(mlp_rows * I);
