@@ -207,7 +207,7 @@ TEST(WeightsTest, MissingDirAndMissingWeights) {
 // Rewrites the tiny checkpoint with a tensor transform; returns the directory.
 std::string RewriteTiny(const std::string& name,
                         const std::function<void(std::vector<TensorToWrite>*)>& edit) {
-  const std::string dir = TempDir(name);
+  std::string dir = TempDir(name);
   CopyFile(FixturePath("tiny/config.json"), dir + "/config.json");
   auto f = SafetensorsFile::Open(FixturePath("tiny/model.safetensors")).value();
   std::vector<TensorToWrite> ts;
@@ -365,7 +365,7 @@ TEST(SamplerTest, PresenceAndFrequencyPenaltiesCountOutputOnly) {
   SamplingParams p;
   p.presence_penalty = 1.0f;
   p.frequency_penalty = 0.5f;
-  SequenceSampler s(p, /*prompt=*/{0, 0, 0});
+  SequenceSampler s(p, /*prompt_ids=*/{0, 0, 0});
   s.Accept(1);
   s.Accept(1);
   s.Accept(2);
