@@ -24,6 +24,7 @@
 
 #include "base/mapped_file.h"
 #include "base/utf8.h"
+#include "tokenizer/token_tables.h"
 
 namespace mineru {
 namespace {
@@ -446,20 +447,16 @@ Status SplitMerge(const json& e, size_t rank, std::string_view* a, std::string_v
 
 struct Tokenizer::Impl {
   // Vocabulary.
-  std::unordered_map<std::string, int32_t> vocab;  // model vocab
+  VocabTable vocab;  // model vocab
   std::unordered_map<std::string, int32_t> added_by_content;
-  std::vector<std::string> id_to_token;   // "" for holes
-  std::vector<uint8_t> id_flags;          // kPresent | kAdded | kSpecial
-  std::string token_bytes;                // decoded bytes of every id, concatenated
-  std::vector<uint32_t> token_bytes_off;  // size vocab_size + 1
+  std::unordered_map<int32_t, size_t> added_by_id;  // the index in `added` that names each added id
+  std::vector<uint8_t> id_flags;                    // kPresent | kAdded | kSpecial; its size is vocab_size()
+  std::string token_bytes;                          // decoded bytes of every id, concatenated
+  std::vector<uint32_t> token_bytes_off;            // size vocab_size + 1
   static constexpr uint8_t kPresent = 1, kAdded = 2, kSpecial = 4;
 
   // BPE.
-  struct Merge {
-    int32_t rank;
-    int32_t new_id;
-  };
-  std::unordered_map<uint64_t, Merge> merges;
+  MergeTable merges;
   int32_t byte_ids[256];
   int32_t unk_id = -1;
   bool ignore_merges = false;
@@ -479,8 +476,10 @@ struct Tokenizer::Impl {
   mutable std::shared_mutex cache_mu;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
 
-  static uint64_t PairKey(int32_t a, int32_t b) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  // The raw token string of id: an added token's content, else the vocab's text ("" for holes).
+  std::string_view TokenText(int32_t id) const {
+    if (id_flags[id] & kAdded) return added[added_by_id.at(id)].content;
+    return vocab.Text(id);
   }
 
   Status LoadModel(const json& model);
@@ -523,62 +522,54 @@ Status Tokenizer::Impl::LoadModel(const json& model) {
   auto unk_it = model.find("unk_token");
   if (unk_it != model.end() && !unk_it->is_null()) {
     MINERU_RETURN_IF_ERROR(Expect(unk_it->is_string(), "model.unk_token must be a string"));
-    auto u = vocab.find(unk_it->get<std::string>());
-    if (u == vocab.end()) return InvalidArgumentError("tokenizer.json: model.unk_token is not in the vocab");
-    unk_id = u->second;
+    unk_id = vocab.Find(unk_it->get<std::string>());
+    if (unk_id < 0) return InvalidArgumentError("tokenizer.json: model.unk_token is not in the vocab");
   }
 
   const ByteLevelAlphabet& alpha = Alphabet();
   for (int b = 0; b < 256; ++b) {
     std::string ch;
     utf8::AppendCodepoint(alpha.byte_to_cp[b], &ch);
-    auto it = vocab.find(ch);
-    byte_ids[b] = it == vocab.end() ? -1 : it->second;
+    byte_ids[b] = vocab.Find(ch);
   }
   return Status::Ok();
 }
 
-// model.vocab (token -> id) into vocab, id_to_token and id_flags (ids may leave gaps).
+// model.vocab (token -> id) into vocab and id_flags (ids may leave gaps).
 Status Tokenizer::Impl::LoadVocab(const json& v) {
-  vocab.reserve(v.size() * 2);
-  int64_t max_id = -1;
+  std::vector<std::pair<std::string_view, int32_t>> entries;
+  entries.reserve(v.size());
   for (auto it = v.begin(); it != v.end(); ++it) {
     if (!it.value().is_number_integer())
       return InvalidArgumentError("tokenizer.json: vocab id of '" + it.key() + "' is not an integer");
     const int64_t id = it.value().get<int64_t>();
     if (id < 0 || id > kMaxTokenId)
       return InvalidArgumentError("tokenizer.json: vocab id " + std::to_string(id) + " out of range");
-    max_id = std::max(max_id, id);
-    vocab.insert_or_assign(it.key(), static_cast<int32_t>(id));
+    entries.emplace_back(it.key(), static_cast<int32_t>(id));  // the key lives as long as v
   }
-  id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
-  id_flags.assign(static_cast<size_t>(max_id + 1), 0);
-  for (const auto& kv : vocab) {
-    id_to_token[kv.second] = kv.first;
-    id_flags[kv.second] = kPresent;
+  vocab.Build(entries);
+  id_flags.assign(static_cast<size_t>(vocab.id_limit()), 0);
+  for (int32_t id = 0; id < vocab.id_limit(); ++id) {
+    if (vocab.Has(id)) id_flags[id] = kPresent;
   }
   return Status::Ok();
 }
 
 // model.merges into merges: (left id, right id) -> (rank, merged id). Needs the vocab loaded.
 Status Tokenizer::Impl::LoadMerges(const json& m) {
-  merges.reserve(m.size() * 2);
+  merges.Reserve(m.size());
   std::string joined;
   for (size_t rank = 0; rank < m.size(); ++rank) {
     std::string_view a, b;
     MINERU_RETURN_IF_ERROR(SplitMerge(m[rank], rank, &a, &b));
     joined.assign(a.data(), a.size());
-    auto ia = vocab.find(joined);
-    joined.assign(b.data(), b.size());
-    auto ib = vocab.find(joined);
-    joined.assign(a.data(), a.size());
     joined.append(b.data(), b.size());
-    auto inew = vocab.find(joined);
-    if (ia == vocab.end() || ib == vocab.end() || inew == vocab.end())
+    const int32_t ia = vocab.Find(a), ib = vocab.Find(b), inew = vocab.Find(joined);
+    if (ia < 0 || ib < 0 || inew < 0)
       return InvalidArgumentError("tokenizer.json: merge #" + std::to_string(rank) +
                                   " uses a token not in the vocab");
     // Later duplicates win, as in HF (its merge map is built by inserting in order).
-    merges[PairKey(ia->second, ib->second)] = Merge{static_cast<int32_t>(rank), inew->second};
+    merges.Put(ia, ib, MergeTable::Merge{static_cast<int32_t>(rank), inew});
   }
   return Status::Ok();
 }
@@ -722,14 +713,14 @@ Status Tokenizer::Impl::LoadDecoder(const json& d) {
 }
 
 Status Tokenizer::Impl::Finish() {
-  // Added tokens extend the id tables and take precedence over the vocab for the same id.
-  int64_t max_id = static_cast<int64_t>(id_to_token.size()) - 1;
+  // Added tokens extend the id tables and take precedence over the vocab for the same id (the
+  // last one listed for an id wins).
+  int64_t max_id = static_cast<int64_t>(id_flags.size()) - 1;
   for (const AddedToken& a : added) max_id = std::max<int64_t>(max_id, a.id);
-  id_to_token.resize(static_cast<size_t>(max_id + 1));
   id_flags.resize(static_cast<size_t>(max_id + 1), 0);
   for (size_t i = 0; i < added.size(); ++i) {
     const AddedToken& a = added[i];
-    id_to_token[a.id] = a.content;
+    added_by_id[a.id] = i;
     id_flags[a.id] = kPresent | kAdded | (a.special ? kSpecial : 0);
     added_by_content[a.content] = a.id;
   }
@@ -746,15 +737,15 @@ Status Tokenizer::Impl::Finish() {
   }
   // Decoded bytes of every id.
   size_t total = 0;
-  for (const std::string& t : id_to_token) total += t.size();
+  for (size_t id = 0; id < id_flags.size(); ++id) total += TokenText(static_cast<int32_t>(id)).size();
   token_bytes.clear();
   token_bytes.reserve(total);
-  token_bytes_off.assign(id_to_token.size() + 1, 0);
-  for (size_t id = 0; id < id_to_token.size(); ++id) {
+  token_bytes_off.assign(id_flags.size() + 1, 0);
+  for (size_t id = 0; id < id_flags.size(); ++id) {
     token_bytes_off[id] = static_cast<uint32_t>(token_bytes.size());
-    if (id_flags[id] & kPresent) token_bytes += ByteLevelDecodeToken(id_to_token[id]);
+    if (id_flags[id] & kPresent) token_bytes += ByteLevelDecodeToken(TokenText(static_cast<int32_t>(id)));
   }
-  token_bytes_off[id_to_token.size()] = static_cast<uint32_t>(token_bytes.size());
+  token_bytes_off[id_flags.size()] = static_cast<uint32_t>(token_bytes.size());
   return Status::Ok();
 }
 
@@ -824,9 +815,9 @@ Status Tokenizer::Impl::PreTokenize(std::string_view text, std::deque<std::strin
 
 void Tokenizer::Impl::BpeWordUncached(std::string_view word, std::vector<int32_t>* out) const {
   if (ignore_merges) {
-    auto it = vocab.find(ByteLevelEncode(word));
-    if (it != vocab.end()) {
-      out->push_back(it->second);
+    const int32_t id = vocab.Find(ByteLevelEncode(word));
+    if (id >= 0) {
+      out->push_back(id);
       return;
     }
   }
@@ -862,9 +853,9 @@ void Tokenizer::Impl::BpeWordUncached(std::string_view word, std::vector<int32_t
     auto push_pair = [&](int32_t left) {
       const int32_t right = syms[left].next;
       if (right < 0) return;
-      auto it = merges.find(PairKey(syms[left].id, syms[right].id));
-      if (it == merges.end()) return;
-      heap.push_back({it->second.rank, left, it->second.new_id});
+      const MergeTable::Merge* m = merges.Find(syms[left].id, syms[right].id);
+      if (m == nullptr) return;
+      heap.push_back({m->rank, left, m->new_id});
       std::push_heap(heap.begin(), heap.end(), worse);
     };
     for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) push_pair(i);
@@ -875,8 +866,8 @@ void Tokenizer::Impl::BpeWordUncached(std::string_view word, std::vector<int32_t
       Sym& left = syms[c.pos];
       if (!left.alive || left.next < 0) continue;
       const int32_t right_idx = left.next;
-      auto it = merges.find(PairKey(left.id, syms[right_idx].id));
-      if (it == merges.end() || it->second.new_id != c.new_id) continue;  // stale candidate
+      const MergeTable::Merge* m = merges.Find(left.id, syms[right_idx].id);
+      if (m == nullptr || m->new_id != c.new_id) continue;  // stale candidate
       left.id = c.new_id;
       Sym& right = syms[right_idx];
       right.alive = false;
@@ -1038,14 +1029,14 @@ std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
   const std::string key(token);
   auto a = impl_->added_by_content.find(key);
   if (a != impl_->added_by_content.end()) return a->second;
-  auto v = impl_->vocab.find(key);
-  if (v != impl_->vocab.end()) return v->second;
+  const int32_t v = impl_->vocab.Find(token);
+  if (v >= 0) return v;
   return std::nullopt;
 }
 
 std::string Tokenizer::IdToToken(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return std::string();
-  return impl_->id_to_token[id];
+  return std::string(impl_->TokenText(id));
 }
 
 bool Tokenizer::IsSpecial(int32_t id) const {
@@ -1056,7 +1047,7 @@ bool Tokenizer::IsAdded(int32_t id) const {
   return id >= 0 && id < vocab_size() && (impl_->id_flags[id] & Impl::kAdded);
 }
 
-int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->id_to_token.size()); }
+int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->id_flags.size()); }
 
 std::string_view Tokenizer::TokenBytes(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return std::string_view();
@@ -1074,14 +1065,14 @@ std::vector<std::pair<int32_t, std::string>> Tokenizer::AddedTokens() const {
 // ---------------------------------------------------------------------------------------------
 
 std::vector<std::string> Tokenizer::Merges() const {
-  std::vector<std::pair<int32_t, uint64_t>> ranked;
-  ranked.reserve(impl_->merges.size());
-  for (const auto& [key, m] : impl_->merges) ranked.emplace_back(m.rank, key);
-  std::sort(ranked.begin(), ranked.end());
+  auto entries = impl_->merges.Entries();
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& x, const auto& y) { return x.second.rank < y.second.rank; });
   std::vector<std::string> out;
-  out.reserve(ranked.size());
-  for (const auto& [rank, key] : ranked) {
-    out.push_back(impl_->id_to_token[key >> 32] + " " + impl_->id_to_token[key & 0xffffffffu]);
+  out.reserve(entries.size());
+  for (const auto& [pair, m] : entries) {
+    out.push_back(std::string(impl_->vocab.Text(pair.first)) + " " +
+                  std::string(impl_->vocab.Text(pair.second)));
   }
   return out;
 }
