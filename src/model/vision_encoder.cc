@@ -110,6 +110,16 @@ void CompactQRows(float* buf, int64_t P, int64_t E, ThreadPool* pool) {
   }
 }
 
+// y [m, w.rows] = x [m, w.cols] · Wᵀ + bias, in products of at most `chunk` rows: the values are
+// those of one call (rows are independent), and a quantized product's int8 copy of x (scratch the
+// calling thread keeps, sized by its largest call) stays at `chunk` rows instead of m.
+void ChunkedMatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, int64_t chunk,
+                   ThreadPool* pool) {
+  for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+    kernels::MatMul(x + r0 * w.cols, std::min(chunk, m - r0), w, bias, y + r0 * w.rows, pool);
+  }
+}
+
 }  // namespace
 
 void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids,
@@ -155,7 +165,7 @@ void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector
   {
     OpTimer t(profile, VisionOp::kOut, 2.0 * static_cast<double>(P) * E * E);
     CompactQRows(qkv, P, E, pool);
-    kernels::MatMul(qkv, P, b.proj, b.proj_b.data(), qkv + P * E, pool);
+    ChunkedMatMul(qkv, P, b.proj, b.proj_b.data(), qkv + P * E, buf.chunk, pool);
   }
   OpTimer t(profile, VisionOp::kResidual, 0);
   kernels::AddInPlace(buf.x.data(), qkv + P * E, P * E, pool);
@@ -254,7 +264,7 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
   std::vector<float> out(T * c_.out_hidden_size);
   {
     OpTimer t(profile, VisionOp::kMerger, 2.0 * T * ME * ME);
-    kernels::MatMul(normed, T, w_.merger_fc1, w_.merger_fc1_b.data(), mid, pool);
+    ChunkedMatMul(normed, T, w_.merger_fc1, w_.merger_fc1_b.data(), mid, buf.chunk, pool);
   }
   {
     OpTimer t(profile, VisionOp::kGelu, 0);
@@ -262,7 +272,7 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
   }
   {
     OpTimer t(profile, VisionOp::kMerger, 2.0 * T * ME * c_.out_hidden_size);
-    kernels::MatMul(mid, T, w_.merger_fc2, w_.merger_fc2_b.data(), out.data(), pool);
+    ChunkedMatMul(mid, T, w_.merger_fc2, w_.merger_fc2_b.data(), out.data(), buf.chunk, pool);
   }
   return out;
 }
