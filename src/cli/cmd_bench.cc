@@ -1,6 +1,7 @@
 // cli/cmd_bench.cc — `mineru-cpp bench`: fixed workloads on a model (usually the random real-shape
 // one from gen-model) printing one JSON object of figures. Output lengths are fixed (ignore EOS).
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -516,6 +517,9 @@ int RunBench(const BenchFlags& f) {
   // Memory right after load: mapped weights count in RSS once touched (panel packing reads the
   // decoder's); anonymous memory is what load copied or built.
   out["kv_type"] = KvTypeName((*engine)->kv_type());
+  // Load's freed heap (the tokenizer's parsed JSON) given back first, as the engine does when it
+  // goes idle: otherwise the figure depends on whether the engine's thread got there yet.
+  malloc_trim(0);
   out["rss_after_load_mb"] = StatusMb("VmRSS");
   out["anon_after_load_mb"] = StatusMb("RssAnon");
   BenchContext c{f, dir, m, tok.get(), **engine, out};
