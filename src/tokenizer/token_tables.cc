@@ -13,13 +13,6 @@ size_t SlotsFor(size_t n) {
   return cap;
 }
 
-// Spreads the pair keys (small ids in both halves) over the low bits the slot mask keeps: a
-// Fibonacci multiply, its high half folded down.
-size_t MixKey(uint64_t key) {
-  const uint64_t h = key * 0x9E3779B97F4A7C15ull;
-  return static_cast<size_t>(h ^ (h >> 32));
-}
-
 }  // namespace
 
 void VocabTable::Build(const std::vector<std::pair<std::string_view, int32_t>>& entries) {
@@ -35,7 +28,7 @@ void VocabTable::Build(const std::vector<std::pair<std::string_view, int32_t>>& 
   entry_id_.reserve(entries.size());
   for (const auto& [text, id] : entries) {
     const size_t s = Slot(text);
-    if (slots_[s] >= 0) {  // the same text again: it takes the later id
+    if (slots_[s] >= 0) {  // the same text again: it takes the later id (as a map insert would)
       entry_id_[slots_[s]] = id;
       continue;
     }
@@ -54,7 +47,7 @@ void VocabTable::Build(const std::vector<std::pair<std::string_view, int32_t>>& 
 
 size_t VocabTable::Slot(std::string_view text) const {
   const size_t mask = slots_.size() - 1;
-  for (size_t s = std::hash<std::string_view>{}(text) & mask;; s = (s + 1) & mask) {
+  for (size_t s = std::hash<std::string_view>{}(text)&mask;; s = (s + 1) & mask) {
     if (slots_[s] < 0 || EntryText(slots_[s]) == text) return s;
   }
 }
@@ -65,7 +58,9 @@ int32_t VocabTable::Find(std::string_view text) const {
   return e < 0 ? -1 : entry_id_[e];
 }
 
-std::string_view VocabTable::Text(int32_t id) const { return Has(id) ? EntryText(id_entry_[id]) : std::string_view(); }
+std::string_view VocabTable::Text(int32_t id) const {
+  return Has(id) ? EntryText(id_entry_[id]) : std::string_view();
+}
 
 void MergeTable::Reserve(size_t n) {
   if (SlotsFor(n) > slots_.size()) Rehash(SlotsFor(n));
@@ -73,7 +68,8 @@ void MergeTable::Reserve(size_t n) {
 
 size_t MergeTable::Index(uint64_t key) const {
   const size_t mask = slots_.size() - 1;
-  for (size_t s = MixKey(key) & mask;; s = (s + 1) & mask) {
+  // Fibonacci hashing: the top bits of key times 2^64 / phi depend on every bit of both ids.
+  for (size_t s = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);; s = (s + 1) & mask) {
     if (slots_[s].key == kEmpty || slots_[s].key == key) return s;
   }
 }
@@ -81,6 +77,8 @@ size_t MergeTable::Index(uint64_t key) const {
 void MergeTable::Rehash(size_t capacity) {
   std::vector<SlotEntry> old = std::move(slots_);
   slots_.assign(capacity, SlotEntry{kEmpty, Merge{0, 0}});
+  shift_ = 64;
+  for (size_t c = capacity; c > 1; c /= 2) --shift_;
   for (const SlotEntry& e : old) {
     if (e.key != kEmpty) slots_[Index(e.key)] = e;
   }

@@ -21,13 +21,16 @@ namespace mineru {
 // of them in entry order is the id's text (Text), while Find still finds each of them.
 class VocabTable {
  public:
-  // entries: (text, id) in file order, ids >= 0. Replaces what the table held.
+  // entries: (text, id) in order, ids >= 0, their texts under 4 GiB in all (the caller checks).
+  // Replaces what the table held.
   void Build(const std::vector<std::pair<std::string_view, int32_t>>& entries);
   // The id of `text`, or -1.
   int32_t Find(std::string_view text) const;
   // The text of `id`; empty for ids no entry has (holes) and ids out of range.
   std::string_view Text(int32_t id) const;
-  bool Has(int32_t id) const { return id >= 0 && static_cast<size_t>(id) < id_entry_.size() && id_entry_[id] >= 0; }
+  bool Has(int32_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < id_entry_.size() && id_entry_[id] >= 0;
+  }
   // One past the largest id (0 when empty).
   int32_t id_limit() const { return static_cast<int32_t>(id_entry_.size()); }
   size_t size() const { return entry_id_.size(); }
@@ -75,6 +78,7 @@ class MergeTable {
   void Rehash(size_t capacity);
 
   std::vector<SlotEntry> slots_;  // power-of-two open addressing (linear probing)
+  int shift_ = 64;                // 64 - log2(slots): a key's home slot is its hash's top bits
   size_t size_ = 0;
 };
 

@@ -539,6 +539,7 @@ Status Tokenizer::Impl::LoadModel(const json& model) {
 Status Tokenizer::Impl::LoadVocab(const json& v) {
   std::vector<std::pair<std::string_view, int32_t>> entries;
   entries.reserve(v.size());
+  size_t text_bytes = 0;
   for (auto it = v.begin(); it != v.end(); ++it) {
     if (!it.value().is_number_integer())
       return InvalidArgumentError("tokenizer.json: vocab id of '" + it.key() + "' is not an integer");
@@ -546,7 +547,11 @@ Status Tokenizer::Impl::LoadVocab(const json& v) {
     if (id < 0 || id > kMaxTokenId)
       return InvalidArgumentError("tokenizer.json: vocab id " + std::to_string(id) + " out of range");
     entries.emplace_back(it.key(), static_cast<int32_t>(id));  // the key lives as long as v
+    text_bytes += it.key().size();
   }
+  // The tables address the texts (and their decoded bytes) with 32-bit offsets.
+  if (text_bytes >= (size_t{1} << 31))
+    return InvalidArgumentError("tokenizer.json: the vocab's texts exceed 2 GiB");
   vocab.Build(entries);
   id_flags.assign(static_cast<size_t>(vocab.id_limit()), 0);
   for (int32_t id = 0; id < vocab.id_limit(); ++id) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -59,7 +60,7 @@ TEST(VocabTableTest, EmptyTableFindsNothing) {
 TEST(MergeTableTest, AgreesWithAMapUnderGrowthAndReplacement) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> id(0, 300);  // small ids: many keys share a half
-  MergeTable t;  // no Reserve: Put must grow it
+  MergeTable t;                                       // no Reserve: Put must grow it
   std::unordered_map<uint64_t, MergeTable::Merge> ref;
   for (int32_t rank = 0; rank < 20000; ++rank) {
     const int32_t a = id(rng), b = id(rng);
@@ -86,6 +87,29 @@ TEST(MergeTableTest, AgreesWithAMapUnderGrowthAndReplacement) {
     ASSERT_NE(it, ref.end());
     EXPECT_EQ(it->second.rank, m.rank);
   }
+}
+
+TEST(MergeTableTest, LargeIdsAndAFullSmallTable) {
+  // 12 pairs fill 16 slots to three quarters: probes run into each other and past the end.
+  constexpr int32_t kTop = (1 << 24) - 1;
+  MergeTable t;
+  t.Reserve(12);
+  std::vector<std::pair<int32_t, int32_t>> keys;
+  for (int32_t i = 0; i < 12; ++i) keys.emplace_back(kTop - i * 4096, i % 3 == 0 ? kTop - i : i);
+  for (int32_t i = 0; i < 12; ++i) t.Put(keys[i].first, keys[i].second, {i, kTop - i});
+  EXPECT_EQ(t.size(), 12u);
+  for (int32_t i = 0; i < 12; ++i) {
+    const MergeTable::Merge* m = t.Find(keys[i].first, keys[i].second);
+    ASSERT_NE(m, nullptr) << i;
+    EXPECT_EQ(m->rank, i);
+    EXPECT_EQ(m->new_id, kTop - i);
+    EXPECT_EQ(t.Find(keys[i].second, keys[i].first) != nullptr, keys[i].first == keys[i].second);
+  }
+  auto entries = t.Entries();
+  ASSERT_EQ(entries.size(), 12u);
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& x, const auto& y) { return x.second.rank < y.second.rank; });
+  for (int32_t i = 0; i < 12; ++i) EXPECT_EQ(entries[i].first, keys[i]);  // ids unpacked whole
 }
 
 TEST(MergeTableTest, EmptyAndReservedTablesFindNothing) {

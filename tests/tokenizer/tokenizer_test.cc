@@ -440,6 +440,43 @@ json MiniTokenizer() {
   return j;
 }
 
+TEST_F(QwenTokenizerTest, MergesListTheFilesMergesInRankOrder) {
+  std::ifstream f(kFixtures + "/tinyvocab/tokenizer.json");
+  ASSERT_TRUE(f.good());
+  const json file = json::parse(f);
+  std::vector<std::string> want;
+  for (const json& m : file["model"]["merges"]) {
+    want.push_back(m.is_string() ? m.get<std::string>()
+                                 : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  }
+  ASSERT_GT(want.size(), 1000u);
+  EXPECT_EQ(tok_->Merges(), want);  // GGUF export writes these
+}
+
+TEST(TokenizerLoadTest, AddedTokenOverridesItsIdsVocabText) {
+  json j = MiniTokenizer();
+  j["added_tokens"] = json::array({{{"id", 8}, {"content", "<x>"}, {"special", true}},
+                                   {{"id", 10}, {"content", "<y>"}, {"special", false}}});
+  auto t = Tokenizer::LoadFromJson(j.dump());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const Tokenizer& tok = **t;
+  EXPECT_EQ(tok.vocab_size(), 11);  // ids 0..8 of the vocab, 9 a hole, 10 added
+  EXPECT_EQ(tok.IdToToken(8), "<x>");
+  EXPECT_EQ(tok.TokenBytes(8), "<x>");
+  EXPECT_TRUE(tok.IsAdded(8));
+  EXPECT_TRUE(tok.IsSpecial(8));
+  EXPECT_EQ(tok.IdToToken(9), "");
+  EXPECT_FALSE(tok.IsAdded(9));
+  EXPECT_EQ(tok.IdToToken(10), "<y>");
+  EXPECT_EQ(tok.TokenToId("<x>"), 8);
+  EXPECT_EQ(tok.TokenToId("cd"), 8);  // the vocab text still finds its id
+  EXPECT_EQ(tok.TokenToId("ab"), 5);
+  EXPECT_EQ(tok.TokenToId("zz"), std::nullopt);
+  // Merges keep the vocab's texts, in rank order.
+  EXPECT_EQ(tok.Merges(), (std::vector<std::string>{"a b", "ab c", "Ġ a", "c d"}));
+  EXPECT_EQ(*tok.Encode("cd"), (std::vector<int32_t>{8}));
+}
+
 TEST(TokenizerLoadTest, MalformedInputsGiveErrors) {
   EXPECT_NE(LoadCode(""), StatusCode::kOk);
   EXPECT_NE(LoadCode("{"), StatusCode::kOk);
