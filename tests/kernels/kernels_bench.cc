@@ -198,7 +198,8 @@ void BM_Attention(benchmark::State& state) {
   const bool causal = state.range(5) != 0;
   TargetScope scope(static_cast<int>(state.range(6)));
   AttentionShape s;
-  s.int8_qk = state.range(7) != 0;  // Q Kᵀ in int8 (vision with q8 weights; AVX-512 VNNI)
+  s.int8_qk = state.range(7) != 0;  // Q Kᵀ in int8 (AVX-512 VNNI)
+  s.int8_pv = state.range(7) == 2;  // and P V (the vision encoder with q8 weights)
   s.n_q = n_q;
   s.n_kv = n_kv;
   s.num_heads = heads;
@@ -236,12 +237,14 @@ void BM_Attention(benchmark::State& state) {
   const double kv_bytes = 2.0 * static_cast<double>(n_kv * kv_heads * hd) * 4.0;
   state.counters["KVGBs"] =
       benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(ActiveTargetName()) + (AttentionUsesInt8(s) ? "/int8-qk" : ""));
+  state.SetLabel(std::string(ActiveTargetName()) + (AttentionUsesInt8(s) ? "/int8-qk" : "") +
+                 (AttentionUsesInt8Pv(s) ? "/int8-pv" : ""));
 }
 BENCHMARK(BM_Attention)
     ->ArgNames({"nq", "nkv", "H", "KV", "hd", "causal", "tgt", "int8"})
     ->Args({5476, 5476, 16, 16, 80, 0, 0, 0})
     ->Args({5476, 5476, 16, 16, 80, 0, 0, 1})
+    ->Args({5476, 5476, 16, 16, 80, 0, 0, 2})
     ->Args({5476, 5476, 16, 16, 80, 0, 1, 0})
     ->Args({1369, 1369, 14, 2, 64, 1, 0, 0})
     ->Args({1, 512, 14, 2, 64, 1, 0, 0})
