@@ -49,8 +49,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ---------------------------------------------------------------------------------------
 // Activation quantization (same arithmetic as internal::QuantizeActRowRef).
 
+// xc (optional): -128 * each block's sum of q, the term the integer panels need (VNNI multiplies
+// w + 128).
 void QuantizeActRow(const float* HWY_RESTRICT x, size_t k, const internal::ActLayout& l,
-                    int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d, float* HWY_RESTRICT corr) {
+                    int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d, float* HWY_RESTRICT corr,
+                    int32_t* HWY_RESTRICT xc = nullptr) {
   const DF df;
   const hn::RebindToSigned<DF> di;
   const hn::Rebind<int8_t, DF> d8;
@@ -75,8 +78,10 @@ void QuantizeActRow(const float* HWY_RESTRICT x, size_t k, const internal::ActLa
       sum = hn::Add(sum, qi);
       hn::StoreU(hn::DemoteTo(d8, qi), d8, q + c0 + i);
     }
+    const int32_t total = hn::GetLane(hn::SumOfLanes(di, sum));  // |q| <= 127: the stored bytes' sum
     d[b] = db;
-    corr[b] = db * static_cast<float>(8 * hn::GetLane(hn::SumOfLanes(di, sum)));
+    corr[b] = db * static_cast<float>(8 * total);
+    if (xc != nullptr) xc[b] = -128 * total;
   }
 }
 
@@ -588,16 +593,9 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   const size_t qchunk = m * k < (size_t{1} << 16) ? m : ChunkSize(m, pool, 16, 2);
   RunTasks(m * k < (size_t{1} << 16) ? nullptr : pool, (m + qchunk - 1) / qchunk, [&](size_t t, size_t) {
     for (size_t i = t * qchunk; i < std::min(m, (t + 1) * qchunk); ++i) {
-      QuantizeActRow(x + i * k, k, l, qs + i * kpad, d + i * nb, corr + i * nb);
-      if (panels) {  // VNNI multiplies w + 128: each block's sum of x takes the 128 back out
-        const int8_t* row = qs + i * kpad;
-        const size_t block = static_cast<size_t>(l.block);
-        for (size_t b = 0; b < nb; ++b) {
-          int32_t sum = 0;
-          for (size_t j = 0; j < block; ++j) sum += row[b * block + j];
-          xc[i * nb + b] = -128 * sum;
-        }
-      }
+      // VNNI multiplies w + 128: each block's sum of x takes the 128 back out.
+      QuantizeActRow(x + i * k, k, l, qs + i * kpad, d + i * nb, corr + i * nb,
+                     panels ? xc + i * nb : nullptr);
     }
   });
 #if HWY_TARGET == HWY_AVX3_DL
