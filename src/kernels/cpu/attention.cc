@@ -439,8 +439,8 @@ void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float
   const __m512 vsl = _mm512_set1_ps(sl), voff = _mm512_set1_ps(std::fma(xmax, sl, -kLog2Of255));
   // 64 keys at a time: four vectors of int32 (>= 0; dead lanes 0) saturate to u8 in two packs
   // (255 caps them as a min would), one permutation puts the keys back in order and vpsadbw sums
-  // the stored bytes (together ~2x fewer instructions than a min, a narrowing store and an add
-  // per vector: the kernel ran 1.05x faster in kernels_bench). q's rows are kBK bytes: whole
+  // the stored bytes: 7 instructions per 64 keys where a min, a narrowing store and an add per 16
+  // keys took 12 (the int8 attention ran 1.05x faster in kernels_bench). q's rows are kBK bytes: whole
   // groups of 64 fit, and the keys past `valid` in the last group are stored as 0.
   static_assert(kBK % 64 == 0, "a u8 row holds whole groups of 64 keys");
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
