@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "base/check.h"
 #include "hwy/targets.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
@@ -61,6 +62,23 @@ PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool) {
   cpu::PackIntegerPanels(w, buf, pool);
   out.size_ = bytes;
   return out;
+}
+
+WeightView WeightRows(const WeightView& w, int64_t r0, int64_t n) {
+  MINERU_CHECK(r0 >= 0 && n >= 0 && r0 + n <= w.rows);
+  WeightView v = w;
+  v.rows = n;
+  const size_t row_bytes =
+      w.quantized() ? QuantizedRowBytes(w.quant, w.cols) : DTypeSize(w.dtype) * static_cast<size_t>(w.cols);
+  v.data = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * row_bytes;
+  v.panels = nullptr;
+  if (w.panels != nullptr && r0 % 16 == 0) {  // panels of 16 rows each, packed in order
+    WeightView head = w;
+    head.rows = r0;
+    v.panels = reinterpret_cast<const IntegerPanels*>(reinterpret_cast<const uint8_t*>(w.panels) +
+                                                      (r0 == 0 ? 0 : cpu::IntegerPanelsBytes(head)));
+  }
+  return v;
 }
 
 Status CapSimdTier(const std::string& tier) {
@@ -200,6 +218,30 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
     return cpu::Attention(q, k, v, fp32, out, pool);
   }
   cpu::Attention(q, k, v, s, out, pool);
+}
+
+bool PackedAttentionRuns(const AttentionShape& s) {
+  return !UseRef() && AttentionUsesInt8(s) && AttentionUsesInt8Pv(s);
+}
+
+size_t PackedKvHeadBytes(const AttentionShape& s) { return cpu::PackedKvHeadBytes(s); }
+
+void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride,
+                ThreadPool* pool) {
+  MINERU_CHECK(PackedAttentionRuns(s) && dst_stride >= PackedKvHeadBytes(s) && dst_stride % 64 == 0);
+  cpu::PackKvInt8(kv, s, dst, dst_stride, pool);
+}
+
+void AttentionPacked(const float* q, const AttentionShape& s, const uint8_t* packed, size_t stride,
+                     float* out, ThreadPool* pool) {
+  MINERU_CHECK(PackedAttentionRuns(s));
+  cpu::AttentionPacked(q, s, packed, stride, out, pool);
+}
+
+void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
+               int64_t out_stride, ThreadPool* pool) {
+  if (UseRef()) return ref::ToF16Rows(x, rows, cols, x_stride, out, out_stride, pool);
+  cpu::ToF16Rows(x, rows, cols, x_stride, out, out_stride, pool);
 }
 
 }  // namespace kernels

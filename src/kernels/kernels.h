@@ -172,6 +172,40 @@ inline const uint16_t* ValueRow16(const AttentionShape& s, int64_t j) {
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
 
+// Int8 attention with its keys and values quantized and packed once for several calls over the
+// same keys (the vision encoder computes its queries in chunks of rows, so that the [P, E]
+// queries never exist at once). Keys and values come in IEEE binary16: key j of KV head h at
+// k + h * head_stride + j * row_stride, values alike from v.
+struct HalfKv {
+  const uint16_t* k = nullptr;
+  const uint16_t* v = nullptr;
+  int64_t head_stride = 0, row_stride = 0;
+};
+// True when PackKvInt8 and AttentionPacked run for `s`: the SIMD kernels are in use (not the
+// scalar twins) and both AttentionUsesInt8(s) and AttentionUsesInt8Pv(s) hold.
+bool PackedAttentionRuns(const AttentionShape& s);
+// Bytes of one KV head's packed keys and values for s.n_kv keys of s.head_dim (a multiple of 64).
+size_t PackedKvHeadBytes(const AttentionShape& s);
+// Quantizes and packs the keys and values of every KV head as Attention's int8 path does with the
+// same values widened to fp32: head h's bytes go to dst + h * dst_stride (dst 64-byte aligned,
+// dst_stride >= PackedKvHeadBytes(s) and a multiple of 64). Precondition: PackedAttentionRuns(s).
+// In place: dst may overlap the fp16 keys and values of kv as long as head h's bytes overlap no
+// key or value of a head after h (heads are packed in order, in rounds, each round's bytes
+// written after all its reads).
+void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride, ThreadPool* pool);
+// Attention of s.n_q query rows (q, row stride s.q_stride) over the s.n_kv keys and values that
+// PackKvInt8 packed for a shape with the same n_kv, heads and head_dim, into out (out may be q, as
+// for Attention). Equals Attention(q, k, v, s, out) over those keys and values widened to fp32,
+// bit for bit, for any split of the queries into calls. Precondition: PackedAttentionRuns(s).
+void AttentionPacked(const float* q, const AttentionShape& s, const uint8_t* packed, size_t stride,
+                     float* out, ThreadPool* pool);
+
+// out[i * out_stride + j] = x[i * x_stride + j] for rows [0, rows) and cols [0, cols) in IEEE
+// binary16, rounded to nearest even after clamping to +-65504 (no infinities; as the fp16 KV
+// cache stores keys).
+void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
+               int64_t out_stride, ThreadPool* pool = nullptr);
+
 // Machine probes (bench --workload peak). FmaProbe: `iters` rounds of 8 independent vector
 // fused multiply-adds x = x * 0.999 + 0.001 from `start`; value = where one lane ends, flops =
 // the floating-point operations done (2 per lane per FMA). ReadProbe: the sum of x[0, n), read once.

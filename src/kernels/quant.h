@@ -96,6 +96,11 @@ bool IntegerPanelsAvailable();
 // The panels of quantized w; empty when !IntegerPanelsAvailable() or w is not quantized.
 PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool = nullptr);
 
+// Rows [r0, r0 + n) of w as a view of their own (a product with it equals those columns of the
+// product with w, bit for bit). Its panels are w's from row r0 when r0 is a multiple of the
+// panels' 16 rows, else null (repacked per call).
+WeightView WeightRows(const WeightView& w, int64_t r0, int64_t n);
+
 // Quantizes a dense view (f32/bf16/f16) into `type` (not kNone). Rows are independent and
 // are spread over pool when given. Precondition: !w.quantized().
 QuantizedMatrix Quantize(const WeightView& w, QuantType type, ThreadPool* pool = nullptr);

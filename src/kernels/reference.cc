@@ -241,6 +241,14 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
   }
 }
 
+void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
+               int64_t out_stride, ThreadPool*) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j)
+      out[i * out_stride + j] = F32ToF16(std::clamp(x[i * x_stride + j], -65504.0f, 65504.0f));
+  }
+}
+
 float AttentionInt8Row(const float* x, int64_t n, int8_t* q8) {
   float amax = 0.0f;
   for (int64_t d = 0; d < n; ++d) amax = std::max(amax, std::fabs(x[d]));

@@ -28,6 +28,8 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
                         const float* cos, const float* sin, ThreadPool* pool = nullptr);
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                ThreadPool* pool);
+void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
+               int64_t out_stride, ThreadPool* pool = nullptr);
 
 // x rounded to the nearest integer, ties to even (std::nearbyint in the default rounding mode),
 // for |x| < 2^22, inline rather than a libm call per value: x + 1.5 * 2^23 has no fraction bits

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "base/bf16.h"
@@ -447,6 +448,84 @@ TEST_P(AttentionTest, Fp16PagedKvEqualsItsWidenedValues) {
         EXPECT_EQ(bad, 0) << "fp16 K/V, kernel vs twin: n_kv=" << c.n_kv << " bs=" << bs;
       }
     }
+  }
+}
+
+// Keys and values packed once (PackKvInt8, from fp16 rows head-major with padded strides) and
+// queries attended in runs (AttentionPacked) give Attention's int8 result over the same values
+// widened to fp32, bit for bit, however the queries are split, and packed in place over the fp16
+// rows as beside them; and stay within the int8 twin's tolerance of ref::Attention. Targets
+// without the int8 attention kernel have no packed form (0 bytes).
+TEST_P(AttentionTest, PackedKvEqualsAttentionOverItsWidenedValues) {
+  ThreadPool pool(3);
+  struct PCase {
+    int64_t n_q, n_kv, heads, kv_heads, hd;
+  };
+  const PCase cases[] = {{300, 300, 2, 2, 80}, {700, 700, 3, 3, 80}, {17, 17, 2, 2, 80},
+                         {40, 257, 4, 2, 13},  {90, 600, 2, 2, 100}, {1, 5, 2, 1, 16}};
+  uint32_t seed = 900;
+  for (const PCase& c : cases) {
+    AttentionShape s;
+    s.n_q = c.n_q, s.n_kv = c.n_kv, s.num_heads = c.heads, s.num_kv_heads = c.kv_heads, s.head_dim = c.hd;
+    s.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+    s.int8_qk = s.int8_pv = true;
+    const size_t hb = cpu::PackedKvHeadBytes(s);
+    if (!cpu::AttentionInt8Available()) {
+      EXPECT_EQ(hb, 0u);
+      continue;
+    }
+    ASSERT_EQ(hb % 64, 0u);
+    const int64_t qd = c.heads * c.hd, kd = c.kv_heads * c.hd, rs = c.hd + 3, hs = 2 * c.n_kv * rs + 32;
+    // fp16 keys and values with an offset (as the qkv bias gives them), head-major, and widened.
+    std::vector<float> q = RandomVec(static_cast<size_t>(c.n_q * qd), seed++, -2.0f, 2.0f);
+    std::vector<float> kv = RandomVec(static_cast<size_t>(2 * c.n_kv * kd), seed++, -2.0f, 2.0f);
+    const size_t half_bytes = static_cast<size_t>(c.kv_heads * hs) * 2;
+    auto* half = static_cast<uint16_t*>(
+        std::aligned_alloc(64, (std::max(half_bytes, c.kv_heads * hb) + 63) / 64 * 64));
+    std::vector<float> k32(static_cast<size_t>(c.n_kv * kd)), v32(k32.size());
+    for (int64_t h = 0; h < c.kv_heads; ++h) {
+      for (int64_t j = 0; j < c.n_kv; ++j) {
+        for (int64_t d = 0; d < c.hd; ++d) {
+          const size_t at = static_cast<size_t>(j * kd + h * c.hd + d);
+          uint16_t* hk = half + h * hs + j * rs + d;
+          uint16_t* hv = hk + c.n_kv * rs;
+          *hk = F32ToF16(kv[at] + 1.5f);
+          *hv = F32ToF16(kv[k32.size() + at] - 0.5f);
+          k32[at] = F16ToF32(*hk);
+          v32[at] = F16ToF32(*hv);
+        }
+      }
+    }
+    s.q_stride = qd, s.kv_stride = kd, s.out_stride = qd;
+    const size_t n = static_cast<size_t>(c.n_q * qd);
+    std::vector<float> want(n), twin(n);
+    cpu::Attention(q.data(), k32.data(), v32.data(), s, want.data(), &pool);
+    ref::Attention(q.data(), k32.data(), v32.data(), s, twin.data(), nullptr);
+    const HalfKv src{half, half + c.n_kv * rs, hs, rs};
+    auto* beside = static_cast<uint8_t*>(std::aligned_alloc(64, c.kv_heads * hb));
+    cpu::PackKvInt8(src, s, beside, hb, &pool);
+    for (int64_t run : {c.n_q, int64_t{37}, int64_t{1}}) {
+      std::vector<float> got(n, NAN);
+      for (int64_t q0 = 0; q0 < c.n_q; q0 += run) {
+        AttentionShape part = s;
+        part.n_q = std::min(run, c.n_q - q0);
+        cpu::AttentionPacked(q.data() + q0 * qd, part, beside, hb, got.data() + q0 * qd,
+                             q0 % 2 ? nullptr : &pool);
+      }
+      EXPECT_EQ(got, want) << "n_kv=" << c.n_kv << " run=" << run;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i)
+      bad += !(std::fabs(want[i] - twin[i]) <= 1e-2f * (std::fabs(twin[i]) + 0.2f));
+    EXPECT_EQ(bad, 0) << "packed vs twin, n_kv=" << c.n_kv;
+    if (hb <= static_cast<size_t>(hs) * 2) {  // in place over the fp16 heads, as the vision encoder packs
+      cpu::PackKvInt8(src, s, reinterpret_cast<uint8_t*>(half), hb, &pool);
+      std::vector<float> got(n);
+      cpu::AttentionPacked(q.data(), s, reinterpret_cast<uint8_t*>(half), hb, got.data(), &pool);
+      EXPECT_EQ(got, want) << "in place, n_kv=" << c.n_kv;
+    }
+    std::free(beside);
+    std::free(half);
   }
 }
 

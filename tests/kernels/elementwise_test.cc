@@ -168,6 +168,26 @@ TEST_P(ElementwiseTest, ProbesMatchTheirTwins) {
   }
 }
 
+// fp32 -> fp16 rows: the SIMD conversion (F16C where it rounds to nearest even) gives the twin's
+// bits on every target: ties, subnormals, values past the fp16 range (clamped to +-65504), strided
+// rows whose width ends inside a vector.
+TEST_P(ElementwiseTest, ToF16RowsMatchesItsTwin) {
+  const int64_t rows = 37, cols = 83, xs = 91, os = 87;
+  std::vector<float> x = RandomVec(static_cast<size_t>(rows * xs), 77, -3.0f, 3.0f);
+  const float special[] = {0.0f,   -0.0f,    1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 6e-8f,
+                           -3e-5f, 65504.0f, 65519.0f,           65520.0f,           -1e9f,
+                           1e-10f, 2049.0f};
+  for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); ++i) x[i * 7] = special[i];
+  for (size_t i = 0; i < x.size(); i += 13) x[i] *= 40000.0f;
+  ThreadPool pool(3);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    std::vector<uint16_t> want(static_cast<size_t>(rows * os), 0xabcd), got(want);
+    ref::ToF16Rows(x.data(), rows, cols, xs, want.data(), os);
+    cpu::ToF16Rows(x.data(), rows, cols, xs, got.data(), os, p);
+    EXPECT_EQ(got, want);
+  }
+}
+
 MINERU_INSTANTIATE_PER_TARGET(ElementwiseTest);
 
 // bench --target / MINERU_KERNELS: a tier caps what every kernel dispatches to, and lifts.

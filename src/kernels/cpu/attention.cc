@@ -100,6 +100,11 @@ struct Scratch {
   hwy::AlignedFreeUniquePtr<uint8_t[]> p8;
   float ps[kBQ];
   int32_t psum[kBQ];
+  // What the int8 tiles read: the buffers above, or one KV head of PackKvInt8's bytes.
+  const uint8_t* k8p = nullptr;
+  const float* ksp = nullptr;
+  const int8_t* v8p = nullptr;
+  const float *vsp = nullptr, *vmup = nullptr;
 };
 
 // Per-row state of one block.
@@ -220,37 +225,54 @@ float Int8Row(const float* x, size_t n, int8_t* q8) {
   return scale;
 }
 
-// mean[0, 16 ceil(hd / 16)) = the mean over all n_kv rows of KV head kvh of k (or v): each dim
-// summed in row order and divided as ref's quantizers do; zero past hd.
-template <bool kValues>
-void MeanRows(const AttentionShape& s, const float* kv, size_t kvh, size_t hd, float* mean) {
+// Row sources of the quantizers: Load(j, c) = dims [16c, 16c + 16) of key / value row j of one
+// KV head as fp32 (zero past hd). F32Rows reads them as AttentionShape addresses them; F16Rows
+// widens fp16 rows (exactly, as F16ToF32 does), so both quantize the same values alike.
+struct F32Rows {
+  const AttentionShape& s;
+  const float* kv;
+  bool values;
+  size_t kvh, hd;
+  HWY_INLINE __m512 Load(size_t j, size_t c) const {
+    const auto jj = static_cast<int64_t>(j);
+    const float* row = (values ? ValueRow(s, kv, jj) : KeyRow(s, kv, jj)) + kvh * hd;
+    return _mm512_maskz_loadu_ps(Live(hd - 16 * c), row + 16 * c);
+  }
+};
+struct F16Rows {
+  const uint16_t* base;  // row 0 of the head
+  size_t row_stride, hd;
+  HWY_INLINE __m512 Load(size_t j, size_t c) const {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(Live(hd - 16 * c), base + j * row_stride + 16 * c));
+  }
+};
+
+// mean[0, 16 ceil(hd / 16)) = the mean over all n_kv rows: each dim summed in row order and
+// divided as ref's quantizers do; zero past hd.
+template <class Rows>
+void MeanRows(const Rows& rows, size_t n_kv, size_t hd, float* mean) {
   const size_t nc = (hd + 15) / 16;
   std::fill(mean, mean + nc * 16, 0.0f);
-  for (int64_t j = 0; j < s.n_kv; ++j) {
-    const float* row = (kValues ? ValueRow(s, kv, j) : KeyRow(s, kv, j)) + kvh * hd;
-    for (size_t c = 0; c < nc; ++c) {
-      const __m512 m = _mm512_loadu_ps(mean + 16 * c);
-      _mm512_storeu_ps(mean + 16 * c,
-                       _mm512_add_ps(m, _mm512_maskz_loadu_ps(Live(hd - 16 * c), row + 16 * c)));
-    }
+  for (size_t j = 0; j < n_kv; ++j) {
+    for (size_t c = 0; c < nc; ++c)
+      _mm512_storeu_ps(mean + 16 * c, _mm512_add_ps(_mm512_loadu_ps(mean + 16 * c), rows.Load(j, c)));
   }
-  const __m512 n = _mm512_set1_ps(static_cast<float>(s.n_kv));
+  const __m512 n = _mm512_set1_ps(static_cast<float>(n_kv));
   for (size_t c = 0; c < nc; ++c)
     _mm512_storeu_ps(mean + 16 * c, _mm512_div_ps(_mm512_loadu_ps(mean + 16 * c), n));
 }
 
-// ref::AttentionInt8Keys, vectorised alike.
-void Int8Keys(const float* k, const AttentionShape& s, size_t kvh, size_t k_lo, size_t nk, size_t stride,
-              int8_t* k8, float* ks) {
-  const size_t hd = static_cast<size_t>(s.head_dim), nc = (hd + 15) / 16;
+// ref::AttentionInt8Keys, vectorised alike: keys [k_lo, k_lo + nk) of n_kv, centred on the mean of all.
+template <class Rows>
+void Int8Keys(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_t nk, size_t stride, int8_t* k8,
+              float* ks) {
+  const size_t nc = (hd + 15) / 16;
   std::vector<float> mean(nc * 16), row(nc * 16);
-  MeanRows<false>(s, k, kvh, hd, mean.data());
+  MeanRows(rows, n_kv, hd, mean.data());
   for (size_t j = 0; j < nk; ++j) {
-    const float* kj = KeyRow(s, k, static_cast<int64_t>(k_lo + j)) + kvh * hd;
     for (size_t c = 0; c < nc; ++c) {
       _mm512_storeu_ps(row.data() + 16 * c,
-                       _mm512_sub_ps(_mm512_maskz_loadu_ps(Live(hd - 16 * c), kj + 16 * c),
-                                     _mm512_loadu_ps(mean.data() + 16 * c)));
+                       _mm512_sub_ps(rows.Load(k_lo + j, c), _mm512_loadu_ps(mean.data() + 16 * c)));
     }
     int8_t* dst = k8 + j * stride;
     ks[j] = Int8Row(row.data(), hd, dst);
@@ -259,32 +281,28 @@ void Int8Keys(const float* k, const AttentionShape& s, size_t kvh, size_t k_lo, 
 }
 
 // ref::AttentionInt8Values, vectorised alike (vs and mu get 16 ceil(hd / 16) entries, zero past hd).
-void Int8Values(const float* v, const AttentionShape& s, size_t kvh, size_t k_lo, size_t nk, size_t stride,
-                int8_t* v8, float* vs, float* mu) {
-  const size_t hd = static_cast<size_t>(s.head_dim), nc = (hd + 15) / 16;
-  MeanRows<true>(s, v, kvh, hd, mu);
+template <class Rows>
+void Int8Values(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_t nk, size_t stride, int8_t* v8,
+                float* vs, float* mu) {
+  const size_t nc = (hd + 15) / 16;
+  MeanRows(rows, n_kv, hd, mu);
   std::vector<float> inv(nc * 16);
   for (size_t c = 0; c < nc; ++c) {
     const __m512 m = _mm512_loadu_ps(mu + 16 * c);
     __m512 amax = _mm512_setzero_ps();
-    for (int64_t j = 0; j < s.n_kv; ++j) {
-      const float* vj = ValueRow(s, v, j) + kvh * hd + 16 * c;
-      amax =
-          _mm512_max_ps(amax, _mm512_abs_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(Live(hd - 16 * c), vj), m)));
-    }
+    for (size_t j = 0; j < n_kv; ++j)
+      amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_sub_ps(rows.Load(j, c), m)));
     const __m512 scale = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
     _mm512_storeu_ps(vs + 16 * c, scale);
     const __mmask16 nonzero = _mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_NEQ_OQ);
     _mm512_storeu_ps(inv.data() + 16 * c, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), scale));
   }
   for (size_t j = 0; j < nk; ++j) {
-    const float* vj = ValueRow(s, v, static_cast<int64_t>(k_lo + j)) + kvh * hd;
     int8_t* dst = v8 + j * stride;
     std::fill(dst + hd, dst + stride, int8_t{0});
     for (size_t c = 0; c < nc; ++c) {
-      const __m512 p = _mm512_mul_ps(
-          _mm512_sub_ps(_mm512_maskz_loadu_ps(Live(hd - 16 * c), vj + 16 * c), _mm512_loadu_ps(mu + 16 * c)),
-          _mm512_loadu_ps(inv.data() + 16 * c));
+      const __m512 p = _mm512_mul_ps(_mm512_sub_ps(rows.Load(k_lo + j, c), _mm512_loadu_ps(mu + 16 * c)),
+                                     _mm512_loadu_ps(inv.data() + 16 * c));
       _mm512_mask_cvtepi32_storeu_epi8(
           dst + 16 * c, Live(hd - 16 * c),
           _mm512_cvtps_epi32(_mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
@@ -292,26 +310,32 @@ void Int8Values(const float* v, const AttentionShape& s, size_t kvh, size_t k_lo
   }
 }
 
-// Packs keys [k_lo, k_lo + nk) of KV head kvh as int8 panels (Int8Keys quantizes;
-// this lays the bytes out): panel p, quad q, lane c = key 16p + c, dims 4q..4q+3, + 128.
-// Keys past nk: zero (stored 128) with scale 0.
-void PackKeysInt8(const Geometry& g, const float* k, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
-  const size_t hd4 = Hd4(g), panels = (nk + kKeyLanes - 1) / kKeyLanes;
+// Packs keys [k_lo, k_lo + nk) of one KV head (n_kv keys in all) as int8 panels (Int8Keys
+// quantizes; this lays the bytes out): panel p, quad q, lane c = key 16p + c, dims 4q..4q+3, + 128,
+// into k8 (whole panels) and their scales into ks. Keys past nk in the last panel: zero (stored
+// 128) with scale 0.
+template <class Rows>
+void PackKeysInt8(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_t nk, uint8_t* k8out,
+                  float* ksout) {
+  const size_t hd4 = (hd + 3) / 4 * 4, panels = (nk + kKeyLanes - 1) / kKeyLanes;
   std::vector<int8_t> k8(panels * kKeyLanes * hd4, 0);
   std::vector<float> ks(panels * kKeyLanes, 0.0f);
-  Int8Keys(k, *g.shape, kvh, k_lo, nk, hd4, k8.data(), ks.data());
+  Int8Keys(rows, n_kv, hd, k_lo, nk, hd4, k8.data(), ks.data());
+  // Quad q of panel p: lane c = the 4 bytes at 4q of key row 16p + c (a gather of 32-bit
+  // groups, hd4 / 4 apart), + 128 (an xor of the sign bit).
+  const __m512i lanes =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(hd4 / 4)));
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
   for (size_t p = 0; p < panels; ++p) {
-    uint8_t* dst = s.k8.get() + p * kKeyLanes * hd4;
+    const int8_t* src = k8.data() + p * kKeyLanes * hd4;
+    uint8_t* dst = k8out + p * kKeyLanes * hd4;
     for (size_t q = 0; q < hd4 / 4; ++q) {
-      for (size_t c = 0; c < kKeyLanes; ++c) {
-        for (size_t b = 0; b < 4; ++b) {
-          dst[(q * kKeyLanes + c) * 4 + b] =
-              static_cast<uint8_t>(k8[(p * kKeyLanes + c) * hd4 + 4 * q + b] + 128);
-        }
-      }
+      const __m512i v = _mm512_i32gather_epi32(lanes, src + 4 * q, 4);
+      _mm512_storeu_si512(dst + q * 64, _mm512_xor_si512(v, sign));
     }
   }
-  std::copy(ks.begin(), ks.end(), s.ks.get());
+  std::copy(ks.begin(), ks.end(), ksout);
 }
 
 // The block's Q rows as int8 (Int8Row), their scales and -128 x their sums.
@@ -339,7 +363,7 @@ HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, si
                               float* S) {
   const size_t hd4 = Hd4(g), nq = hd4 / 4;
   const uint8_t* w[kScorePanels];
-  for (size_t k = 0; k < kScorePanels; ++k) w[k] = s.k8.get() + (kt0 / kKeyLanes + kp0 + k) * kKeyLanes * hd4;
+  for (size_t k = 0; k < kScorePanels; ++k) w[k] = s.k8p + (kt0 / kKeyLanes + kp0 + k) * kKeyLanes * hd4;
   __m512i p[R][kScorePanels];
   for (size_t r = 0; r < R; ++r) {
     for (size_t k = 0; k < kScorePanels; ++k) p[r][k] = _mm512_set1_epi32(s.qc[r0 + r]);
@@ -358,7 +382,7 @@ HWY_INLINE void ScoreTileInt8(const Geometry& g, const Scratch& s, size_t r0, si
     }
   }
   for (size_t k = 0; k < kScorePanels; ++k) {
-    const __m512 sk = _mm512_loadu_ps(s.ks.get() + kt0 + (kp0 + k) * kKeyLanes);
+    const __m512 sk = _mm512_loadu_ps(s.ksp + kt0 + (kp0 + k) * kKeyLanes);
     for (size_t r = 0; r < R; ++r) {
       _mm512_storeu_ps(
           S + (r0 + r) * g.tile + (kp0 + k) * kKeyLanes,
@@ -378,20 +402,35 @@ void ScoreRowsInt8(const Geometry& g, const Scratch& s, size_t r0, size_t kt0, s
 constexpr size_t kDimLanes = 16;  // dims per int8 value panel vector
 inline size_t NVec8(const Geometry& g) { return (g.hd + kDimLanes - 1) / kDimLanes; }
 
-// Packs values [k_lo, k_lo + nk) of KV head kvh as int8 panels (Int8Values
-// quantizes): key quad jq, vector dv, lane c, byte b = value of key 4 jq + b, dim 16 dv + c.
-// Keys past nk stay zero (the allocation is zeroed and whole tiles long).
-void PackValuesInt8(const Geometry& g, const float* v, size_t kvh, size_t k_lo, size_t nk, Scratch& s) {
-  const size_t nvec = NVec8(g), stride = nvec * kDimLanes;
+// Packs values [k_lo, k_lo + nk) of one KV head (n_kv in all) as int8 panels (Int8Values
+// quantizes): key quad jq, vector dv, lane c, byte b = value of key 4 jq + b, dim 16 dv + c; the
+// per-dim scales and means into vs and mu (16-padded). Quads past nk are left as they are (the
+// caller keeps them zero).
+template <class Rows>
+void PackValuesInt8(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_t nk, int8_t* dst, float* vs,
+                    float* mu) {
+  const size_t nvec = (hd + kDimLanes - 1) / kDimLanes, stride = nvec * kDimLanes;
   std::vector<int8_t> v8(nk * stride);
-  Int8Values(v, *g.shape, kvh, k_lo, nk, stride, v8.data(), s.vs.get(), s.vmu.get());
-  int8_t* dst = s.v8.get();
-  const size_t quads = (nk + 3) / 4;
-  std::fill(dst, dst + quads * nvec * 64, int8_t{0});
-  for (size_t j = 0; j < nk; ++j) {
-    const size_t jq = j / 4, b = j % 4;
-    for (size_t d = 0; d < g.hd; ++d)
-      dst[((jq * nvec + d / kDimLanes) * kDimLanes + d % kDimLanes) * 4 + b] = v8[j * stride + d];
+  Int8Values(rows, n_kv, hd, k_lo, nk, stride, v8.data(), vs, mu);
+  // Quad jq, vector dv: the 16 dims of 4 keys interleaved byte by byte (a 4 x 16 transpose);
+  // keys past nk are zero.
+  const __m128i zero = _mm_setzero_si128();
+  for (size_t jq = 0; jq < (nk + 3) / 4; ++jq) {
+    for (size_t dv = 0; dv < nvec; ++dv) {
+      __m128i r[4];
+      for (size_t b = 0; b < 4; ++b) {
+        const size_t j = 4 * jq + b;
+        r[b] = j < nk ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(v8.data() + j * stride + 16 * dv))
+                      : zero;
+      }
+      const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
+      const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+      auto* out = reinterpret_cast<__m128i*>(dst + (jq * nvec + dv) * 64);
+      _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(lo01, lo23));
+      _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(lo01, lo23));
+      _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(hi01, hi23));
+      _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(hi01, hi23));
+    }
   }
 }
 
@@ -492,7 +531,7 @@ void ScoresInt8(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, si
 template <size_t R, size_t NV>
 HWY_INLINE void PvTileInt8(const Geometry& g, Scratch& s, size_t r0, size_t kt0, size_t nq, size_t dv0) {
   const size_t nvec = NVec8(g);
-  const int8_t* vb = s.v8.get() + (kt0 / 4) * nvec * 64;
+  const int8_t* vb = s.v8p + (kt0 / 4) * nvec * 64;
   const uint8_t* p8 = s.p8.get();
   // Every loop over the R x NV accumulators fully unrolled: an indexed one keeps the array in
   // memory, and GCC then stores each vpdpbusd result to the stack.
@@ -518,7 +557,7 @@ HWY_INLINE void PvTileInt8(const Geometry& g, Scratch& s, size_t r0, size_t kt0,
 #pragma GCC unroll 5
   for (size_t v = 0; v < NV; ++v) {
     const size_t d0 = (dv0 + v) * kDimLanes;
-    const __m512 vs = _mm512_loadu_ps(s.vs.get() + d0), mu = _mm512_loadu_ps(s.vmu.get() + d0);
+    const __m512 vs = _mm512_loadu_ps(s.vsp + d0), mu = _mm512_loadu_ps(s.vmup + d0);
 #pragma GCC unroll 4
     for (size_t r = 0; r < R; ++r) {
       float* o = s.o.get() + (r0 + r) * g.hdp + d0;
@@ -694,7 +733,8 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
   }
 }
 
-void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
+// own_kv: false where the int8 key and value panels come from PackKvInt8's bytes instead.
+void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s, bool own_kv = true) {
   const size_t NR = PanelWidth();
   const size_t kpad = (max_keys + NR - 1) / NR * NR;
   // The fp32 K / V panels only where the int8 ones do not replace them.
@@ -708,19 +748,25 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s) {
   s.alpha.resize(kBQ);
   if (g.int8_qk) {  // whole key tiles (zero panels past the keys), kScorePanels panels at a time
     const size_t hd4 = (g.hd + 3) / 4 * 4, keys = (max_keys + kBK - 1) / kBK * kBK;
-    s.k8 = hwy::AllocateAligned<uint8_t>(keys * hd4);
-    std::fill(s.k8.get(), s.k8.get() + keys * hd4, uint8_t{128});
-    s.ks = hwy::AllocateAligned<float>(keys);
-    std::fill(s.ks.get(), s.ks.get() + keys, 0.0f);
+    if (own_kv) {
+      s.k8 = hwy::AllocateAligned<uint8_t>(keys * hd4);
+      std::fill(s.k8.get(), s.k8.get() + keys * hd4, uint8_t{128});
+      s.ks = hwy::AllocateAligned<float>(keys);
+      std::fill(s.ks.get(), s.ks.get() + keys, 0.0f);
+    }
     s.q8 = hwy::AllocateAligned<int8_t>(kBQ * hd4);
+    s.k8p = s.k8.get(), s.ksp = s.ks.get();
   }
   if (g.int8_pv) {  // whole key tiles of value panels, zero past the keys
     const size_t dims = (g.hd + 15) / 16 * 16, keys = (max_keys + kBK - 1) / kBK * kBK;
-    s.v8 = hwy::AllocateAligned<int8_t>(keys * dims);
-    std::fill(s.v8.get(), s.v8.get() + keys * dims, int8_t{0});
-    s.vs = hwy::AllocateAligned<float>(dims);
-    s.vmu = hwy::AllocateAligned<float>(dims);
+    if (own_kv) {
+      s.v8 = hwy::AllocateAligned<int8_t>(keys * dims);
+      std::fill(s.v8.get(), s.v8.get() + keys * dims, int8_t{0});
+      s.vs = hwy::AllocateAligned<float>(dims);
+      s.vmu = hwy::AllocateAligned<float>(dims);
+    }
     s.p8 = hwy::AllocateAligned<uint8_t>(kBQ * kBK);
+    s.v8p = s.v8.get(), s.vsp = s.vs.get(), s.vmup = s.vmu.get();
   }
 }
 
@@ -770,6 +816,31 @@ void FillRows(const Geometry& g, const float* q, size_t kvh, size_t rb0, size_t 
     const size_t lim = LimitOf(g, ri.i);
     rows.limit[r] = lim > k_lo ? lim - k_lo : 0;
   }
+}
+
+// Row blocks [b0, b1) of KV head kvh over its packed keys [0, nk), normalised into out.
+void RunRowBlocks(const Geometry& g, const float* q, size_t kvh, size_t b0, size_t b1, size_t nk, Scratch& s,
+                  float* out) {
+  RowRefs rows;
+  for (size_t b = b0; b < b1; ++b) {
+    const size_t rb0 = b * kBQ, nr = std::min(kBQ, g.rows - rb0);
+    FillRows(g, q, kvh, rb0, nr, 0, rows);
+    RunBlock(g, rows, nr, nk, s);
+    for (size_t r = 0; r < nr; ++r) {
+      const RowInfo ri = RowOf(g, kvh, rb0 + r);
+      float* o = out + ri.i * g.out_stride + ri.head * g.hd;
+      const float inv = 1.0f / s.l[r];
+      const float* src = s.o.get() + r * g.hdp;
+      for (size_t dd = 0; dd < g.hd; ++dd) o[dd] = src[dd] * inv;
+    }
+  }
+}
+
+// Row blocks per task for nblk blocks of each of g.num_kv_heads heads: ~4 tasks per worker.
+size_t BlocksPerTask(const Geometry& g, size_t nblk, size_t threads) {
+  const size_t want = std::max<size_t>(1, (4 * threads + g.num_kv_heads - 1) / g.num_kv_heads);
+  const size_t tasks_per_head = std::min(nblk, want);
+  return (nblk + tasks_per_head - 1) / tasks_per_head;
 }
 
 // The kernel's geometry for `shape` (n_q > 0, num_heads > 0): sizes as size_t, the head width
@@ -868,8 +939,12 @@ void AttentionSplitKeys(const Geometry& g, const float* q, const float* k, const
     if (nk > 0) {
       PackKeys(g, k, v, kvh, k_lo, nk, s);
 #if HWY_TARGET == HWY_AVX3_DL
-      if (g.int8_qk) PackKeysInt8(g, k, kvh, k_lo, nk, s);
-      if (g.int8_pv) PackValuesInt8(g, v, kvh, k_lo, nk, s);
+      if (g.int8_qk)
+        PackKeysInt8(F32Rows{*g.shape, k, false, kvh, g.hd}, g.n_kv, g.hd, k_lo, nk, s.k8.get(), s.ks.get());
+      if (g.int8_pv) {
+        PackValuesInt8(F32Rows{*g.shape, v, true, kvh, g.hd}, g.n_kv, g.hd, k_lo, nk, s.v8.get(), s.vs.get(),
+                       s.vmu.get());
+      }
 #endif
       RunBlock(g, rows, nr, nk, s);
     } else {
@@ -884,7 +959,100 @@ void AttentionSplitKeys(const Geometry& g, const float* q, const float* k, const
   MergeKeySplits(g, splits, part_o, part_m, part_l, out);
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// One KV head of PackKvInt8's bytes, each part 64-byte aligned: the key panels of whole key tiles
+// (keys past n_kv stored 128, i.e. zero), the key scales (zero past n_kv), the value panels (zero
+// past n_kv), the per-dim value scales and means (16-padded).
+struct PackedHead {
+  size_t k8, ks, v8, vs, vmu, bytes;
+  explicit PackedHead(size_t n_kv, size_t hd) {
+    auto up = [](size_t n) { return (n + 63) / 64 * 64; };
+    const size_t keys = (n_kv + kBK - 1) / kBK * kBK, hd4 = (hd + 3) / 4 * 4, dims = (hd + 15) / 16 * 16;
+    k8 = 0;
+    ks = k8 + up(keys * hd4);
+    v8 = ks + up(keys * sizeof(float));
+    vs = v8 + up(keys * dims);
+    vmu = vs + up(dims * sizeof(float));
+    bytes = vmu + up(dims * sizeof(float));
+  }
+};
+
+// Packs KV head h of kv (n_kv keys of hd dims) into dst (PackedHead's layout).
+void PackHead(const HalfKv& kv, size_t h, size_t n_kv, size_t hd, const PackedHead& L, uint8_t* dst) {
+  std::fill(dst, dst + L.ks, uint8_t{128});
+  std::fill(dst + L.ks, dst + L.bytes, uint8_t{0});
+  const size_t rs = static_cast<size_t>(kv.row_stride), hs = static_cast<size_t>(kv.head_stride);
+  PackKeysInt8(F16Rows{kv.k + h * hs, rs, hd}, n_kv, hd, 0, n_kv, dst + L.k8,
+               reinterpret_cast<float*>(dst + L.ks));
+  PackValuesInt8(F16Rows{kv.v + h * hs, rs, hd}, n_kv, hd, 0, n_kv, reinterpret_cast<int8_t*>(dst + L.v8),
+                 reinterpret_cast<float*>(dst + L.vs), reinterpret_cast<float*>(dst + L.vmu));
+}
+#endif  // HWY_AVX3_DL
+
 }  // namespace
+
+size_t PackedKvHeadBytesImpl(const AttentionShape& s) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return PackedHead(static_cast<size_t>(s.n_kv), static_cast<size_t>(s.head_dim)).bytes;
+#else
+  (void)s;
+  return 0;
+#endif
+}
+
+// Heads in rounds of as many as there are workers, each packed into a slot's buffer and copied to
+// its place after the round (so a destination may overlap sources of heads up to its own).
+void PackKvInt8Impl(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride,
+                    ThreadPool* pool) {
+#if HWY_TARGET == HWY_AVX3_DL
+  const size_t n_kv = static_cast<size_t>(s.n_kv), hd = static_cast<size_t>(s.head_dim);
+  const size_t heads = static_cast<size_t>(s.num_kv_heads);
+  const PackedHead L(n_kv, hd);
+  pool = PoolFor(pool, 8 * n_kv * hd * heads);
+  const size_t round = std::min(heads, NumWorkers(pool));
+  std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> tmp(round);
+  for (size_t h0 = 0; h0 < heads; h0 += round) {
+    const size_t n = std::min(round, heads - h0);
+    RunTasks(pool, n, [&](size_t t, size_t) {
+      if (!tmp[t]) tmp[t] = hwy::AllocateAligned<uint8_t>(L.bytes);
+      PackHead(kv, h0 + t, n_kv, hd, L, tmp[t].get());
+    });
+    for (size_t t = 0; t < n; ++t) std::memcpy(dst + (h0 + t) * dst_stride, tmp[t].get(), L.bytes);
+  }
+#else
+  (void)kv, (void)s, (void)dst, (void)dst_stride, (void)pool;
+#endif
+}
+
+// AttentionImpl's row-block tasks (no key splits) over PackKvInt8's bytes.
+void AttentionPackedImpl(const float* q, const AttentionShape& shape, const uint8_t* packed, size_t stride,
+                         float* out, ThreadPool* pool) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (shape.n_q <= 0 || shape.num_heads <= 0 || shape.n_kv <= 0) return;
+  const Geometry g = MakeGeometry(shape);
+  const PackedHead L(g.n_kv, g.hd);
+  pool = PoolFor(pool, 2 * g.n_q * g.n_kv * g.hd * g.group * g.num_kv_heads);
+  const size_t threads = NumWorkers(pool);
+  const size_t nblk = (g.rows + kBQ - 1) / kBQ;
+  const size_t bpt = BlocksPerTask(g, nblk, threads);
+  const size_t tph = (nblk + bpt - 1) / bpt;
+  std::vector<Scratch> slots(std::min(threads, tph * g.num_kv_heads));
+  RunTasks(pool, tph * g.num_kv_heads, [&](size_t t, size_t slot) {
+    Scratch& s = slots[slot];
+    if (!s.s) AllocScratch(g, g.n_kv, s, /*own_kv=*/false);
+    const size_t kvh = t % g.num_kv_heads, tb = tph - 1 - t / g.num_kv_heads;
+    const uint8_t* head = packed + kvh * stride;
+    s.k8p = head + L.k8;
+    s.ksp = reinterpret_cast<const float*>(head + L.ks);
+    s.v8p = reinterpret_cast<const int8_t*>(head + L.v8);
+    s.vsp = reinterpret_cast<const float*>(head + L.vs);
+    s.vmup = reinterpret_cast<const float*>(head + L.vmu);
+    RunRowBlocks(g, q, kvh, tb * bpt, std::min(nblk, (tb + 1) * bpt), g.n_kv, s, out);
+  });
+#else
+  (void)q, (void)shape, (void)packed, (void)stride, (void)out, (void)pool;
+#endif
+}
 
 bool AttentionInt8AvailableImpl() { return HWY_TARGET == HWY_AVX3_DL; }
 
@@ -900,8 +1068,9 @@ float AttentionInt8RowImpl(const float* x, int64_t n, int8_t* q8) {
 void AttentionInt8KeysImpl(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
                            int64_t stride, int8_t* k8, float* ks) {
 #if HWY_TARGET == HWY_AVX3_DL
-  Int8Keys(k, s, static_cast<size_t>(kvh), static_cast<size_t>(k_lo), static_cast<size_t>(nk),
-           static_cast<size_t>(stride), k8, ks);
+  const auto hd = static_cast<size_t>(s.head_dim);
+  Int8Keys(F32Rows{s, k, false, static_cast<size_t>(kvh), hd}, static_cast<size_t>(s.n_kv), hd,
+           static_cast<size_t>(k_lo), static_cast<size_t>(nk), static_cast<size_t>(stride), k8, ks);
 #else
   ref::AttentionInt8Keys(k, s, kvh, k_lo, nk, stride, k8, ks);
 #endif
@@ -913,8 +1082,10 @@ void AttentionInt8ValuesImpl(const float* v, const AttentionShape& s, int64_t kv
   // Int8Values fills 16-padded vs and mu: give it room, hand back head_dim entries.
   const size_t padded = (static_cast<size_t>(s.head_dim) + 15) / 16 * 16;
   std::vector<float> vs16(padded), mu16(padded);
-  Int8Values(v, s, static_cast<size_t>(kvh), static_cast<size_t>(k_lo), static_cast<size_t>(nk),
-             static_cast<size_t>(stride), v8, vs16.data(), mu16.data());
+  const auto hd = static_cast<size_t>(s.head_dim);
+  Int8Values(F32Rows{s, v, true, static_cast<size_t>(kvh), hd}, static_cast<size_t>(s.n_kv), hd,
+             static_cast<size_t>(k_lo), static_cast<size_t>(nk), static_cast<size_t>(stride), v8, vs16.data(),
+             mu16.data());
   std::copy(vs16.begin(), vs16.begin() + s.head_dim, vs);
   std::copy(mu16.begin(), mu16.begin() + s.head_dim, mu);
 #else
@@ -940,9 +1111,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
 
   if (splits == 1) {
     // Tasks: KV head × a range of row blocks; ~4 tasks per worker, heaviest (last rows) first.
-    const size_t want = std::max<size_t>(1, (4 * threads + g.num_kv_heads - 1) / g.num_kv_heads);
-    const size_t tasks_per_head = std::min(nblk, want);
-    const size_t bpt = (nblk + tasks_per_head - 1) / tasks_per_head;
+    const size_t bpt = BlocksPerTask(g, nblk, threads);
     const size_t tph = (nblk + bpt - 1) / bpt;
     ScratchSet per_call;
     ScratchSet& scratch = CallScratch(g, g.n_kv, std::min(threads, tph * g.num_kv_heads), &per_call);
@@ -955,22 +1124,14 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
       const size_t nk = LimitOf(g, RowOf(g, kvh, r_last).i);
       PackKeys(g, k, v, kvh, 0, nk, s);
 #if HWY_TARGET == HWY_AVX3_DL
-      if (g.int8_qk) PackKeysInt8(g, k, kvh, 0, nk, s);
-      if (g.int8_pv) PackValuesInt8(g, v, kvh, 0, nk, s);
-#endif
-      RowRefs rows;
-      for (size_t b = b0; b < b1; ++b) {
-        const size_t rb0 = b * kBQ, nr = std::min(kBQ, g.rows - rb0);
-        FillRows(g, q, kvh, rb0, nr, 0, rows);
-        RunBlock(g, rows, nr, nk, s);
-        for (size_t r = 0; r < nr; ++r) {
-          const RowInfo ri = RowOf(g, kvh, rb0 + r);
-          float* o = out + ri.i * g.out_stride + ri.head * g.hd;
-          const float inv = 1.0f / s.l[r];
-          const float* src = s.o.get() + r * g.hdp;
-          for (size_t dd = 0; dd < g.hd; ++dd) o[dd] = src[dd] * inv;
-        }
+      if (g.int8_qk)
+        PackKeysInt8(F32Rows{*g.shape, k, false, kvh, g.hd}, g.n_kv, g.hd, 0, nk, s.k8.get(), s.ks.get());
+      if (g.int8_pv) {
+        PackValuesInt8(F32Rows{*g.shape, v, true, kvh, g.hd}, g.n_kv, g.hd, 0, nk, s.v8.get(), s.vs.get(),
+                       s.vmu.get());
       }
+#endif
+      RunRowBlocks(g, q, kvh, b0, b1, nk, s, out);
     });
     return;
   }
@@ -993,6 +1154,21 @@ HWY_EXPORT(AttentionInt8AvailableImpl);
 HWY_EXPORT(AttentionInt8RowImpl);
 HWY_EXPORT(AttentionInt8KeysImpl);
 HWY_EXPORT(AttentionInt8ValuesImpl);
+HWY_EXPORT(PackedKvHeadBytesImpl);
+HWY_EXPORT(PackKvInt8Impl);
+HWY_EXPORT(AttentionPackedImpl);
+
+size_t PackedKvHeadBytes(const AttentionShape& s) { return HWY_DYNAMIC_DISPATCH(PackedKvHeadBytesImpl)(s); }
+
+void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride,
+                ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(PackKvInt8Impl)(kv, s, dst, dst_stride, pool);
+}
+
+void AttentionPacked(const float* q, const AttentionShape& s, const uint8_t* packed, size_t stride,
+                     float* out, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(AttentionPackedImpl)(q, s, packed, stride, out, pool);
+}
 
 bool AttentionInt8Available() { return HWY_DYNAMIC_DISPATCH(AttentionInt8AvailableImpl)(); }
 

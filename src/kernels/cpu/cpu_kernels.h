@@ -41,6 +41,14 @@ void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int
                        int64_t stride, int8_t* k8, float* ks);
 void AttentionInt8Values(const float* v, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
                          int64_t stride, int8_t* v8, float* vs, float* mu);
+// kernels.h's packed int8 attention on the dispatched target (nothing, and 0 bytes, where it
+// lacks the int8 attention kernel).
+size_t PackedKvHeadBytes(const AttentionShape& s);
+void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride, ThreadPool* pool);
+void AttentionPacked(const float* q, const AttentionShape& s, const uint8_t* packed, size_t stride,
+                     float* out, ThreadPool* pool);
+void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
+               int64_t out_stride, ThreadPool* pool);
 
 // Integer path of a quantized MatMul (any m); kernels::MatMul uses it for m < QuantDequantMinRows().
 void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,

@@ -228,6 +228,32 @@ void WeightRowToF32Impl(const WeightView& w, int64_t row, float* out) {
   WidenDenseChunk(w.dtype, base, 0, static_cast<size_t>(w.cols), out);
 }
 
+// Vectorised where Highway's DemoteTo to f16 rounds to nearest even (x86 with F16C); its
+// emulation elsewhere truncates, so other targets convert with the scalar function.
+void ToF16RowsImpl(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
+                   int64_t out_stride, ThreadPool* pool) {
+  const size_t n = static_cast<size_t>(cols);
+  const size_t min_rows = std::max<size_t>(1, 16384 / std::max<size_t>(1, n));
+  ForChunks(static_cast<size_t>(rows), min_rows, pool, [&](size_t r0, size_t r1) {
+    for (size_t i = r0; i < r1; ++i) {
+      const float* src = x + i * static_cast<size_t>(x_stride);
+      uint16_t* dst = out + i * static_cast<size_t>(out_stride);
+      size_t j = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+      const DF d;
+      const hn::Rebind<hwy::float16_t, DF> dh;
+      const size_t N = hn::Lanes(d);
+      const VF lo = hn::Set(d, -65504.0f), hi = hn::Set(d, 65504.0f);
+      for (; j + N <= n; j += N) {
+        const VF v = hn::Min(hn::Max(hn::LoadU(d, src + j), lo), hi);
+        hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(dst + j));
+      }
+#endif
+      for (; j < n; ++j) dst[j] = F32ToF16(std::clamp(src[j], -65504.0f, 65504.0f));
+    }
+  });
+}
+
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -250,6 +276,12 @@ HWY_EXPORT(RopeRotateHalfImpl);
 HWY_EXPORT(RopeRotateHalfRowsImpl);
 HWY_EXPORT(WeightRowToF32Impl);
 HWY_EXPORT(TargetNameImpl);
+HWY_EXPORT(ToF16RowsImpl);
+
+void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
+               int64_t out_stride, ThreadPool* pool) {
+  HWY_DYNAMIC_DISPATCH(ToF16RowsImpl)(x, rows, cols, x_stride, out, out_stride, pool);
+}
 
 void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,
              ThreadPool* pool) {
