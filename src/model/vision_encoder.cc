@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -42,6 +44,25 @@ void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_d
   }
 }
 
+// Floats left uninitialised: every one is written before it is read, so zeroing them (~120 MB
+// for a 1036² image) was a memset pass that also faulted in every page before the patch
+// embedding, while the pixel values were still held; now pages fault in as the kernels first
+// write them. 64-byte aligned (the packed attention's panels live in them).
+struct AlignedFloats {
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  explicit AlignedFloats(int64_t n) : n(n) {
+    const size_t bytes = (static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(float) + 63) / 64 * 64;
+    p.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (p == nullptr) throw std::bad_alloc();
+  }
+  float* data() const { return p.get(); }
+  std::vector<float> Copy() const { return std::vector<float>(p.get(), p.get() + n); }
+  std::unique_ptr<float[], Free> p;
+  int64_t n;
+};
+
 }  // namespace
 
 const char* VisionOpName(VisionOp op) {
@@ -51,40 +72,45 @@ const char* VisionOpName(VisionOp op) {
   return kNames[static_cast<int>(op)];
 }
 
-// The activations of one Encode call over P patches: the residual stream x [P, E] and one work
-// buffer `qkv` of max(3PE, chunk M) floats that every op of a block reuses once its reader is done. Row-wise
-// ops run on chunks of rows (norm1 and the qkv product; the MLP, whose hidden layer is 4x the
-// stream's width): chunking changes no value (the products' per-row results do not depend on
-// the rows around them), and the chunk buffers shrink from [P, x] to [chunk, x] (1,024 rows keep
-// each product's tiles full). Within one block:
-//   norm1(x) chunk -> tmp -> qkv product -> qkv rows [P, 3E] (Q | K | V per row)
+// The activations of one Encode call over P patches: the residual stream x [P, E], one work
+// buffer `big` that every op of a block reuses once its reader is done, and a chunk buffer
+// `tmp`. Row-wise ops run on chunks of rows (norms, products, the MLP, whose hidden layer is 4x
+// the stream's width): chunking changes no value (the products' per-row results do not depend
+// on the rows around them), and the chunk buffers shrink from [P, x] to [chunk, x].
+// The [P, 3E] form (fp32 attention, or int8 where the packed kernels do not run), per block:
+//   norm1(x) chunk -> tmp -> qkv product -> big [P, 3E] (Q | K | V per row)
 //   attention over Q, K, V -> written over each row's Q (kernels::Attention allows out == q)
-//   the Q columns compacted to qkv[0, PE) -> out_proj -> qkv[PE, 2PE) -> x +=
-//   per chunk: norm2(x) -> tmp -> fc1 -> qkv[0, chunk M) -> GELU -> fc2 -> tmp -> x +=
+//   the Q columns compacted to big[0, PE) -> out_proj -> big[PE, 2PE) -> x +=
+// The packed form (options.packed_attention where kernels::PackedAttentionRuns), per frame of F
+// patches (PackedHalf):
+//   per third of a chunk: norm1(x) -> tmp -> K V product -> tmp -> rotated K, V as fp16 into
+//     big, head-major (head h: keys [F, D], then values [F, D])
+//   PackKvInt8: int8 panels, in place over the fp16 heads (or beside them for small frames)
+//   per run of queries that fits in big past the panels: norm1(x) -> Q product -> big, rotated
+//     -> AttentionPacked over them -> out_proj per chunk -> tmp -> x +=
+// Both, then per chunk: norm2(x) -> tmp -> fc1 -> big[0, chunk M) -> GELU -> fc2 -> tmp -> x +=
 struct VisionEncoder::Buffers {
-  // Floats left uninitialised: every one is written before it is read, so zeroing them (~120 MB
-  // for a 1036² image) was a memset pass that also faulted in every page before the patch
-  // embedding, while the pixel values were still held; now pages fault in as the kernels first
-  // write them.
-  struct Floats {
-    explicit Floats(int64_t n) : p(new float[static_cast<size_t>(n)]), n(n) {}
-    float* data() { return p.get(); }
-    std::vector<float> Copy() const { return std::vector<float>(p.get(), p.get() + n); }
-    std::unique_ptr<float[]> p;
-    int64_t n;
-  };
-  static constexpr int64_t kChunkRows = 1024;
+  using Floats = AlignedFloats;
   int64_t P, E, chunk;
-  Floats x;    // [P, E] the residual stream
-  Floats qkv;  // max(3PE, chunk M) floats: Q, K, V; then out_proj's; then the MLP's hidden rows
-  Floats tmp;  // [chunk, E] norm1 / norm2 rows, then fc2's output
-  Buffers(int64_t p, int64_t e, int64_t m)
-      : P(p), E(e), chunk(ChunkRows(p)), x(p * e), qkv(std::max(p * 3 * e, chunk * m)), tmp(chunk * e) {}
-  // Rows per chunk: P split evenly into as few chunks of at most kChunkRows as fit (1 for no
+  bool packed;  // the packed attention form
+  Floats x;     // [P, E] the residual stream
+  Floats big;   // [P, 3E] form: max(3PE, chunk M); packed: max(F E, chunk M) for the largest frame F
+  Floats tmp;   // [max(chunk, unit), E]: chunk rows, and at least one merged row
+  Buffers(int64_t p, int64_t e, int64_t m, int64_t unit, int64_t max_frame, int64_t chunk_rows,
+          bool packed_form)
+      : P(p),
+        E(e),
+        chunk(ChunkRows(p, chunk_rows)),
+        packed(packed_form),
+        x(p * e),
+        big(std::max(packed_form ? max_frame * e : p * 3 * e, chunk * m)),
+        tmp(std::max(chunk, unit) * e) {}
+  // Rows per chunk: P split evenly into as few chunks of at most `most` rows as fit (1 for no
   // patches at all).
-  static int64_t ChunkRows(int64_t p) {
+  static int64_t ChunkRows(int64_t p, int64_t most) {
+    most = std::max<int64_t>(1, most);
     if (p <= 0) return 1;
-    const int64_t n = (p + kChunkRows - 1) / kChunkRows;
+    const int64_t n = (p + most - 1) / most;
     return std::max<int64_t>(1, (p + n - 1) / n);
   }
 };
@@ -122,11 +148,23 @@ void ChunkedMatMul(const float* x, int64_t m, const WeightView& w, const float* 
 
 }  // namespace
 
+kernels::AttentionShape VisionEncoder::FrameShape(int64_t n, bool int8) const {
+  kernels::AttentionShape s;
+  s.n_q = s.n_kv = n;
+  s.num_heads = s.num_kv_heads = c_.num_heads;
+  s.head_dim = c_.head_dim();
+  s.causal = false;
+  s.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  // A quantized vision encoder (q8) also runs Q Kᵀ and P V in int8 where the CPU has the kernel.
+  s.int8_qk = s.int8_pv = int8;
+  return s;
+}
+
 void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids,
                                   const float* cos, const float* sin, Buffers& buf, ThreadPool* pool,
                                   OpProfile* profile) const {
   const int64_t P = buf.P, E = buf.E, H = c_.num_heads, D = c_.head_dim();
-  float* qkv = buf.qkv.data();
+  float* qkv = buf.big.data();
   for (int64_t r0 = 0; r0 < P; r0 += buf.chunk) {
     const int64_t rows = std::min(buf.chunk, P - r0);
     {
@@ -148,15 +186,8 @@ void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector
   for (const ImageGrid& g : grids) {
     const int64_t frame = g.h * g.w;
     for (int64_t t = 0; t < g.t; ++t, start += frame) {
-      kernels::AttentionShape s;
-      s.n_q = s.n_kv = frame;
-      s.num_heads = s.num_kv_heads = H;
-      s.head_dim = D;
+      kernels::AttentionShape s = FrameShape(frame, b.qkv.quantized());
       s.q_stride = s.kv_stride = s.out_stride = 3 * E;
-      s.causal = false;
-      s.scale = 1.0f / std::sqrt(static_cast<float>(D));
-      // A quantized vision encoder (q8) also runs Q Kᵀ and P V in int8 where the CPU has the kernel.
-      s.int8_qk = s.int8_pv = b.qkv.quantized();
       float* base = qkv + start * 3 * E;
       OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
       kernels::Attention(base, base + E, base + 2 * E, s, base, pool);
@@ -171,6 +202,149 @@ void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector
   kernels::AddInPlace(buf.x.data(), qkv + P * E, P * E, pool);
 }
 
+namespace {
+
+// The packed attention half of one block (VisionEncoder::AttentionHalfPacked), frame by frame:
+// the residual stream x [P, E], a work buffer `big` and a chunk buffer `tmp` of chunk * E floats.
+struct PackedHalf {
+  const VisionBlockWeights& b;
+  const VisionConfig& c;
+  float* x;
+  float* big;
+  int64_t big_floats;
+  float* tmp;
+  int64_t chunk;  // rows of tmp
+  const float *cos, *sin;
+  ThreadPool* pool;
+  OpProfile* profile;
+  int64_t E = c.embed_dim, H = c.num_heads, D = c.head_dim();
+  WeightView wq = kernels::WeightRows(b.qkv, 0, E), wkv = kernels::WeightRows(b.qkv, E, 2 * E);
+
+  void Norm1(int64_t i0, int64_t rows, float* out) const {
+    OpTimer t(profile, VisionOp::kNorm, 0);
+    kernels::LayerNorm(x + i0 * E, rows, E, b.norm1_w.data(), b.norm1_b.data(), c.layer_norm_eps, out, pool);
+  }
+
+  // kv16 rows [r0, r0 + rows) of every head (head-major, F rows per head) = the fp16 of the
+  // rotated K | V product rows kv [rows, 2E]: one task per head's keys or values.
+  void ToF16Heads(const float* kv, int64_t rows, int64_t r0, int64_t F, uint16_t* kv16) const {
+    auto run = [&](size_t lo, size_t hi, size_t) {
+      for (size_t i = lo; i < hi; ++i) {
+        const int64_t h = static_cast<int64_t>(i) / 2, values = static_cast<int64_t>(i) % 2;
+        kernels::ToF16Rows(kv + values * E + h * D, rows, D, 2 * E, kv16 + (2 * h + values) * F * D + r0 * D,
+                           D);
+      }
+    };
+    if (pool != nullptr) {
+      pool->ParallelFor(static_cast<size_t>(2 * H), run, 1);
+    } else {
+      run(0, static_cast<size_t>(2 * H), 0);
+    }
+  }
+
+  // The frame's keys and values (rows [start, start + F)), rotated, as fp16 in kv16 head-major:
+  // head h's keys [F, D] at kv16 + 2hFD, its values [F, D] after them. In chunks of a third of
+  // tmp's rows: [rows, E] norm rows and [rows, 2E] product rows.
+  void StageKv(int64_t start, int64_t F, uint16_t* kv16) const {
+    const int64_t step = std::max<int64_t>(1, chunk / 3);
+    float* ln = tmp;
+    float* kv = tmp + step * E;
+    for (int64_t r0 = 0; r0 < F; r0 += step) {
+      const int64_t rows = std::min(step, F - r0), i0 = start + r0;
+      Norm1(i0, rows, ln);
+      {
+        OpTimer t(profile, VisionOp::kQkv, 2.0 * static_cast<double>(rows) * E * 2 * E);
+        kernels::MatMul(ln, rows, wkv, b.qkv_b.data() + E, kv, pool);
+      }
+      OpTimer t(profile, VisionOp::kRope, 0);
+      kernels::RopeRotateHalfRows(kv, rows, 2 * E, H, D, cos + i0 * D, sin + i0 * D, pool);
+      ToF16Heads(kv, rows, r0, F, kv16);
+    }
+  }
+
+  // Queries [q0, q0 + n) of the frame into q (n rows of E), in tmp's chunks, rotated.
+  void Queries(int64_t start, int64_t q0, int64_t n, float* q) const {
+    for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+      const int64_t rows = std::min(chunk, n - r0), i0 = start + q0 + r0;
+      Norm1(i0, rows, tmp);
+      OpTimer t(profile, VisionOp::kQkv, 2.0 * static_cast<double>(rows) * E * E);
+      kernels::MatMul(tmp, rows, wq, b.qkv_b.data(), q + r0 * E, pool);
+    }
+    OpTimer t(profile, VisionOp::kRope, 0);
+    kernels::RopeRotateHalfRows(q, n, E, H, D, cos + (start + q0) * D, sin + (start + q0) * D, pool);
+  }
+
+  // x rows [i0, i0 + n) += out_proj(a), in tmp's chunks.
+  void OutProj(int64_t i0, int64_t n, const float* a) const {
+    for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+      const int64_t rows = std::min(chunk, n - r0);
+      {
+        OpTimer t(profile, VisionOp::kOut, 2.0 * static_cast<double>(rows) * E * E);
+        kernels::MatMul(a + r0 * E, rows, b.proj, b.proj_b.data(), tmp, pool);
+      }
+      OpTimer t(profile, VisionOp::kResidual, 0);
+      kernels::AddInPlace(x + (i0 + r0) * E, tmp, rows * E, pool);
+    }
+  }
+
+  // One frame: stage, pack (in place over the fp16 heads when a head's packed bytes fit in its
+  // fp16 ones, frames of more than ~300 patches; beside them otherwise), then the queries in as
+  // few runs as the rest of `big` holds (each run streams every head's packed keys once).
+  void Frame(int64_t start, int64_t F, kernels::AttentionShape s) const {
+    auto* kv16 = reinterpret_cast<uint16_t*>(big);
+    StageKv(start, F, kv16);
+    const size_t head_bytes = kernels::PackedKvHeadBytes(s);
+    const bool in_place = head_bytes <= static_cast<size_t>(4 * F * D);
+    std::unique_ptr<AlignedFloats> beside;  // packed bytes of a small frame
+    uint8_t* packed = reinterpret_cast<uint8_t*>(big);
+    if (!in_place) {
+      beside = std::make_unique<AlignedFloats>(static_cast<int64_t>((H * head_bytes + 3) / 4));
+      packed = reinterpret_cast<uint8_t*>(beside->data());
+    }
+    {
+      OpTimer t(profile, VisionOp::kAttention, 0);
+      kernels::PackKvInt8(kernels::HalfKv{kv16, kv16 + F * D, 2 * F * D, D}, s, packed, head_bytes, pool);
+    }
+    // The queries go to big past the packed heads (from its start when they lie beside).
+    const int64_t used = in_place ? static_cast<int64_t>((H * head_bytes + 63) / 64 * 16) : 0;  // floats
+    int64_t cap = (big_floats - used) / E;
+    std::unique_ptr<AlignedFloats> own;
+    float* q = big + used;
+    if (cap < std::min(F, chunk)) {
+      cap = std::min(F, chunk);
+      own = std::make_unique<AlignedFloats>(cap * E);
+      q = own->data();
+    }
+    const int64_t runs = (F + cap - 1) / cap, per = (F + runs - 1) / runs;
+    for (int64_t q0 = 0; q0 < F; q0 += per) {
+      const int64_t n = std::min(per, F - q0);
+      Queries(start, q0, n, q);
+      {
+        OpTimer t(profile, VisionOp::kAttention, 4.0 * static_cast<double>(n) * F * E);
+        s.n_q = n;
+        kernels::AttentionPacked(q, s, packed, head_bytes, q, pool);
+      }
+      OutProj(start + q0, n, q);
+    }
+  }
+};
+
+}  // namespace
+
+void VisionEncoder::AttentionHalfPacked(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids,
+                                        const float* cos, const float* sin, Buffers& buf, ThreadPool* pool,
+                                        OpProfile* profile) const {
+  const PackedHalf half{b,         c_,  buf.x.data(), buf.big.data(), buf.big.n, buf.tmp.data(),
+                        buf.chunk, cos, sin,          pool,           profile};
+  int64_t start = 0;
+  for (const ImageGrid& g : grids) {
+    const int64_t F = g.h * g.w;
+    kernels::AttentionShape s = FrameShape(F, true);
+    s.q_stride = s.out_stride = buf.E;
+    for (int64_t t = 0; t < g.t; ++t, start += F) half.Frame(start, F, s);
+  }
+}
+
 void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool,
                             OpProfile* profile) const {
   const int64_t E = buf.E, M = c_.mlp_dim;
@@ -183,7 +357,7 @@ void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPoo
       kernels::LayerNorm(x, rows, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, buf.tmp.data(),
                          pool);
     }
-    float* hidden = buf.qkv.data();  // [rows, M]: Q, K and V are dead until the next block
+    float* hidden = buf.big.data();  // [rows, M]: Q, K and V are dead until the next block
     {
       OpTimer t(profile, VisionOp::kFc1, mac * E * M);
       kernels::MatMul(buf.tmp.data(), rows, b.fc1, b.fc1_b.data(), hidden, pool);
@@ -222,18 +396,21 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
                                                        const std::vector<ImageGrid>& grids, ThreadPool* pool,
                                                        VisionTrace* trace, OpProfile* profile) const {
   const int64_t E = c_.embed_dim, D = c_.head_dim(), M = c_.mlp_dim;
-  const int merge = c_.spatial_merge_size, unit = c_.merge_unit();
-  int64_t total = 0;
+  const int merge = c_.spatial_merge_size;
+  int64_t total = 0, max_frame = 0;
   for (const ImageGrid& g : grids) {
     if (g.t <= 0 || g.h <= 0 || g.w <= 0 || g.h % merge || g.w % merge) {
       return InvalidArgumentError("image grid must be positive and divisible by the merge size");
     }
     total += g.num_patches();
+    max_frame = std::max(max_frame, g.h * g.w);
   }
   if (total != num_patches) return InvalidArgumentError("pixel_values rows do not match the image grids");
   const int64_t P = num_patches;
+  const bool quantized = !w_.blocks.empty() && w_.blocks[0].qkv.quantized();
+  const bool packed = o_.packed_attention && quantized && kernels::PackedAttentionRuns(FrameShape(P, true));
 
-  Buffers buf(P, E, M);
+  Buffers buf(P, E, M, c_.merge_unit(), max_frame, o_.chunk_rows, packed);
   {
     OpTimer t(profile, VisionOp::kPatchEmbed, 2.0 * static_cast<double>(P) * c_.patch_dim() * E);
     kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, buf.x.data(), pool);
@@ -246,33 +423,43 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
   sin.reserve(P * D);
   VisionRopeTables(grids, merge, static_cast<int>(D), &cos, &sin);
   for (size_t bi = 0; bi < w_.blocks.size(); ++bi) {
-    AttentionHalf(w_.blocks[bi], grids, cos.data(), sin.data(), buf, pool, profile);
+    if (packed) {
+      AttentionHalfPacked(w_.blocks[bi], grids, cos.data(), sin.data(), buf, pool, profile);
+    } else {
+      AttentionHalf(w_.blocks[bi], grids, cos.data(), sin.data(), buf, pool, profile);
+    }
     MlpHalf(w_.blocks[bi], buf, pool, profile);
     if (trace && bi == 0) trace->block0 = buf.x.Copy();
   }
-  buf.tmp.p.reset();
-  // Merger: LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row. Its
-  // two [P, E] intermediates take the work buffer's first 2PE floats.
-  const float* x = buf.x.data();
-  float* normed = buf.qkv.data();
-  float* mid = normed + P * E;
-  {
-    OpTimer t(profile, VisionOp::kNorm, 0);
-    kernels::LayerNorm(x, P, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(), 1e-6f, normed, pool);
-  }
-  const int64_t T = P / unit, ME = E * unit;
+  return Merge(buf, pool, profile);
+}
+
+// LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row of the merger's
+// MLP, in chunks of merged rows: their normed patches in `big`, the hidden rows in `tmp`.
+std::vector<float> VisionEncoder::Merge(Buffers& buf, ThreadPool* pool, OpProfile* profile) const {
+  const int64_t E = buf.E, unit = c_.merge_unit(), T = buf.P / unit, ME = E * unit;
+  const int64_t step = std::max<int64_t>(1, std::min({T, buf.big.n / ME, buf.tmp.n / ME}));
   std::vector<float> out(T * c_.out_hidden_size);
-  {
-    OpTimer t(profile, VisionOp::kMerger, 2.0 * T * ME * ME);
-    ChunkedMatMul(normed, T, w_.merger_fc1, w_.merger_fc1_b.data(), mid, buf.chunk, pool);
-  }
-  {
-    OpTimer t(profile, VisionOp::kGelu, 0);
-    kernels::GeluErf(mid, T * ME, pool);
-  }
-  {
-    OpTimer t(profile, VisionOp::kMerger, 2.0 * T * ME * c_.out_hidden_size);
-    ChunkedMatMul(mid, T, w_.merger_fc2, w_.merger_fc2_b.data(), out.data(), buf.chunk, pool);
+  float* normed = buf.big.data();
+  float* mid = buf.tmp.data();
+  for (int64_t t0 = 0; t0 < T; t0 += step) {
+    const int64_t n = std::min(step, T - t0);
+    {
+      OpTimer t(profile, VisionOp::kNorm, 0);
+      kernels::LayerNorm(buf.x.data() + t0 * ME, n * unit, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(),
+                         1e-6f, normed, pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kMerger, 2.0 * n * ME * ME);
+      ChunkedMatMul(normed, n, w_.merger_fc1, w_.merger_fc1_b.data(), mid, buf.chunk, pool);
+    }
+    {
+      OpTimer t(profile, VisionOp::kGelu, 0);
+      kernels::GeluErf(mid, n * ME, pool);
+    }
+    OpTimer t(profile, VisionOp::kMerger, 2.0 * n * ME * c_.out_hidden_size);
+    ChunkedMatMul(mid, n, w_.merger_fc2, w_.merger_fc2_b.data(), out.data() + t0 * c_.out_hidden_size,
+                  buf.chunk, pool);
   }
   return out;
 }

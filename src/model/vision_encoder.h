@@ -28,9 +28,22 @@ struct VisionTrace {
   std::vector<float> block0;       // [P, E]
 };
 
+// How Encode lays out its work (neither changes a value: every row-wise op gives the same bits
+// whatever the chunk, and the packed attention equals the unpacked one on the same fp16 keys).
+struct VisionEncoderOptions {
+  // Rows per chunk of the row-wise ops (norms, products, the MLP): at most this many, P split
+  // evenly. Larger chunks keep the products' tiles full; smaller ones hold less memory.
+  int64_t chunk_rows = 512;
+  // Where kernels::PackedAttentionRuns (a quantized encoder on AVX-512 VNNI): keys and values are
+  // kept as fp16, packed to int8 once per block, and the queries computed chunk by chunk, so a
+  // 1036x1036 image's [P, 3E] fp32 Q, K and V (80 MiB) never exist. false: the [P, 3E] form.
+  bool packed_attention = true;
+};
+
 class VisionEncoder {
  public:
-  VisionEncoder(const VisionConfig& config, const VisionWeights& weights) : c_(config), w_(weights) {}
+  VisionEncoder(const VisionConfig& config, const VisionWeights& weights, VisionEncoderOptions options = {})
+      : c_(config), w_(weights), o_(options) {}
 
   // Encodes one or more images packed together; attention never crosses an image (frame) boundary.
   // profile (optional): time and work per op kind are added to it (model/op_profile.h).
@@ -52,11 +65,20 @@ class VisionEncoder {
   // x [P, E] += attention over each frame of norm1(x) (Q, K, V from qkv, rotated; out_proj).
   void AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids, const float* cos,
                      const float* sin, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
+  // The same with keys and values packed once per frame and queries per chunk (the packed path).
+  void AttentionHalfPacked(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids, const float* cos,
+                           const float* sin, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
   // x [P, E] += fc2(gelu(fc1(norm2(x)))), in chunks of rows.
   void MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
 
+  // The merger over the encoder's output x [P, E], chunk by chunk: [P / 4, out_hidden].
+  std::vector<float> Merge(Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
+  // The attention shape of one frame of n patches (queries set per call).
+  kernels::AttentionShape FrameShape(int64_t n, bool int8) const;
+
   const VisionConfig& c_;
   const VisionWeights& w_;
+  VisionEncoderOptions o_;
 };
 
 }  // namespace mineru

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cmath>
+#include <utility>
+
 #include "base/mapped_file.h"
 #include "engine/generate.h"
 #include "golden_util.h"
+#include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "model/quantize.h"
 #include "model/qwen2vl.h"
@@ -66,6 +70,63 @@ TEST(QuantizeTest, VisionPanelsPackedAtLoadChangeNothing) {
   auto b = (*live)->vision().Encode(pixels.data(), P, grids, &pool);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
+}
+
+// The vision encoder's layouts change no value where they promise not to: any chunk size gives the
+// same bits in both attention forms (two small frames, packed beside their fp16 rows, and one
+// frame of 576 patches, packed in place over them); and the packed form (fp16 keys and values,
+// int8 panels packed once per block, queries in runs) stays within cosine 0.999 per merged token of
+// the [P, 3E] form. Where the packed kernels do not run the two forms are one.
+TEST(QuantizeTest, VisionLayoutsChangeNoValue) {
+  const std::string dir = std::string(MINERU_BINARY_DIR) + "/test_tmp/quant_vision_layouts";
+  ::mkdir((std::string(MINERU_BINARY_DIR) + "/test_tmp").c_str(), 0755);
+  ThreadPool pool(2);
+  ASSERT_TRUE(WriteQuantizedModel(testing::FixturePath("tiny"), dir, QuantType::kQ8_0, &pool).ok());
+  auto m = Qwen2VLModel::Load(dir);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const VisionConfig& vc = (*m)->config().vision;
+  const VisionWeights& vw = (*m)->weights().vision;
+  testing::Golden golden("tiny", "two_images");
+  std::vector<ImageGrid> two;
+  const std::vector<int64_t> thw = golden.I64("image_grid_thw");
+  for (size_t i = 0; i + 2 < thw.size(); i += 3) two.push_back({thw[i], thw[i + 1], thw[i + 2]});
+  const std::vector<float> two_pixels = golden.F32("pixel_values");
+  const std::vector<ImageGrid> big = {{1, 24, 24}};
+  std::vector<float> big_pixels(static_cast<size_t>(576 * vc.patch_dim()));
+  for (size_t i = 0; i < big_pixels.size(); ++i)
+    big_pixels[i] = static_cast<float>((i * 7919) % 2001) / 1000.0f - 1.0f;
+  kernels::AttentionShape s;
+  s.n_q = s.n_kv = 576;
+  s.num_heads = s.num_kv_heads = vc.num_heads;
+  s.head_dim = vc.head_dim();
+  s.int8_qk = s.int8_pv = true;
+  const bool packs = kernels::PackedAttentionRuns(s);
+  for (const auto& input : {std::pair{two, two_pixels}, std::pair{big, big_pixels}}) {
+    const std::vector<ImageGrid>& grids = input.first;
+    const std::vector<float>& pixels = input.second;
+    const int64_t P = static_cast<int64_t>(pixels.size()) / vc.patch_dim();
+    auto encode = [&](int64_t chunk, bool packed) {
+      const VisionEncoder enc(vc, vw, VisionEncoderOptions{chunk, packed});
+      auto r = enc.Encode(pixels.data(), P, grids, &pool);
+      EXPECT_TRUE(r.ok());
+      return r.ok() ? *r : std::vector<float>{};
+    };
+    const std::vector<float> packed = encode(1024, true), flat = encode(1024, false);
+    EXPECT_EQ(encode(7, true), packed) << "P=" << P;
+    EXPECT_EQ(encode(96, true), packed) << "P=" << P;
+    EXPECT_EQ(encode(7, false), flat) << "P=" << P;
+    EXPECT_EQ(packed == flat, !packs) << "P=" << P;
+    const int64_t H = (*m)->config().vision.out_hidden_size;
+    ASSERT_EQ(packed.size(), flat.size());
+    for (size_t t = 0; t < packed.size() / static_cast<size_t>(H); ++t) {
+      double ab = 0, aa = 0, bb = 0;
+      for (int64_t d = 0; d < H; ++d) {
+        const double a = packed[t * H + d], b = flat[t * H + d];
+        ab += a * b, aa += a * a, bb += b * b;
+      }
+      EXPECT_GE(ab / std::sqrt(aa * bb), 0.999) << "P=" << P << " token " << t;
+    }
+  }
 }
 
 TEST(QuantizeTest, LyingQuantizedTensorIsAnError) {
