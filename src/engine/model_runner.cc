@@ -161,8 +161,8 @@ void ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
   std::vector<std::vector<int64_t>> pos;
   std::vector<BatchSegment> segs;
   GatherInputs(plan, sched, seq, &embeds, &pos, &segs);
-  std::vector<float> hidden(embeds.size());
-  model_.decoder().ForwardBatch(embeds.data(), segs, kv_, hidden.data(), pool_);
+  model_.decoder().ForwardBatch(embeds.data(), segs, kv_, embeds.data(), pool_);  // in place
+  const std::vector<float>& hidden = embeds;
 
   // A sequence samples once every known token is computed: after this step, start + n reaches
   // its token count. Its last row goes through one batched LM head with the others.

@@ -79,7 +79,7 @@ void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, cons
 namespace {
 
 // Most rows of one MLP chunk in ForwardBatch (see there).
-constexpr int64_t kMlpRows = 512;
+constexpr int64_t kMlpRows = 256;
 
 // Row `index` of a block's keys or values (kd elements of `type` each) = src[0, kd): fp16 rounds
 // to nearest even, clamped to the largest finite half so that no key or value becomes infinite.
@@ -192,8 +192,10 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   // than their count), so with more than one each has far more than the 48 rows below which the
   // matrix products switch paths: every row takes the path the whole batch would, and its bits.
   const int64_t mlp_chunks = (T + kMlpRows - 1) / kMlpRows, mlp_rows = (T + mlp_chunks - 1) / mlp_chunks;
-  std::vector<float> normed(T * Hd), q(T * QD), k(T * KD), v(T * KD), attn(T * QD), tmp(T * Hd),
-      gate(mlp_rows * I), up(mlp_rows * I);
+  // Attention writes over q (kernels::Attention allows it); out_proj writes into normed, dead
+  // until the next norm; each MLP chunk's output is added to x at once (the chunks read normed).
+  std::vector<float> normed(T * Hd), q(T * QD), k(T * KD), v(T * KD), down(mlp_rows * Hd), gate(mlp_rows * I),
+      up(mlp_rows * I);
   const float eps = c_.rms_norm_eps;
   for (int l = 0; l < c_.num_layers; ++l) {
     const DecoderLayerWeights& L = w_.layers[l];
@@ -203,9 +205,9 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
     kernels::MatMul(normed.data(), T, L.v, L.v_b.data(), v.data(), pool);
     kernels::RopeRotateHalfRows(q.data(), T, QD, NH, D, cos.data(), sin.data(), pool);
     kernels::RopeRotateHalfRows(k.data(), T, KD, KV, D, cos.data(), sin.data(), pool);
-    AttendSegments(l, segs, q.data(), k.data(), v.data(), kv, attn.data(), pool);
-    kernels::MatMul(attn.data(), T, L.o, nullptr, tmp.data(), pool);
-    kernels::AddInPlace(x.data(), tmp.data(), T * Hd, pool);
+    AttendSegments(l, segs, q.data(), k.data(), v.data(), kv, q.data(), pool);
+    kernels::MatMul(q.data(), T, L.o, nullptr, normed.data(), pool);
+    kernels::AddInPlace(x.data(), normed.data(), T * Hd, pool);
 
     kernels::RmsNorm(x.data(), T, Hd, L.post_attn_norm.data(), eps, normed.data(), pool);
     for (int64_t r0 = 0; r0 < T; r0 += mlp_rows) {
@@ -213,9 +215,9 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
       kernels::MatMul(normed.data() + r0 * Hd, rows, L.gate, nullptr, gate.data(), pool);
       kernels::MatMul(normed.data() + r0 * Hd, rows, L.up, nullptr, up.data(), pool);
       kernels::SiluMul(gate.data(), up.data(), rows * I, gate.data(), pool);
-      kernels::MatMul(gate.data(), rows, L.down, nullptr, tmp.data() + r0 * Hd, pool);
+      kernels::MatMul(gate.data(), rows, L.down, nullptr, down.data(), pool);
+      kernels::AddInPlace(x.data() + r0 * Hd, down.data(), rows * Hd, pool);
     }
-    kernels::AddInPlace(x.data(), tmp.data(), T * Hd, pool);
     if (trace && l == 0) trace->layer0 = x;
   }
   kernels::RmsNorm(x.data(), T, Hd, w_.final_norm.data(), eps, hidden_out, pool);

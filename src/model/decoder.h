@@ -104,6 +104,7 @@ class Decoder {
 
   // Runs a packed batch of several sequences over a paged cache: matrix products over all rows
   // at once, attention per sequence. Each row's result does not depend on the other rows.
+  // hidden_out may be embeds itself (they are copied before anything is written).
   void ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segments, KvStore* kv,
                     float* hidden_out, ThreadPool* pool, DecoderTrace* trace = nullptr) const;
 
@@ -117,6 +118,8 @@ class Decoder {
   void RopeTables(int64_t n, const int64_t* pt, const int64_t* ph, const int64_t* pw, std::vector<float>* cos,
                   std::vector<float>* sin) const;
 
+  // Stores each segment's new keys and values, then attends its queries (rows of q) over its
+  // whole context into attn (which may be q itself: kernels::Attention allows it).
   void AttendSegments(int layer, const std::vector<BatchSegment>& segments, const float* q, const float* k,
                       const float* v, KvStore* kv, float* attn, ThreadPool* pool) const;
 
