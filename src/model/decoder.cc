@@ -79,7 +79,7 @@ void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, cons
 namespace {
 
 // Most rows of one MLP chunk in ForwardBatch (see there).
-constexpr int64_t kMlpRows = 256;
+constexpr int64_t kMlpRows = 512;
 
 // Row `index` of a block's keys or values (kd elements of `type` each) = src[0, kd): fp16 rounds
 // to nearest even, clamped to the largest finite half so that no key or value becomes infinite.
@@ -186,7 +186,14 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   std::vector<float> cos, sin;
   RopeTables(T, pt.data(), ph.data(), pw.data(), &cos, &sin);
 
-  std::vector<float> x(embeds, embeds + T * Hd);
+  // The residual stream: hidden_out itself when the caller passes its embeddings there (in place),
+  // else a copy of them.
+  std::vector<float> copy;
+  float* x = hidden_out;
+  if (hidden_out != embeds) {
+    copy.assign(embeds, embeds + T * Hd);
+    x = copy.data();
+  }
   // The MLP's two [rows, I] intermediates hold one row chunk at a time (I = 5.4 Hd: whole they
   // were ~80 MB of a 2,048-token prefill). The chunks split T evenly (the last is short by less
   // than their count), so with more than one each has far more than the 48 rows below which the
@@ -199,7 +206,7 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   const float eps = c_.rms_norm_eps;
   for (int l = 0; l < c_.num_layers; ++l) {
     const DecoderLayerWeights& L = w_.layers[l];
-    kernels::RmsNorm(x.data(), T, Hd, L.input_norm.data(), eps, normed.data(), pool);
+    kernels::RmsNorm(x, T, Hd, L.input_norm.data(), eps, normed.data(), pool);
     kernels::MatMul(normed.data(), T, L.q, L.q_b.data(), q.data(), pool);
     kernels::MatMul(normed.data(), T, L.k, L.k_b.data(), k.data(), pool);
     kernels::MatMul(normed.data(), T, L.v, L.v_b.data(), v.data(), pool);
@@ -207,20 +214,20 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
     kernels::RopeRotateHalfRows(k.data(), T, KD, KV, D, cos.data(), sin.data(), pool);
     AttendSegments(l, segs, q.data(), k.data(), v.data(), kv, q.data(), pool);
     kernels::MatMul(q.data(), T, L.o, nullptr, normed.data(), pool);
-    kernels::AddInPlace(x.data(), normed.data(), T * Hd, pool);
+    kernels::AddInPlace(x, normed.data(), T * Hd, pool);
 
-    kernels::RmsNorm(x.data(), T, Hd, L.post_attn_norm.data(), eps, normed.data(), pool);
+    kernels::RmsNorm(x, T, Hd, L.post_attn_norm.data(), eps, normed.data(), pool);
     for (int64_t r0 = 0; r0 < T; r0 += mlp_rows) {
       const int64_t rows = std::min(mlp_rows, T - r0);
       kernels::MatMul(normed.data() + r0 * Hd, rows, L.gate, nullptr, gate.data(), pool);
       kernels::MatMul(normed.data() + r0 * Hd, rows, L.up, nullptr, up.data(), pool);
       kernels::SiluMul(gate.data(), up.data(), rows * I, gate.data(), pool);
       kernels::MatMul(gate.data(), rows, L.down, nullptr, down.data(), pool);
-      kernels::AddInPlace(x.data() + r0 * Hd, down.data(), rows * Hd, pool);
+      kernels::AddInPlace(x + r0 * Hd, down.data(), rows * Hd, pool);
     }
-    if (trace && l == 0) trace->layer0 = x;
+    if (trace && l == 0) trace->layer0.assign(x, x + T * Hd);
   }
-  kernels::RmsNorm(x.data(), T, Hd, w_.final_norm.data(), eps, hidden_out, pool);
+  kernels::RmsNorm(x, T, Hd, w_.final_norm.data(), eps, hidden_out, pool);  // may be in place
 }
 
 void Decoder::Logits(const float* hidden, int64_t n, float* logits, ThreadPool* pool) const {

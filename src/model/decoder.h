@@ -104,7 +104,7 @@ class Decoder {
 
   // Runs a packed batch of several sequences over a paged cache: matrix products over all rows
   // at once, attention per sequence. Each row's result does not depend on the other rows.
-  // hidden_out may be embeds itself (they are copied before anything is written).
+  // hidden_out may be embeds itself: the layers then run in place over it (no copy of [T, hidden]).
   void ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segments, KvStore* kv,
                     float* hidden_out, ThreadPool* pool, DecoderTrace* trace = nullptr) const;
 

@@ -298,7 +298,7 @@ TEST(WeightsTest, TiedEmbeddingsWhenLmHeadAbsent) {
   EXPECT_FALSE((*t)->weights().tied_lm_head);
 }
 
-// A prefill longer than one MLP chunk (ForwardBatch splits rows above 256) gives every row the
+// A prefill longer than one MLP chunk (ForwardBatch splits rows above 512) gives every row the
 // bits it gets in shorter steps that are not split: 700 tokens at once against 350 + 350, with
 // the fixture's dense weights and quantized to q8 and q4 at load.
 TEST(DecoderTest, LongPrefillEqualsItsHalvesBitForBit) {
