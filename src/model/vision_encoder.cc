@@ -435,11 +435,15 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
 }
 
 // LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row of the merger's
-// MLP, in chunks of merged rows: their normed patches in `big`, the hidden rows in `tmp`.
+// MLP, in chunks of merged rows: their normed patches in `big`, the hidden rows in `tmp`, the
+// output rows over x's start (merged row t's output ends before x's row unit * (t + 1), whose
+// patches are normed by then), copied out once the work buffers are freed.
 std::vector<float> VisionEncoder::Merge(Buffers& buf, ThreadPool* pool, OpProfile* profile) const {
-  const int64_t E = buf.E, unit = c_.merge_unit(), T = buf.P / unit, ME = E * unit;
+  const int64_t E = buf.E, unit = c_.merge_unit(), T = buf.P / unit, ME = E * unit, H = c_.out_hidden_size;
   const int64_t step = std::max<int64_t>(1, std::min({T, buf.big.n / ME, buf.tmp.n / ME}));
-  std::vector<float> out(T * c_.out_hidden_size);
+  const bool over_x = H <= ME;
+  std::vector<float> out(over_x ? 0 : T * H);
+  float* dst = over_x ? buf.x.data() : out.data();
   float* normed = buf.big.data();
   float* mid = buf.tmp.data();
   for (int64_t t0 = 0; t0 < T; t0 += step) {
@@ -457,11 +461,13 @@ std::vector<float> VisionEncoder::Merge(Buffers& buf, ThreadPool* pool, OpProfil
       OpTimer t(profile, VisionOp::kGelu, 0);
       kernels::GeluErf(mid, n * ME, pool);
     }
-    OpTimer t(profile, VisionOp::kMerger, 2.0 * n * ME * c_.out_hidden_size);
-    ChunkedMatMul(mid, n, w_.merger_fc2, w_.merger_fc2_b.data(), out.data() + t0 * c_.out_hidden_size,
-                  buf.chunk, pool);
+    OpTimer t(profile, VisionOp::kMerger, 2.0 * n * ME * H);
+    ChunkedMatMul(mid, n, w_.merger_fc2, w_.merger_fc2_b.data(), dst + t0 * H, buf.chunk, pool);
   }
-  return out;
+  if (!over_x) return out;
+  buf.big.p.reset();
+  buf.tmp.p.reset();
+  return std::vector<float>(dst, dst + T * H);
 }
 
 }  // namespace mineru
