@@ -195,14 +195,16 @@ size_t PackedKvHeadBytes(const AttentionShape& s);
 void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride, ThreadPool* pool);
 // Attention of s.n_q query rows (q, row stride s.q_stride) over the s.n_kv keys and values that
 // PackKvInt8 packed for a shape with the same n_kv, heads and head_dim, into out (out may be q, as
-// for Attention). Equals Attention(q, k, v, s, out) over those keys and values widened to fp32,
-// bit for bit, for any split of the queries into calls. Precondition: PackedAttentionRuns(s).
+// for Attention; zeros when n_kv is 0). Each row equals, bit for bit and however the queries are
+// split into calls, Attention's row over those keys and values widened to fp32 in a call that
+// does not split the keys (Attention splits them only for one row block per KV head with fewer
+// KV heads than workers). Precondition: PackedAttentionRuns(s).
 void AttentionPacked(const float* q, const AttentionShape& s, const uint8_t* packed, size_t stride,
                      float* out, ThreadPool* pool);
 
 // out[i * out_stride + j] = x[i * x_stride + j] for rows [0, rows) and cols [0, cols) in IEEE
 // binary16, rounded to nearest even after clamping to +-65504 (no infinities; as the fp16 KV
-// cache stores keys).
+// cache stores keys); a NaN stays a NaN (the default quiet NaN becomes 0x7e00).
 void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
                int64_t out_stride, ThreadPool* pool = nullptr);
 

@@ -95,7 +95,7 @@ struct VisionEncoder::Buffers {
   bool packed;  // the packed attention form
   Floats x;     // [P, E] the residual stream
   Floats big;   // [P, 3E] form: max(3PE, chunk M); packed: max(F E, chunk M) for the largest frame F
-  Floats tmp;   // [max(chunk, unit), E]: chunk rows, and at least one merged row
+  Floats tmp;   // [max(chunk, unit, 3), E]: chunk rows, one merged row, a norm and a K V row
   Buffers(int64_t p, int64_t e, int64_t m, int64_t unit, int64_t max_frame, int64_t chunk_rows,
           bool packed_form)
       : P(p),
@@ -104,7 +104,7 @@ struct VisionEncoder::Buffers {
         packed(packed_form),
         x(p * e),
         big(std::max(packed_form ? max_frame * e : p * 3 * e, chunk * m)),
-        tmp(std::max(chunk, unit) * e) {}
+        tmp(std::max({chunk, unit, int64_t{3}}) * e) {}
   // Rows per chunk: P split evenly into as few chunks of at most `most` rows as fit (1 for no
   // patches at all).
   static int64_t ChunkRows(int64_t p, int64_t most) {
@@ -440,12 +440,28 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
 // patches are normed by then), copied out once the work buffers are freed.
 std::vector<float> VisionEncoder::Merge(Buffers& buf, ThreadPool* pool, OpProfile* profile) const {
   const int64_t E = buf.E, unit = c_.merge_unit(), T = buf.P / unit, ME = E * unit, H = c_.out_hidden_size;
-  const int64_t step = std::max<int64_t>(1, std::min({T, buf.big.n / ME, buf.tmp.n / ME}));
+  // Equal chunks (the last short by less than their count) of at least 64 rows where T has them
+  // (big's and tmp's rows suffice at the default chunk sizes; else they get buffers of their
+  // own), so that every product keeps the path, and the bits, of one product over all T rows
+  // (quantized products switch paths below kernels::QuantDequantMinRows() rows on some CPUs).
+  if (T == 0) return {};
+  const int64_t least = std::min<int64_t>(T, 64);
+  const int64_t most = std::max({least, std::min({T, buf.big.n / ME, buf.tmp.n / ME}), int64_t{1}});
+  const int64_t chunks = (T + most - 1) / most, step = std::max<int64_t>(1, (T + chunks - 1) / chunks);
+  std::unique_ptr<AlignedFloats> own_normed, own_mid;
+  float* normed = buf.big.data();
+  float* mid = buf.tmp.data();
+  if (buf.big.n < step * ME) {
+    own_normed = std::make_unique<AlignedFloats>(step * ME);
+    normed = own_normed->data();
+  }
+  if (buf.tmp.n < step * ME) {
+    own_mid = std::make_unique<AlignedFloats>(step * ME);
+    mid = own_mid->data();
+  }
   const bool over_x = H <= ME;
   std::vector<float> out(over_x ? 0 : T * H);
   float* dst = over_x ? buf.x.data() : out.data();
-  float* normed = buf.big.data();
-  float* mid = buf.tmp.data();
   for (int64_t t0 = 0; t0 < T; t0 += step) {
     const int64_t n = std::min(step, T - t0);
     {

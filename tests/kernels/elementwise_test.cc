@@ -179,6 +179,8 @@ TEST_P(ElementwiseTest, ToF16RowsMatchesItsTwin) {
                            1e-10f, 2049.0f};
   for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); ++i) x[i * 7] = special[i];
   for (size_t i = 0; i < x.size(); i += 13) x[i] *= 40000.0f;
+  x[5] = std::numeric_limits<float>::quiet_NaN();          // in a vector body
+  x[cols - 1] = -std::numeric_limits<float>::quiet_NaN();  // in a row's scalar tail
   ThreadPool pool(3);
   for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
     std::vector<uint16_t> want(static_cast<size_t>(rows * os), 0xabcd), got(want);

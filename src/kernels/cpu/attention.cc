@@ -1028,8 +1028,13 @@ void PackKvInt8Impl(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, siz
 void AttentionPackedImpl(const float* q, const AttentionShape& shape, const uint8_t* packed, size_t stride,
                          float* out, ThreadPool* pool) {
 #if HWY_TARGET == HWY_AVX3_DL
-  if (shape.n_q <= 0 || shape.num_heads <= 0 || shape.n_kv <= 0) return;
+  if (shape.n_q <= 0 || shape.num_heads <= 0) return;
   const Geometry g = MakeGeometry(shape);
+  if (g.n_kv == 0) {
+    for (size_t i = 0; i < g.n_q; ++i)
+      std::fill(out + i * g.out_stride, out + i * g.out_stride + g.hd * g.group * g.num_kv_heads, 0.0f);
+    return;
+  }
   const PackedHead L(g.n_kv, g.hd);
   pool = PoolFor(pool, 2 * g.n_q * g.n_kv * g.hd * g.group * g.num_kv_heads);
   const size_t threads = NumWorkers(pool);

@@ -245,7 +245,8 @@ void ToF16RowsImpl(const float* x, int64_t rows, int64_t cols, int64_t x_stride,
       const size_t N = hn::Lanes(d);
       const VF lo = hn::Set(d, -65504.0f), hi = hn::Set(d, 65504.0f);
       for (; j + N <= n; j += N) {
-        const VF v = hn::Min(hn::Max(hn::LoadU(d, src + j), lo), hi);
+        // x86 max/min return their second operand when either is NaN: x last keeps a NaN.
+        const VF v = hn::Min(hi, hn::Max(lo, hn::LoadU(d, src + j)));
         hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(dst + j));
       }
 #endif
