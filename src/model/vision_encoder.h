@@ -28,8 +28,10 @@ struct VisionTrace {
   std::vector<float> block0;       // [P, E]
 };
 
-// How Encode lays out its work (neither changes a value: every row-wise op gives the same bits
-// whatever the chunk, and the packed attention equals the unpacked one on the same fp16 keys).
+// How Encode lays out its work. Chunk sizes change no value as long as every product keeps 48
+// rows or more (below that, quantized products take other kernels, with other float orders, on
+// CPUs without AVX-512 VNNI; the default's chunks are far larger). The packed form rounds K and V
+// to fp16 before their int8 quantization, the [P, 3E] form does not.
 struct VisionEncoderOptions {
   // Rows per chunk of the row-wise ops (norms, products, the MLP): at most this many, P split
   // evenly. Larger chunks keep the products' tiles full; smaller ones hold less memory.
