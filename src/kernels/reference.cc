@@ -379,6 +379,26 @@ void Int8Scores(const float* qi, const AttentionShape& s, const std::vector<int8
   }
 }
 
+// Attention over fp16 blocks (s.k_blocks16): the same attention over their values widened to
+// fp32, contiguous, never in int8 (as in the kernel).
+void AttentionOverWidenedF16(const float* q, const AttentionShape& s, float* out, ThreadPool* pool) {
+  const size_t row = static_cast<size_t>(s.kv_stride);
+  std::vector<float> k32(static_cast<size_t>(s.n_kv) * row), v32(k32.size());
+  for (int64_t j = 0; j < s.n_kv; ++j) {
+    const uint16_t* kj = KeyRow16(s, j);
+    const uint16_t* vj = ValueRow16(s, j);
+    for (size_t d = 0; d < row; ++d) {
+      k32[static_cast<size_t>(j) * row + d] = F16ToF32(kj[d]);
+      v32[static_cast<size_t>(j) * row + d] = F16ToF32(vj[d]);
+    }
+  }
+  AttentionShape contiguous = s;
+  contiguous.k_blocks16 = contiguous.v_blocks16 = nullptr;
+  contiguous.k_blocks = contiguous.v_blocks = nullptr;
+  contiguous.int8_qk = contiguous.int8_pv = false;
+  ref::Attention(q, k32.data(), v32.data(), contiguous, out, pool);
+}
+
 }  // namespace
 
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
@@ -388,23 +408,7 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
       std::fill(out + i * s.out_stride, out + i * s.out_stride + s.num_heads * s.head_dim, 0.0f);
     return;
   }
-  if (s.k_blocks16 != nullptr) {  // fp16 blocks: the same attention over their values widened
-    const size_t row = static_cast<size_t>(s.kv_stride);
-    std::vector<float> k32(static_cast<size_t>(s.n_kv) * row), v32(k32.size());
-    for (int64_t j = 0; j < s.n_kv; ++j) {
-      const uint16_t* kj = KeyRow16(s, j);
-      const uint16_t* vj = ValueRow16(s, j);
-      for (size_t d = 0; d < row; ++d) {
-        k32[static_cast<size_t>(j) * row + d] = F16ToF32(kj[d]);
-        v32[static_cast<size_t>(j) * row + d] = F16ToF32(vj[d]);
-      }
-    }
-    AttentionShape contiguous = s;
-    contiguous.k_blocks16 = contiguous.v_blocks16 = nullptr;
-    contiguous.k_blocks = contiguous.v_blocks = nullptr;
-    contiguous.int8_qk = contiguous.int8_pv = false;  // never with fp16 K/V, as in the kernel
-    return ref::Attention(q, k32.data(), v32.data(), contiguous, out, pool);
-  }
+  if (s.k_blocks16 != nullptr) return AttentionOverWidenedF16(q, s, out, pool);
   const int64_t group = s.num_heads / s.num_kv_heads;
   const int64_t kv_offset = s.n_kv - s.n_q;
   const int64_t hd = s.head_dim;
