@@ -168,8 +168,9 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
       b->Args({shape, kBf16, m, 1});  // the same on AVX2 (for machines with AVX-512)
       b->Args({shape, kQ8, m, 3});    // int8 without VNNI (for machines with it)
       if (m > 16) b->Args({shape, kBf16, m, 3});
-      if (m == 16) b->Args({shape, kQ8, m, 5});  // batched decode: panels packed at load
-      if (m > 16) b->Args({shape, kQ8, m, 4});   // the integer path where MatMul dequantizes
+      // Panels packed at load: batched decode, and the vision encoder's products.
+      if (m == 16 || (m == 1369 && shape < 4)) b->Args({shape, kQ8, m, 5});
+      if (m > 16) b->Args({shape, kQ8, m, 4});  // the integer path where MatMul dequantizes
       if (m >= 16) {  // AVX2 integer panels: with AVX-VNNI where the CPU has it (1), vpmaddubsw (6)
         for (int wt : {kQ8, kQ4}) {
           b->Args({shape, wt, m, 1});
