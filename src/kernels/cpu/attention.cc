@@ -447,35 +447,59 @@ HWY_INLINE __m512 Exp2ForU8(__m512 t) {
   return _mm512_scalef_ps(p, n);
 }
 
-// SoftmaxRow for the int8 P V, row r of the block: the same running maximum m (of scale * x)
-// and alpha; the tile's probabilities p = 2^((x * scale - m) log2 e) go straight to u8 (s.p8 row
-// r, zero from `valid` to n4) as ref::AttentionU8Probs defines them, q = p / max p * 255 rounded
-// to nearest even, computed as 2^((x - xmax) scale log2 e + log2 255) (Exp2ForU8; the exponent is
-// one FMA, the conversion rounds as MXCSR does by default, which nothing here changes, and the
-// narrowing saturates q at 255). The step max p / 255 is Exp2ForU8 of the largest x; l takes step * sum(q):
-// the weights O is normalised by are the quantized ones. srow is only read.
-void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float scale, size_t r,
-                  Scratch& s) {
-  uint8_t* q = s.p8.get() + r * kBK;
-  float& m = s.m[r];
-  if (valid == 0) {
-    std::fill(q, q + n4, uint8_t{0});
-    s.alpha[r] = 1.0f;
-    s.ps[r] = 0.0f;
-    s.psum[r] = 0;
-    return;
-  }
-  __m512 vmax = _mm512_set1_ps(kNegInf);
+constexpr float kLog2e = 1.4426950409f, kLog2Of255 = 7.9943534368f;
+
+// The running maximum m (of scale * x) and alpha of rows [r0, r0 + R) of the block over their
+// scores' first `valid` (> 0) values (srow: row r0's, rows `stride` floats apart), with what
+// SoftmaxRowsU8 needs per row: the exponent's offset xmax * scale log2 e - log2 255 (voff) and
+// the tile's largest probability 2^((xmax * scale - m) log2 e) (pmax).
+template <size_t R>
+HWY_INLINE void UpdateRowMaxima(const float* HWY_RESTRICT srow, size_t stride, size_t valid, float scale,
+                                size_t r0, Scratch& s, __m512 voff[R], float pmax[R]) {
+  __m512 vmax[R];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < R; ++r) vmax[r] = _mm512_set1_ps(kNegInf);
   size_t j = 0;
-  for (; j + 16 <= valid; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(srow + j));
-  if (j < valid) vmax = _mm512_mask_max_ps(vmax, Live(valid - j), vmax, _mm512_loadu_ps(srow + j));
-  const float xmax = _mm512_reduce_max_ps(vmax);  // scale > 0: the largest x has the largest score
-  const float m_new = std::max(m, xmax * scale);
-  s.alpha[r] = m == kNegInf ? 0.0f : m == m_new ? 1.0f : std::exp(m - m_new);  // exp(0) is exactly 1
-  const float kLog2e = 1.4426950409f, kLog2Of255 = 7.9943534368f;
+  for (; j + 16 <= valid; j += 16) {
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) vmax[r] = _mm512_max_ps(vmax[r], _mm512_loadu_ps(srow + r * stride + j));
+  }
+  if (j < valid) {
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r)
+      vmax[r] = _mm512_mask_max_ps(vmax[r], Live(valid - j), vmax[r], _mm512_loadu_ps(srow + r * stride + j));
+  }
   const float sl = scale * kLog2e;
-  const float pmax = _mm512_cvtss_f32(Exp2ForU8(_mm512_set1_ps(std::fma(xmax, sl, -m_new * kLog2e))));
-  const __m512 vsl = _mm512_set1_ps(sl), voff = _mm512_set1_ps(std::fma(xmax, sl, -kLog2Of255));
+#pragma GCC unroll 4
+  for (size_t r = 0; r < R; ++r) {
+    float& m = s.m[r0 + r];
+    const float xmax = _mm512_reduce_max_ps(vmax[r]);  // scale > 0: the largest x has the largest score
+    const float m_new = std::max(m, xmax * scale);
+    s.alpha[r0 + r] = m == kNegInf ? 0.0f : m == m_new ? 1.0f : std::exp(m - m_new);  // exp(0) is exactly 1
+    pmax[r] = _mm512_cvtss_f32(Exp2ForU8(_mm512_set1_ps(std::fma(xmax, sl, -m_new * kLog2e))));
+    voff[r] = _mm512_set1_ps(std::fma(xmax, sl, -kLog2Of255));
+    m = m_new;
+  }
+}
+
+// SoftmaxRow for the int8 P V, rows [r0, r0 + R) of the block (srow, stride, valid as
+// UpdateRowMaxima takes them): the same running maximum and alpha; the tile's probabilities
+// p = 2^((x * scale - m) log2 e) go straight to u8 (s.p8 row r, zero from `valid` to n4) as
+// ref::AttentionU8Probs defines them, q = p / max p * 255 rounded to nearest even, computed as
+// 2^((x - xmax) scale log2 e + log2 255) (Exp2ForU8; the exponent is one FMA, the conversion
+// rounds as MXCSR does by default, which nothing here changes, and the narrowing saturates q at
+// 255). The step max p / 255 is Exp2ForU8 of the largest x; l takes step * sum(q): the weights O
+// is normalised by are the quantized ones. srow is only read. A row's steps are a chain of
+// dependent reductions and scalar operations about as long as its vector work: R rows advance
+// together so that their chains overlap (R = 4, with the masks below kept to the last group, ran
+// the ViT's int8 attention 1.1x faster in kernels_bench than one row at a time).
+template <size_t R>
+void SoftmaxRowsU8(const float* HWY_RESTRICT srow, size_t stride, size_t valid, size_t n4, float scale,
+                   size_t r0, Scratch& s) {
+  __m512 voff[R];
+  float pmax[R];
+  UpdateRowMaxima<R>(srow, stride, valid, scale, r0, s, voff, pmax);
+  const __m512 vsl = _mm512_set1_ps(scale * kLog2e);
   // 64 keys at a time: four vectors of int32 (>= 0; dead lanes 0) saturate to u8 in two packs
   // (255 caps them as a min would), one permutation puts the keys back in order and vpsadbw sums
   // the stored bytes: 7 instructions per 64 keys where a min, a narrowing store and an add per 16
@@ -483,28 +507,60 @@ void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float
   // groups of 64 fit, and the keys past `valid` in the last group are stored as 0.
   static_assert(kBK % 64 == 0, "a u8 row holds whole groups of 64 keys");
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  __m512i vsum = _mm512_setzero_si512();  // eight 64-bit sums
-  for (j = 0; j < valid; j += 64) {
-    __m512i qi[4];
-    for (size_t v = 0; v < 4; ++v) {
-      const size_t jv = j + 16 * v;
-      const __mmask16 live = jv < valid ? Live(valid - jv) : __mmask16{0};
-      const __m512 e = Exp2ForU8(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(live, srow + jv), vsl, voff));
-      qi[v] = _mm512_maskz_cvtps_epi32(live, e);
+  __m512i vsum[R];  // eight 64-bit sums each
+#pragma GCC unroll 4
+  for (size_t r = 0; r < R; ++r) vsum[r] = _mm512_setzero_si512();
+  size_t j = 0;
+  for (; j < valid; j += 64) {
+    // Lane masks only in a last, partial group of 64 keys (their arithmetic cost as much as an exp).
+    const bool whole = j + 64 <= valid;
+    __mmask16 live[4];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < 4; ++v) live[v] = j + 16 * v < valid ? Live(valid - j - 16 * v) : __mmask16{0};
+#pragma GCC unroll 4
+    for (size_t r = 0; r < R; ++r) {
+      __m512i qi[4];
+#pragma GCC unroll 4
+      for (size_t v = 0; v < 4; ++v) {
+        const float* x = srow + r * stride + j + 16 * v;
+        if (whole) {
+          qi[v] = _mm512_cvtps_epi32(Exp2ForU8(_mm512_fmsub_ps(_mm512_loadu_ps(x), vsl, voff[r])));
+        } else {
+          const __m512 e = Exp2ForU8(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(live[v], x), vsl, voff[r]));
+          qi[v] = _mm512_maskz_cvtps_epi32(live[v], e);
+        }
+      }
+      // packus works per 128-bit lane: lane L's bytes hold keys 4L..4L+3 of qi[0], qi[1], qi[2], qi[3].
+      const __m512i b =
+          _mm512_packus_epi16(_mm512_packus_epi32(qi[0], qi[1]), _mm512_packus_epi32(qi[2], qi[3]));
+      const __m512i bytes = _mm512_permutexvar_epi32(order, b);
+      _mm512_storeu_si512(s.p8.get() + (r0 + r) * kBK + j, bytes);
+      vsum[r] = _mm512_add_epi64(vsum[r], _mm512_sad_epu8(bytes, _mm512_setzero_si512()));
     }
-    // packus works per 128-bit lane: lane L's bytes hold keys 4L..4L+3 of qi[0], qi[1], qi[2], qi[3].
-    const __m512i b =
-        _mm512_packus_epi16(_mm512_packus_epi32(qi[0], qi[1]), _mm512_packus_epi32(qi[2], qi[3]));
-    const __m512i bytes = _mm512_permutexvar_epi32(order, b);
-    _mm512_storeu_si512(q + j, bytes);
-    vsum = _mm512_add_epi64(vsum, _mm512_sad_epu8(bytes, _mm512_setzero_si512()));
   }
-  if (j < n4) std::fill(q + j, q + n4, uint8_t{0});
-  const int32_t sum = pmax > 0.0f ? static_cast<int32_t>(_mm512_reduce_add_epi64(vsum)) : 0;
-  s.l[r] = s.l[r] * s.alpha[r] + pmax / 255.0f * static_cast<float>(sum);
-  s.ps[r] = pmax / 255.0f;
-  s.psum[r] = sum;
-  m = m_new;
+#pragma GCC unroll 4
+  for (size_t r = 0; r < R; ++r) {
+    uint8_t* q = s.p8.get() + (r0 + r) * kBK;
+    if (j < n4) std::fill(q + j, q + n4, uint8_t{0});
+    const int32_t sum = pmax[r] > 0.0f ? static_cast<int32_t>(_mm512_reduce_add_epi64(vsum[r])) : 0;
+    s.l[r0 + r] = s.l[r0 + r] * s.alpha[r0 + r] + pmax[r] / 255.0f * static_cast<float>(sum);
+    s.ps[r0 + r] = pmax[r] / 255.0f;
+    s.psum[r0 + r] = sum;
+  }
+}
+
+// SoftmaxRowsU8 for row r alone, which may see no key of the tile (valid == 0: all zero, the
+// state unchanged).
+void SoftmaxRowU8(const float* HWY_RESTRICT srow, size_t valid, size_t n4, float scale, size_t r,
+                  Scratch& s) {
+  if (valid == 0) {
+    std::fill(s.p8.get() + r * kBK, s.p8.get() + r * kBK + n4, uint8_t{0});
+    s.alpha[r] = 1.0f;
+    s.ps[r] = 0.0f;
+    s.psum[r] = 0;
+    return;
+  }
+  SoftmaxRowsU8<1>(srow, 0, valid, n4, scale, r, s);
 }
 
 // S of the block's rows over the tile at kt0 and, where int8_pv, their u8 probabilities: four
@@ -520,8 +576,15 @@ void ScoresInt8(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, si
     } else {
       ScoreRowsInt8<1>(g, s, r0, kt0, bk, S);
     }
-    for (size_t r = r0; r < r0 + R && g.int8_pv; ++r)
-      SoftmaxRowU8(S + r * g.tile, VisibleKeys(rows, r, nk, kt0, bk), (bk + 3) / 4 * 4, g.scale, r, s);
+    const size_t valid = VisibleKeys(rows, r0, nk, kt0, bk), n4 = (bk + 3) / 4 * 4;
+    bool same = valid > 0;  // the R rows see the same keys (always without a causal mask)
+    for (size_t r = r0 + 1; r < r0 + R; ++r) same = same && VisibleKeys(rows, r, nk, kt0, bk) == valid;
+    if (g.int8_pv && R == 4 && same) {
+      SoftmaxRowsU8<4>(S + r0 * g.tile, g.tile, valid, n4, g.scale, r0, s);
+    } else {
+      for (size_t r = r0; r < r0 + R && g.int8_pv; ++r)
+        SoftmaxRowU8(S + r * g.tile, VisibleKeys(rows, r, nk, kt0, bk), n4, g.scale, r, s);
+    }
     r0 += R;
   }
 }
