@@ -410,7 +410,10 @@ template <class Rows>
 void PackValuesInt8(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_t nk, int8_t* dst, float* vs,
                     float* mu) {
   const size_t nvec = (hd + kDimLanes - 1) / kDimLanes, stride = nvec * kDimLanes;
-  std::vector<int8_t> v8(nk * stride);
+  // Kept by each thread between calls (assign zero-fills without reallocating): a fresh vector
+  // per head was fresh pages per head, faulted in by its zero fill (~half a MB at 5,476 keys).
+  thread_local std::vector<int8_t> v8;
+  v8.assign(nk * stride, int8_t{0});
   Int8Values(rows, n_kv, hd, k_lo, nk, stride, v8.data(), vs, mu);
   // Quad jq, vector dv: the 16 dims of 4 keys interleaved byte by byte (a 4 x 16 transpose);
   // keys past nk are zero.
@@ -1073,13 +1076,19 @@ void PackKvInt8Impl(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, siz
   const PackedHead L(n_kv, hd);
   pool = PoolFor(pool, 8 * n_kv * hd * heads);
   const size_t round = std::min(heads, NumWorkers(pool));
-  std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> tmp(round);
+  // The round's buffers are kept between calls (grown, never shrunk; the calling thread owns
+  // them): allocated per call they were fresh pages every layer of every image.
+  // (A named reference: the workers' tasks would otherwise name their own threads' variables.)
+  thread_local std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> kept;
+  thread_local std::vector<size_t> kept_bytes;
+  std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>>& tmp = kept;
+  if (kept.size() < round) kept.resize(round), kept_bytes.resize(round, 0);
+  for (size_t t = 0; t < round; ++t) {
+    if (kept_bytes[t] < L.bytes) kept[t] = hwy::AllocateAligned<uint8_t>(L.bytes), kept_bytes[t] = L.bytes;
+  }
   for (size_t h0 = 0; h0 < heads; h0 += round) {
     const size_t n = std::min(round, heads - h0);
-    RunTasks(pool, n, [&](size_t t, size_t) {
-      if (!tmp[t]) tmp[t] = hwy::AllocateAligned<uint8_t>(L.bytes);
-      PackHead(kv, h0 + t, n_kv, hd, L, tmp[t].get());
-    });
+    RunTasks(pool, n, [&](size_t t, size_t) { PackHead(kv, h0 + t, n_kv, hd, L, tmp[t].get()); });
     for (size_t t = 0; t < n; ++t) std::memcpy(dst + (h0 + t) * dst_stride, tmp[t].get(), L.bytes);
   }
 #else
