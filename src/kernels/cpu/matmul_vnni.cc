@@ -180,14 +180,14 @@ void PackNibblePanel(QuantType t, const uint8_t* wbase, size_t row_bytes, size_t
 // xc (-128 * the group's sum of x) rows have stride nb.
 // ahead: prefetch distance in groups along each panel's streams (0: none; prepacked panels
 // come from DRAM in a decode step, packed-per-call ones are already in L1).
-// kNq: the group's quads where known at compile time (8: Q8_0's int8 panels), 0 = group / 4. A
-// known count unrolls a group into straight-line code: with a loop over quads GCC zeroed the
-// sums through the stack each group (the ViT's products ran 5-10% slower in kernels_bench).
+// kNq: the group's quads where known at compile time (8: groups of 32, Q8_0 and Q4_0), 0 = group
+// / 4. A known count unrolls a group into straight-line code: with a loop over quads GCC zeroed
+// the sums through the stack each group (the ViT's q8 products ran 5-10% slower in kernels_bench,
+// a q4 prefill of 1,369 tokens ~12% slower).
 template <size_t R, bool kNibbles, size_t kNq>
 HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* scales, size_t group, size_t g0,
                            size_t g1, const int8_t* xs, const float* d, const int32_t* xc, size_t kpad,
                            size_t nb, size_t ahead, __m512 acc[R][kPanels]) {
-  static_assert(kNq == 0 || !kNibbles, "a fixed quad count is for int8 panels");
   const size_t nq = kNq != 0 ? kNq : group / 4, gbytes = GroupBytes(group, kNibbles);
   const __m512i low4 = _mm512_set1_epi8(15);
   for (size_t g = g0; g < g1; ++g) {
@@ -219,6 +219,7 @@ HWY_INLINE void TileGroups(const uint8_t* const* quads, const uint8_t* const* sc
       }
     };
     if constexpr (kNibbles) {
+#pragma GCC unroll 4
       for (size_t v = 0; v < nq / 2; ++v) {  // vector v: quads 8s + i (low) and 8s + 4 + i (high)
         const size_t s = v / 4, i = v % 4;
         __m512i b[kPanels], w[kPanels];
@@ -392,9 +393,8 @@ void MatMulVnniPanels(QuantType t, const int8_t* xs, const float* d, const int32
       // The first row tile of a chunk streams prepacked panels from memory: prefetch 8 groups ahead.
       const size_t ahead0 = prepacked ? 8 : 0;
       const size_t rows = i_end - i_begin;
-      const auto run_chunk = nibbles       ? RunChunk<true, 0>
-                             : group == 32 ? RunChunk<false, 8>
-                                           : RunChunk<false, 0>;
+      const auto run_chunk = group == 32 ? (nibbles ? RunChunk<true, 8> : RunChunk<false, 8>)
+                                         : (nibbles ? RunChunk<true, 0> : RunChunk<false, 0>);
       run_chunk(quads, scales, group, g0, g1, xs + i_begin * kpad, d + i_begin * nb, xc + i_begin * nb, kpad,
                 nb, rows, ahead0, accbuf);
     }
