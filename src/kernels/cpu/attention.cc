@@ -1082,9 +1082,14 @@ void PackKvInt8Impl(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, siz
   thread_local std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> kept;
   thread_local std::vector<size_t> kept_bytes;
   std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>>& tmp = kept;
-  if (kept.size() < round) kept.resize(round), kept_bytes.resize(round, 0);
+  if (kept.size() < round) {
+    kept.resize(round);
+    kept_bytes.resize(round, 0);
+  }
   for (size_t t = 0; t < round; ++t) {
-    if (kept_bytes[t] < L.bytes) kept[t] = hwy::AllocateAligned<uint8_t>(L.bytes), kept_bytes[t] = L.bytes;
+    if (kept_bytes[t] >= L.bytes) continue;
+    kept[t] = hwy::AllocateAligned<uint8_t>(L.bytes);
+    kept_bytes[t] = L.bytes;
   }
   for (size_t h0 = 0; h0 < heads; h0 += round) {
     const size_t n = std::min(round, heads - h0);
