@@ -9,7 +9,7 @@
 #   - a folder of src/ without exactly one such line, or whose line names itself wrongly, an
 #     unknown layer or itself;
 #   - a cycle among the declarations (dependencies are one-way);
-#   - an #include "<dir>/..." or <dir/...> in src/<layer>/**.{h,cc,inc} where <dir> is another layer
+#   - an #include "<dir>/..." or <dir/...> in src/<layer>/**.{h,cc,inc,cu,cuh} where <dir> is another layer
 #     not declared (directories that are not layers, such as hwy/ or nlohmann/, are not ours);
 #   - an #include with "../" (it would escape the check);
 #   - for mineru_library_uses(<target> <layer>...): an include outside those layers from the
@@ -176,7 +176,8 @@ endfunction()
 
 # The includes of every source against its layer's declaration.
 foreach(layer ${layers})
-  file(GLOB_RECURSE files RELATIVE ${SRC} ${SRC}/${layer}/*.h ${SRC}/${layer}/*.cc ${SRC}/${layer}/*.inc)
+  file(GLOB_RECURSE files RELATIVE ${SRC} ${SRC}/${layer}/*.h ${SRC}/${layer}/*.cc ${SRC}/${layer}/*.inc
+       ${SRC}/${layer}/*.cu ${SRC}/${layer}/*.cuh)
   list(SORT files)
   foreach(f ${files})
     file_includes(${SRC}/${f} incs)

@@ -37,7 +37,7 @@ if [ "${MINERU_ARM64_SKIP_INSTALL:-0}" != 1 ]; then
 fi
 
 cmake -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DMINERU_CORE_ONLY=ON -DMINERU_WERROR=ON
+  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DMINERU_CORE_ONLY=ON -DMINERU_WERROR=ON -DMINERU_CUDA=OFF
 cmake --build build-arm64 -j"$(nproc)" \
   --target kernels_test model_golden_test quantize_test gguf_test tokenizer_test image_test base_test
 

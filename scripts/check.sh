@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=clang CXX=clang++ cmake -S . -B build-check -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DMINERU_FUZZ=ON -DMINERU_SIMD_TARGETS=avx2 -DMINERU_WERROR=ON
+  -DMINERU_FUZZ=ON -DMINERU_SIMD_TARGETS=avx2 -DMINERU_WERROR=ON -DMINERU_CUDA=OFF
 cmake --build build-check -j"$(nproc)"
 LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# The GPU check (issue 34): the one script a session with a GPU runs. It runs every CUDA test on
+# the GPU and writes a short Markdown report to "${OUT:-gpu-report}/report.md" (device, driver, each
+# test's result), with each test binary's full log and nvidia-smi's output beside it.
+#
+#   scripts/gpu_check.sh [BUILD_DIR]       configure (-DMINERU_CUDA=ON; an existing BUILD_DIR is
+#                                          reused as configured, with CUDA switched on), build the
+#                                          CUDA tests and run them. Default BUILD_DIR: build-gpu.
+#                                          Needs the project's build dependencies on the GPU machine.
+#   scripts/gpu_check.sh --bundle DIR [BUILD_DIR]
+#                                          on a machine with nvcc but no GPU (this project's build
+#                                          machines): build the CUDA tests (default BUILD_DIR
+#                                          build-cuda) and copy them with the shared libraries they
+#                                          need beyond glibc into DIR/bin and DIR/lib. Runs nothing.
+#   scripts/gpu_check.sh --run DIR         on the GPU machine: run a bundle made by --bundle (the
+#                                          GPU machines here have the driver, nvcc and CMake, but
+#                                          not the project's -dev packages).
+#
+# E.g. build here, run there:  scripts/gpu_check.sh --bundle build-cuda/gpu-bundle, then on the GPU
+# machine (build-cuda/ is git-ignored, so it travels only when asked to)
+# scripts/gpu_check.sh --run build-cuda/gpu-bundle.
+#
+# Fails (exit 1) when a build step fails, a test fails or crashes, or when nvidia-smi shows a GPU
+# but a CUDA test skipped: the tests skip only without a usable device, so a skip beside a visible
+# GPU means a broken driver/runtime pairing or a card below compute capability 8.0 (a binary
+# built without the card's architecture fails its tests instead), never a pass. With no GPU visible
+# at all it fails too (nothing was verified), unless GPU_CHECK_ALLOW_NO_GPU=1 (to try the script
+# itself on a CPU machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The CUDA test binaries, relative to a build's tests/ folder (one name per line in the report).
+CUDA_TESTS=(kernels/cuda_ops_test)
+
+die() {
+  echo "gpu_check: $*" >&2
+  exit 1
+}
+
+configure_and_build() {  # BUILD_DIR
+  local build=$1
+  if [ -f "$build/CMakeCache.txt" ]; then
+    cmake -S . -B "$build" -DMINERU_CUDA=ON
+  else
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINERU_CUDA=ON
+  fi
+  local targets=()
+  for t in "${CUDA_TESTS[@]}"; do targets+=("$(basename "$t")"); done
+  cmake --build "$build" -j"${GPU_CHECK_JOBS:-$(nproc)}" --target "${targets[@]}"
+}
+
+# --bundle: the test binaries and every shared library they load except glibc's own (libc, libm,
+# libpthread, libdl, librt, the loader): libstdc++, libgcc_s and the project's (libhwy) travel.
+if [ "${1:-}" = --bundle ]; then
+  [ $# -ge 2 ] || die "--bundle needs a folder"
+  bundle=$2
+  build=${3:-build-cuda}
+  configure_and_build "$build"
+  mkdir -p "$bundle/bin" "$bundle/lib"
+  for t in "${CUDA_TESTS[@]}"; do
+    cp "$build/tests/$t" "$bundle/bin/"
+    ldd "$build/tests/$t" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+      case "$(basename "$lib")" in
+        libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
+        *) cp -L "$lib" "$bundle/lib/" ;;
+      esac
+    done
+  done
+  echo "gpu_check: bundle in $bundle: $(ls "$bundle/bin" | tr '\n' ' ')(libraries: $(ls "$bundle/lib" | tr '\n' ' '))"
+  exit 0
+fi
+
+if [ "${1:-}" = --run ]; then
+  [ $# -ge 2 ] || die "--run needs a bundle folder"
+  bundle=$2
+  case $bundle in /*) ;; *) bundle=$PWD/$bundle ;; esac
+  [ -d "$bundle/bin" ] || die "$bundle/bin: no such folder (make the bundle with --bundle)"
+  bindir=$bundle/bin
+  export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  source_desc="bundle $bundle"
+else
+  build=${1:-build-gpu}
+  configure_and_build "$build"
+  bindir=$build/tests
+  source_desc="build $build ($(grep -m1 '^CMAKE_CUDA_ARCHITECTURES' "$build/CMakeCache.txt" | cut -d= -f2))"
+fi
+binary_of() {  # NAME -> path
+  if [ "${bundle:-}" ]; then echo "$bindir/$(basename "$1")"; else echo "$bindir/$1"; fi
+}
+
+out=${OUT:-gpu-report}
+mkdir -p "$out"
+report=$out/report.md
+
+# The device as the driver sees it.
+gpus=0
+smi="nvidia-smi: not found"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  smi=$(nvidia-smi 2>&1 || true)
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  echo "$smi" >"$out/nvidia-smi.txt"
+fi
+device_line="none visible"
+if [ "$gpus" -gt 0 ]; then
+  device_line=$(nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap --format=csv,noheader \
+    2>/dev/null || nvidia-smi -L)
+fi
+
+{
+  echo "# GPU check"
+  echo
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- tests from: $source_desc"
+  echo "- GPUs (nvidia-smi: index, name, driver, memory, compute capability): $gpus"
+  echo "$device_line" | sed 's/^/  - /'
+  echo
+  echo "| test | result | time |"
+  echo "|---|---|---|"
+} >"$report"
+
+passed=0 failed=0 skipped=0 broken=0 probe=""
+for t in "${CUDA_TESTS[@]}"; do
+  bin=$(binary_of "$t")
+  name=$(basename "$t")
+  log=$out/$name.log
+  if [ ! -x "$bin" ]; then
+    echo "| \`$name\` (binary) | MISSING: $bin | |" >>"$report"
+    broken=$((broken + 1))
+    continue
+  fi
+  rc=0
+  timeout 300 "$bin" --gtest_color=no >"$log" 2>&1 || rc=$?
+  # One line per test: "[       OK ] Suite.Name (12 ms)", "[  FAILED  ] ...", "[  SKIPPED ] ...".
+  while read -r result test ms; do
+    echo "| \`$test\` | $result | $ms ms |" >>"$report"
+    case $result in
+      OK) passed=$((passed + 1)) ;;
+      FAILED) failed=$((failed + 1)) ;;
+      SKIPPED) skipped=$((skipped + 1)) ;;
+    esac
+  done < <(sed -nE 's/^\[ +(OK|FAILED|SKIPPED) +\] ([A-Za-z0-9_./]+) \(([0-9]+) ms\)$/\1 \2 \3/p' "$log")
+  if [ "$rc" -ne 0 ] && ! grep -q '^\[  FAILED  \]' "$log"; then
+    echo "| \`$name\` (binary) | EXIT $rc (crash or timeout: see $name.log) | |" >>"$report"
+    broken=$((broken + 1))
+  fi
+  line=$(grep -E '^(cuda:[0-9]+ |no CUDA device: )' "$log" | sort -u | paste -sd ';' - || true)
+  if [ -n "$line" ]; then probe="${probe:+$probe; }$line"; fi
+done
+
+verdict=pass
+why=""
+if [ $((failed + broken)) -gt 0 ]; then
+  verdict=FAIL
+  why="$failed failed, $broken binaries missing or crashed"
+elif [ "$skipped" -gt 0 ] && [ "$gpus" -gt 0 ]; then
+  verdict=FAIL
+  why="$skipped tests skipped although nvidia-smi shows $gpus GPU(s): the CUDA runtime could not use it (see the probe line and the logs)"
+elif [ "$gpus" -eq 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:-0}" != 1 ]; then
+  verdict=FAIL
+  why="no GPU visible to nvidia-smi: nothing was verified"
+elif [ "$passed" -eq 0 ]; then
+  verdict=FAIL
+  why="no test ran"
+fi
+
+{
+  echo
+  echo "The CUDA runtime's probe: ${probe:-no probe line in the logs}"
+  echo
+  echo "**$verdict**: $passed passed, $failed failed, $skipped skipped${why:+ — $why}."
+  echo
+  echo "<details><summary>nvidia-smi</summary>"
+  echo
+  echo '```'
+  echo "$smi"
+  echo '```'
+  echo
+  echo "</details>"
+} >>"$report"
+
+cat "$report"
+if [ "$verdict" != pass ]; then
+  echo "gpu_check: FAILED: $why" >&2
+  exit 1
+fi

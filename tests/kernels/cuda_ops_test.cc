@@ -1,0 +1,446 @@
+// The CUDA kernels (kernels/cuda/cuda_ops.h) against their scalar twins (kernels/reference.h) at
+// awkward shapes, fp32 and bf16; the device probe; the argument checks.
+//
+// Tests that need a device skip, saying why, where there is none (CPU machines, CI);
+// scripts/gpu_check.sh runs them on a GPU and fails if any skips there. The probe and argument
+// tests run everywhere.
+//
+// Every comparison is |got - want| <= rel * |want| + abs, want = the twin run in fp32 on the very
+// inputs the kernel saw (bf16 inputs are widened first):
+//   fp32 norms        rel 1e-5, abs 1e-5  (block tree sums vs the twin's sequential float sums and
+//                                          double LayerNorm sums; expected error ~1e-6)
+//   fp32 LayerNorm,   rel 1e-4, abs 1e-4  (rows around 100: the fp32 mean carries ~1e-5 absolute)
+//     large mean
+//   fp32 activations  rel 1e-5, abs 1e-6  (CUDA's expf/erff are within 2 ulp; fma contraction;
+//     and RoPE                             GELU's 1 + erf cancels to ~3 ulp of 1 times |x| / 2)
+//   fp32 add          exact               (one IEEE addition in both)
+//   bf16 outputs      rel 4e-3 (half a bf16 ulp is at most 2^-8 = 3.9e-3 of the value: the kernel
+//                     rounds its fp32 result once), abs 1e-5, norms abs 1e-4 (fp32 error near 0)
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/bf16.h"
+#include "base/status.h"
+#include "kernels/cuda/buffer.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device.h"
+#include "kernels/reference.h"
+
+namespace mineru {
+namespace kernels {
+namespace {
+
+namespace cu = ::mineru::kernels::cuda;
+using cu::Bf16;
+
+#define CUDA_TEST_ASSERT_OK(expr)                                     \
+  do {                                                                \
+    const ::mineru::Status _status = (expr);                          \
+    ASSERT_TRUE(_status.ok()) << #expr << ": " << _status.ToString(); \
+  } while (0)
+
+#define CUDA_TEST_ASSIGN_IMPL(tmp, lhs, expr)                        \
+  auto tmp = (expr);                                                 \
+  ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.status().ToString(); \
+  lhs = std::move(tmp).value()
+#define CUDA_TEST_ASSIGN(lhs, expr) CUDA_TEST_ASSIGN_IMPL(MINERU_CONCAT(_cuda_test_, __LINE__), lhs, expr)
+
+struct Tol {
+  float rel, abs;
+};
+constexpr Tol kExact{0.0f, 0.0f};
+constexpr Tol kNormF32{1e-5f, 1e-5f};
+constexpr Tol kLargeMeanF32{1e-4f, 1e-4f};
+constexpr Tol kPointF32{1e-5f, 1e-6f};
+constexpr Tol kNormBf16{4e-3f, 1e-4f};
+constexpr Tol kPointBf16{4e-3f, 1e-5f};
+
+std::vector<float> RandomVec(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Host values as element type T and back.
+template <typename T>
+T FromF32(float v);
+template <>
+float FromF32<float>(float v) {
+  return v;
+}
+template <>
+Bf16 FromF32<Bf16>(float v) {
+  return Bf16{F32ToBf16(v)};
+}
+float ToF32(float v) { return v; }
+float ToF32(Bf16 v) { return Bf16ToF32(v.bits); }
+
+// v rounded to what T holds, so the twin sees exactly the kernel's inputs.
+template <typename T>
+std::vector<float> Representable(std::vector<float> v) {
+  for (float& x : v) x = ToF32(FromF32<T>(x));
+  return v;
+}
+
+// A device copy of host values as T, starting one element into its allocation (no kernel may
+// assume more than the element's own alignment).
+template <typename T>
+struct DeviceArray {
+  cu::DeviceBuffer buf;
+  size_t count = 0;
+  T* data() const { return buf.as<T>() + 1; }
+};
+
+template <typename T>
+StatusOr<DeviceArray<T>> ToDevice(const std::vector<float>& values) {
+  std::vector<T> host(values.size());
+  for (size_t i = 0; i < values.size(); ++i) host[i] = FromF32<T>(values[i]);
+  DeviceArray<T> a;
+  a.count = host.size();
+  MINERU_ASSIGN_OR_RETURN(a.buf, cu::DeviceBuffer::Allocate((host.size() + 1) * sizeof(T)));
+  MINERU_RETURN_IF_ERROR(a.buf.CopyFromHost(host.data(), host.size() * sizeof(T), sizeof(T)));
+  return a;
+}
+
+template <typename T>
+StatusOr<std::vector<float>> ToHost(const DeviceArray<T>& a) {
+  std::vector<T> host(a.count);
+  MINERU_RETURN_IF_ERROR(a.buf.CopyToHost(host.data(), a.count * sizeof(T), sizeof(T)));
+  std::vector<float> out(a.count);
+  for (size_t i = 0; i < a.count; ++i) out[i] = ToF32(host[i]);
+  return out;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, Tol tol,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= tol.rel * std::fabs(want[i]) + tol.abs)) {
+      if (++bad <= 5) ADD_FAILURE() << what << " at " << i << ": got " << got[i] << " want " << want[i];
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " outside rel " << tol.rel << " abs "
+                    << tol.abs;
+}
+
+template <typename T>
+const char* TypeName() {
+  return sizeof(T) == 4 ? "f32" : "bf16";
+}
+
+// The tests that need a device: skipped, with the reason, where there is none usable.
+class CudaOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (cu::CudaDeviceCount(&reason) == 0) GTEST_SKIP() << "no CUDA device: " << reason;
+    auto info = cu::ProbeUsableCudaDevice(0);
+    if (!info.ok()) GTEST_SKIP() << "no usable CUDA device: " << info.status().ToString();
+    CUDA_TEST_ASSIGN(stream_, cu::CudaStream::Create());
+  }
+  cu::StreamHandle stream() const { return stream_.handle(); }
+
+  cu::CudaStream stream_;
+};
+
+// RmsNorm and LayerNorm of an [m, n] input in [lo, hi) as T, out of place and in place.
+template <typename T>
+void CheckNorms(cu::StreamHandle stream, int64_t m, int64_t n, float lo, float hi, Tol rms_tol, Tol ln_tol) {
+  const std::string what = std::string(TypeName<T>()) + " m=" + std::to_string(m) + " n=" + std::to_string(n);
+  const size_t count = static_cast<size_t>(m * n);
+  const std::vector<float> x =
+      Representable<T>(RandomVec(count, static_cast<uint32_t>(m * 7919 + n), lo, hi));
+  const std::vector<float> w = RandomVec(static_cast<size_t>(n), 3, -1.0f, 1.0f);
+  const std::vector<float> b = RandomVec(static_cast<size_t>(n), 4, -1.0f, 1.0f);
+  const float eps = 1e-6f;
+  std::vector<float> want(count);
+  CUDA_TEST_ASSIGN(DeviceArray<T> dx, ToDevice<T>(x));
+  CUDA_TEST_ASSIGN(DeviceArray<T> dy, ToDevice<T>(std::vector<float>(count, 0.0f)));
+  CUDA_TEST_ASSIGN(DeviceArray<float> dw, ToDevice<float>(w));
+  CUDA_TEST_ASSIGN(DeviceArray<float> db, ToDevice<float>(b));
+
+  ref::RmsNorm(x.data(), m, n, w.data(), eps, want.data());
+  CUDA_TEST_ASSERT_OK(cu::RmsNorm(dx.data(), m, n, dw.data(), eps, dy.data(), stream));
+  CUDA_TEST_ASSIGN(std::vector<float> got, ToHost(dy));
+  ExpectNear(got, want, rms_tol, "RmsNorm " + what);
+
+  ref::LayerNorm(x.data(), m, n, w.data(), b.data(), eps, want.data());
+  CUDA_TEST_ASSERT_OK(cu::LayerNorm(dx.data(), m, n, dw.data(), db.data(), eps, dy.data(), stream));
+  CUDA_TEST_ASSIGN(got, ToHost(dy));
+  ExpectNear(got, want, ln_tol, "LayerNorm " + what);
+
+  // In place (y == x), LayerNorm then RmsNorm of its result.
+  CUDA_TEST_ASSERT_OK(cu::LayerNorm(dx.data(), m, n, dw.data(), db.data(), eps, dx.data(), stream));
+  CUDA_TEST_ASSIGN(got, ToHost(dx));
+  ExpectNear(got, want, ln_tol, "LayerNorm in place " + what);
+  const std::vector<float> ln = got;  // the kernel's own LayerNorm output, as T
+  ref::RmsNorm(ln.data(), m, n, w.data(), eps, want.data());
+  CUDA_TEST_ASSERT_OK(cu::RmsNorm(dx.data(), m, n, dw.data(), eps, dx.data(), stream));
+  CUDA_TEST_ASSIGN(got, ToHost(dx));
+  ExpectNear(got, want, rms_tol, "RmsNorm in place " + what);
+}
+
+TEST_F(CudaOpsTest, NormsF32) {
+  for (int64_t n : {1, 3, 1279, 1280, 3584}) {
+    for (int64_t m : {1, 7, 300}) {
+      ASSERT_NO_FATAL_FAILURE(CheckNorms<float>(stream(), m, n, -4.0f, 6.0f, kNormF32, kNormF32));
+    }
+  }
+}
+
+TEST_F(CudaOpsTest, NormsBf16) {
+  for (int64_t n : {1, 3, 1279, 1280, 3584}) {
+    for (int64_t m : {1, 7, 300}) {
+      ASSERT_NO_FATAL_FAILURE(CheckNorms<Bf16>(stream(), m, n, -4.0f, 6.0f, kNormBf16, kNormBf16));
+    }
+  }
+}
+
+// More rows than the kernels' grid (65,536 blocks): the row-stride loop.
+TEST_F(CudaOpsTest, NormsManyRows) {
+  ASSERT_NO_FATAL_FAILURE(CheckNorms<float>(stream(), 70001, 3, -4.0f, 6.0f, kNormF32, kNormF32));
+  ASSERT_NO_FATAL_FAILURE(CheckNorms<Bf16>(stream(), 70001, 3, -4.0f, 6.0f, kNormBf16, kNormBf16));
+}
+
+// Rows around 100 with a spread of 8: the two-pass fp32 variance against the twin's double sums.
+TEST_F(CudaOpsTest, LayerNormLargeMean) {
+  ASSERT_NO_FATAL_FAILURE(CheckNorms<float>(stream(), 33, 1280, 96.0f, 104.0f, kNormF32, kLargeMeanF32));
+}
+
+// Activation inputs in [-12, 12), the first ones replaced by extremes (exp overflowing and
+// underflowing, signed zeros, tiny values), as the CPU kernels' tests use.
+std::vector<float> ActivationInputs(size_t n, uint32_t seed) {
+  std::vector<float> x = RandomVec(n, seed, -12.0f, 12.0f);
+  const float extremes[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 100.0f, -100.0f,
+                            88.0f, -60.0f, 5e4f,   -5e4f,   0.5f,   -3.0f};
+  for (size_t i = 0; i < n && i < sizeof(extremes) / sizeof(extremes[0]); ++i) x[i] = extremes[i];
+  return x;
+}
+
+// QuickGelu, GeluErf, SiluMul (out of place, and in place over gate) and AddInPlace over n values.
+// add_tol: fp32 sums are one IEEE addition in both, so they must agree exactly.
+template <typename T>
+void CheckPointwise(cu::StreamHandle stream, int64_t n, Tol tol, Tol add_tol) {
+  const std::string what = std::string(TypeName<T>()) + " n=" + std::to_string(n);
+  const size_t count = static_cast<size_t>(n);
+  const std::vector<float> x = Representable<T>(ActivationInputs(count, static_cast<uint32_t>(n)));
+  const std::vector<float> up = Representable<T>(RandomVec(count, static_cast<uint32_t>(n + 1), -3.0f, 3.0f));
+  std::vector<float> want = x;
+
+  CUDA_TEST_ASSIGN(DeviceArray<T> dx, ToDevice<T>(x));
+  ref::QuickGelu(want.data(), n);
+  CUDA_TEST_ASSERT_OK(cu::QuickGelu(dx.data(), n, stream));
+  CUDA_TEST_ASSIGN(std::vector<float> got, ToHost(dx));
+  ExpectNear(got, want, tol, "QuickGelu " + what);
+
+  want = x;
+  CUDA_TEST_ASSIGN(dx, ToDevice<T>(x));
+  ref::GeluErf(want.data(), n);
+  CUDA_TEST_ASSERT_OK(cu::GeluErf(dx.data(), n, stream));
+  CUDA_TEST_ASSIGN(got, ToHost(dx));
+  ExpectNear(got, want, tol, "GeluErf " + what);
+
+  CUDA_TEST_ASSIGN(dx, ToDevice<T>(x));
+  CUDA_TEST_ASSIGN(DeviceArray<T> dup, ToDevice<T>(up));
+  CUDA_TEST_ASSIGN(DeviceArray<T> dout, ToDevice<T>(std::vector<float>(count, 0.0f)));
+  ref::SiluMul(x.data(), up.data(), n, want.data());
+  CUDA_TEST_ASSERT_OK(cu::SiluMul(dx.data(), dup.data(), n, dout.data(), stream));
+  CUDA_TEST_ASSIGN(got, ToHost(dout));
+  ExpectNear(got, want, tol, "SiluMul " + what);
+  CUDA_TEST_ASSERT_OK(cu::SiluMul(dx.data(), dup.data(), n, dx.data(), stream));
+  CUDA_TEST_ASSIGN(got, ToHost(dx));
+  ExpectNear(got, want, tol, "SiluMul in place " + what);
+
+  want = x;
+  CUDA_TEST_ASSIGN(dx, ToDevice<T>(x));
+  ref::AddInPlace(want.data(), up.data(), n);
+  CUDA_TEST_ASSERT_OK(cu::AddInPlace(dx.data(), dup.data(), n, stream));
+  CUDA_TEST_ASSIGN(got, ToHost(dx));
+  ExpectNear(got, want, add_tol, "AddInPlace " + what);
+}
+
+// 2^21 + 3 values is more than the elementwise grid holds (4,096 blocks of 256): the grid-stride loop.
+TEST_F(CudaOpsTest, PointwiseF32) {
+  for (int64_t n : {1, 3, 1279, 1280, 3584, (1 << 21) + 3}) {
+    ASSERT_NO_FATAL_FAILURE(CheckPointwise<float>(stream(), n, kPointF32, kExact));
+  }
+}
+
+TEST_F(CudaOpsTest, PointwiseBf16) {
+  for (int64_t n : {1, 3, 1279, 1280, 3584, (1 << 21) + 3}) {
+    ASSERT_NO_FATAL_FAILURE(CheckPointwise<Bf16>(stream(), n, kPointBf16, kPointBf16));
+  }
+}
+
+struct RopeShape {
+  int64_t n, num_heads, head_dim, x_stride;
+};
+
+// RopeRotateHalfRows over [n, x_stride] rows; the padding past num_heads * head_dim must stay as it
+// was (compared too). cos/sin are random per half, so each half's index is checked.
+template <typename T>
+void CheckRope(cu::StreamHandle stream, const RopeShape& s, Tol tol) {
+  const std::string what =
+      std::string(TypeName<T>()) + " n=" + std::to_string(s.n) + " heads=" + std::to_string(s.num_heads) +
+      " head_dim=" + std::to_string(s.head_dim) + " stride=" + std::to_string(s.x_stride);
+  const auto seed = static_cast<uint32_t>(s.n * 31 + s.num_heads * 7 + s.head_dim);
+  const std::vector<float> x =
+      Representable<T>(RandomVec(static_cast<size_t>(s.n * s.x_stride), seed, -3.0f, 3.0f));
+  const std::vector<float> cos = RandomVec(static_cast<size_t>(s.n * s.head_dim), seed + 1, -1.0f, 1.0f);
+  const std::vector<float> sin = RandomVec(static_cast<size_t>(s.n * s.head_dim), seed + 2, -1.0f, 1.0f);
+  std::vector<float> want = x;
+  ref::RopeRotateHalfRows(want.data(), s.n, s.x_stride, s.num_heads, s.head_dim, cos.data(), sin.data());
+  CUDA_TEST_ASSIGN(DeviceArray<T> dx, ToDevice<T>(x));
+  CUDA_TEST_ASSIGN(DeviceArray<float> dcos, ToDevice<float>(cos));
+  CUDA_TEST_ASSIGN(DeviceArray<float> dsin, ToDevice<float>(sin));
+  CUDA_TEST_ASSERT_OK(cu::RopeRotateHalfRows(dx.data(), s.n, s.x_stride, s.num_heads, s.head_dim, dcos.data(),
+                                             dsin.data(), stream));
+  CUDA_TEST_ASSIGN(std::vector<float> got, ToHost(dx));
+  ExpectNear(got, want, tol, "RopeRotateHalfRows " + what);
+}
+
+// One row, one pair; the ViT's 16 heads of 80 in its qkv rows (stride 3 * 1280, plus an odd pad);
+// the decoder's 14 heads of 64; head_dim 128; many rows with an odd stride.
+const RopeShape kRopeShapes[] = {
+    {1, 1, 2, 2},       {1, 16, 80, 1280},    {7, 16, 80, 3 * 1280 + 5},
+    {300, 14, 64, 896}, {5, 3, 128, 3 * 128}, {5000, 2, 64, 129},
+};
+
+TEST_F(CudaOpsTest, RopeF32) {
+  for (const RopeShape& s : kRopeShapes) ASSERT_NO_FATAL_FAILURE(CheckRope<float>(stream(), s, kPointF32));
+}
+
+TEST_F(CudaOpsTest, RopeBf16) {
+  for (const RopeShape& s : kRopeShapes) ASSERT_NO_FATAL_FAILURE(CheckRope<Bf16>(stream(), s, kPointBf16));
+}
+
+// The probe answers with or without a device, and never aborts.
+TEST(CudaProbeTest, CountAndProperties) {
+  std::string reason;
+  const int count = cu::CudaDeviceCount(&reason);
+  ASSERT_GE(count, 0);
+  if (count == 0) {
+    EXPECT_FALSE(reason.empty());
+    std::cout << "no CUDA device: " << reason << "\n";
+    const auto info = cu::GetCudaDeviceInfo(0);
+    ASSERT_FALSE(info.ok());
+    EXPECT_EQ(info.status().code(), StatusCode::kUnavailable) << info.status().ToString();
+    EXPECT_FALSE(cu::ProbeUsableCudaDevice(0).ok());
+    return;
+  }
+  EXPECT_TRUE(reason.empty()) << reason;
+  for (int d = 0; d < count; ++d) {
+    CUDA_TEST_ASSIGN(const cu::CudaDeviceInfo info, cu::GetCudaDeviceInfo(d));
+    std::cout << cu::DescribeCudaDevice(info) << "\n";
+    EXPECT_EQ(info.index, d);
+    EXPECT_FALSE(info.name.empty());
+    EXPECT_GE(info.cc_major, 1);
+    EXPECT_GT(info.sm_count, 0);
+    EXPECT_GT(info.total_bytes, 0);
+    EXPECT_GT(info.free_bytes, 0);
+    EXPECT_LE(info.free_bytes, info.total_bytes);
+    EXPECT_GT(info.driver_version, 0);
+    EXPECT_GT(info.runtime_version, 0);
+  }
+  for (int bad : {-1, count}) {
+    const auto info = cu::GetCudaDeviceInfo(bad);
+    ASSERT_FALSE(info.ok()) << bad;
+    EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument) << info.status().ToString();
+  }
+}
+
+TEST(CudaProbeTest, ComputeCapability) {
+  cu::CudaDeviceInfo info;
+  info.name = "test card";
+  struct Case {
+    int major, minor;
+    bool ok;
+  };
+  for (const Case& c :
+       {Case{7, 5, false}, Case{8, 0, true}, Case{8, 6, true}, Case{9, 0, true}, Case{10, 0, true}}) {
+    info.cc_major = c.major;
+    info.cc_minor = c.minor;
+    const Status s = cu::CheckComputeCapability(info);
+    EXPECT_EQ(s.ok(), c.ok) << c.major << "." << c.minor << ": " << s.ToString();
+    if (!c.ok) {
+      EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+      EXPECT_NE(s.message().find("7.5"), std::string::npos) << s.message();
+    }
+  }
+}
+
+// Buffers and streams: without a device every request fails with a Status (no abort); with one,
+// copies round-trip and out-of-range copies are refused.
+TEST(CudaProbeTest, BuffersAndStreams) {
+  CUDA_TEST_ASSIGN(cu::DeviceBuffer empty, cu::DeviceBuffer::Allocate(0));
+  EXPECT_EQ(empty.data(), nullptr);
+  EXPECT_EQ(empty.size(), 0u);
+  if (cu::CudaDeviceCount() == 0) {
+    const auto buf = cu::DeviceBuffer::Allocate(64);
+    ASSERT_FALSE(buf.ok());
+    EXPECT_EQ(buf.status().code(), StatusCode::kUnavailable) << buf.status().ToString();
+    const auto stream = cu::CudaStream::Create();
+    ASSERT_FALSE(stream.ok());
+    EXPECT_EQ(stream.status().code(), StatusCode::kUnavailable) << stream.status().ToString();
+    // A well-formed launch (its pointers are never read: the launch itself fails).
+    float* fake = reinterpret_cast<float*>(uintptr_t{256});
+    const Status launch = cu::AddInPlace(fake, fake, 4);
+    EXPECT_EQ(launch.code(), StatusCode::kUnavailable) << launch.ToString();
+    return;
+  }
+  CUDA_TEST_ASSIGN(cu::CudaStream stream, cu::CudaStream::Create());
+  EXPECT_NE(stream.handle(), nullptr);
+  CUDA_TEST_ASSIGN(cu::DeviceBuffer buf, cu::DeviceBuffer::Allocate(64));
+  EXPECT_NE(buf.data(), nullptr);
+  const std::vector<uint8_t> in = {1, 2, 3, 4, 5, 6, 7, 8};
+  CUDA_TEST_ASSERT_OK(buf.Zero(stream.handle()));
+  CUDA_TEST_ASSERT_OK(buf.CopyFromHostAsync(in.data(), in.size(), 56, stream.handle()));
+  std::vector<uint8_t> out(64, 0xff);
+  CUDA_TEST_ASSERT_OK(buf.CopyToHostAsync(out.data(), out.size(), 0, stream.handle()));
+  CUDA_TEST_ASSERT_OK(stream.Synchronize());
+  for (size_t i = 0; i < 56; ++i) ASSERT_EQ(out[i], 0) << i;
+  for (size_t i = 0; i < 8; ++i) ASSERT_EQ(out[56 + i], in[i]) << i;
+  EXPECT_EQ(buf.CopyFromHost(in.data(), in.size(), 57).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(buf.CopyToHost(out.data(), 65).code(), StatusCode::kInvalidArgument);
+  cu::DeviceBuffer moved = std::move(buf);
+  EXPECT_EQ(buf.data(), nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state is the contract
+  EXPECT_EQ(moved.size(), 64u);
+  CUDA_TEST_ASSERT_OK(moved.CopyToHost(out.data(), 8, 56));
+  EXPECT_EQ(out[0], 1);
+}
+
+// Argument checks happen before anything touches the device: these run everywhere.
+TEST(CudaOpsArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
+  float* fake = reinterpret_cast<float*>(uintptr_t{256});
+  const float* cfake = fake;
+  EXPECT_EQ(cu::RmsNorm(cfake, -1, 4, cfake, 1e-6f, fake).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cu::LayerNorm(cfake, 2, -4, cfake, cfake, 1e-6f, fake).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cu::QuickGelu(fake, -1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cu::SiluMul(cfake, nullptr, 5, fake).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cu::AddInPlace(fake, nullptr, 5).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cu::RmsNorm(cfake, 2, 4, nullptr, 1e-6f, fake).code(), StatusCode::kInvalidArgument);
+  // RoPE: odd head_dim, rows narrower than their heads.
+  EXPECT_EQ(cu::RopeRotateHalfRows(fake, 2, 16, 2, 7, cfake, cfake).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cu::RopeRotateHalfRows(fake, 2, 15, 2, 8, cfake, cfake).code(), StatusCode::kInvalidArgument);
+  // Nothing to do: Ok without a launch, null pointers included.
+  EXPECT_TRUE(cu::RmsNorm(static_cast<const float*>(nullptr), 0, 4, nullptr, 1e-6f, nullptr).ok());
+  EXPECT_TRUE(cu::LayerNorm(static_cast<const Bf16*>(nullptr), 3, 0, nullptr, nullptr, 1e-6f, nullptr).ok());
+  EXPECT_TRUE(cu::GeluErf(static_cast<Bf16*>(nullptr), 0).ok());
+  EXPECT_TRUE(cu::SiluMul(static_cast<const float*>(nullptr), nullptr, 0, nullptr).ok());
+  EXPECT_TRUE(cu::RopeRotateHalfRows(static_cast<float*>(nullptr), 0, 8, 2, 4, nullptr, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace kernels
+}  // namespace mineru
