@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/bf16.h"
+#include "base/json_parse.h"
 
 namespace mineru {
 namespace {
@@ -43,8 +44,9 @@ StatusOr<nlohmann::json> ReadHeader(const MappedFile& file, const std::string& p
                          " bytes, the file has " + std::to_string(size));
   }
   const char* hdr = reinterpret_cast<const char*>(file.data() + 8);
-  nlohmann::json j = nlohmann::json::parse(hdr, hdr + *header_len, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return DataLossError(path + ": header is not a JSON object");
+  nlohmann::json j;
+  if (!ParseJson(std::string_view(hdr, *header_len), {}, &j).ok() || !j.is_object())
+    return DataLossError(path + ": header is not a JSON object");
   return j;
 }
 

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "cli/commands.h"
@@ -319,8 +320,9 @@ Status BenchWorkloadFile(BenchContext& c) {
                              ? std::string(MINERU_SOURCE_DIR) + "/bench/page_workload.json"
                              : c.f.workload_file;
   MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(wf));
-  Json w = Json::parse(text, nullptr, false);
-  if (w.is_discarded() || !w.contains("prompts")) return InvalidArgumentError(wf + ": not a workload file");
+  Json w;
+  if (!ParseJson(text, {}, &w).ok() || !w.is_object() || !w.contains("prompts"))
+    return InvalidArgumentError(wf + ": not a workload file");
   try {
     return c.f.workload == "page" ? BenchPage(c, w) : BenchChat(c, w);
   } catch (const Json::exception& ex) {

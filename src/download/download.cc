@@ -1,5 +1,6 @@
 // download/download.cc — hub listing, file selection, resumable verified transfers.
 #include "download/download.h"
+#include "base/json_parse.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -120,8 +121,9 @@ StatusOr<std::string> HashFile(const std::string& path) {
 // Shard file names listed by an index's weight_map, sorted and unique.
 StatusOr<std::vector<std::string>> ShardsOfIndex(const std::string& index_path) {
   MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path, size_t(64) << 20));
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+  nlohmann::json j;
+  if (!ParseJson(text, {}, &j).ok() || !j.is_object() || !j.contains("weight_map") ||
+      !j["weight_map"].is_object()) {
     return DataLossError(index_path + " has no weight_map object");
   }
   std::set<std::string> names;
@@ -468,8 +470,9 @@ class Job {
       body = GetJson(base, "listing the files of " + o_.repo, &status);
     }
     if (!body.ok()) return body.status();
-    nlohmann::json j = nlohmann::json::parse(*body, nullptr, false);
-    if (!j.is_object() || !j.contains("siblings") || !j["siblings"].is_array()) {
+    nlohmann::json j;
+    if (!ParseJson(*body, {}, &j).ok() || !j.is_object() || !j.contains("siblings") ||
+        !j["siblings"].is_array()) {
       return DataLossError("unexpected answer from " + base + " (no siblings list); is " + endpoint_ +
                            " a Hugging Face endpoint?");
     }
@@ -497,8 +500,9 @@ class Job {
                             "/repo/files?Revision=" + UrlEncode(o_.revision, false) + "&Recursive=true";
     long status = 0;
     MINERU_ASSIGN_OR_RETURN(std::string body, GetJson(url, "listing the files of " + o_.repo, &status));
-    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-    if (!j.is_object()) return DataLossError("unexpected answer from " + url + " (not a JSON object)");
+    nlohmann::json j;
+    if (!ParseJson(body, {}, &j).ok() || !j.is_object())
+      return DataLossError("unexpected answer from " + url + " (not a JSON object)");
     if (j.contains("Code") && j["Code"].is_number() && j["Code"].get<int64_t>() != 200) {
       std::string msg =
           j.contains("Message") && j["Message"].is_string() ? j["Message"].get<std::string>() : "";

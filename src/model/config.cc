@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
 #include "base/mapped_file.h"
 
 namespace mineru {
@@ -182,9 +183,9 @@ Status ModelConfig::Validate() const {
 }
 
 StatusOr<ModelConfig> ParseModelConfig(const std::string& json_text) {
-  Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object())
-    return InvalidArgumentError("config.json is not a JSON object");
+  Json root;
+  if (Status s = ParseJson(json_text, {}, &root); !s.ok()) return s.WithPrefix("config.json");
+  if (!root.is_object()) return InvalidArgumentError("config.json is not a JSON object");
   ModelConfig c;
   if (root.contains("model_type") && root["model_type"].is_string()) {
     const std::string mt = root["model_type"].get<std::string>();
@@ -226,9 +227,9 @@ StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
 }
 
 StatusOr<ImageProcessorConfig> ParseImageProcessorConfig(const std::string& json_text) {
-  Json j = Json::parse(json_text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return InvalidArgumentError("preprocessor_config.json is not a JSON object");
+  Json j;
+  if (Status s = ParseJson(json_text, {}, &j); !s.ok()) return s.WithPrefix("preprocessor_config.json");
+  if (!j.is_object()) return InvalidArgumentError("preprocessor_config.json is not a JSON object");
   ImageProcessorConfig c;
   const std::string w = "preprocessor_config.json";
   auto get_i64 = [&](const Json& o, const char* key, int64_t* out) -> Status {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
 #include "base/mapped_file.h"
 #include "model/quantize.h"
 
@@ -21,8 +22,8 @@ std::string BaseName(std::string p) {
 std::string JsonString(const std::string& path, const char* key) {
   auto text = ReadFileToString(path, 16u << 20);
   if (!text.ok()) return "";
-  const auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
+  nlohmann::json j;
+  if (!ParseJson(*text, {}, &j).ok() || !j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
   return j[key].get<std::string>();
 }
 

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
 #include "base/mapped_file.h"
 
 namespace mineru {
@@ -94,8 +95,9 @@ StatusOr<std::vector<std::string>> ShardFiles(const std::string& dir) {
   const std::string index = dir + "/model.safetensors.index.json";
   if (FileExists(index)) {
     MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index, 64u << 20));
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+    nlohmann::json j;
+    if (!ParseJson(text, {}, &j).ok() || !j.is_object() || !j.contains("weight_map") ||
+        !j["weight_map"].is_object()) {
       return InvalidArgumentError(index + ": expected an object with 'weight_map'");
     }
     std::map<std::string, int> files;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
 #include "base/mapped_file.h"
 #include "pipeline/backend.h"
 
@@ -71,8 +72,8 @@ class ReplayBackend : public Backend {
 
 StatusOr<std::unique_ptr<Backend>> MakeReplayBackend(const std::string& path, int delay_ms) {
   MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, 256u << 20));
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) return InvalidArgumentError(path + ": not valid JSON");
+  nlohmann::json j;
+  if (Status s = ParseJson(text, {}, &j); !s.ok()) return s.WithPrefix(path);
   if (j.is_object() && j.contains("pages")) j = j["pages"];
   if (!j.is_array()) return InvalidArgumentError(path + ": expected a list of pages");
   std::vector<ReplayPage> pages;

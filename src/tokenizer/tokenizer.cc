@@ -1,6 +1,7 @@
 // tokenizer/tokenizer.cc — loading tokenizer.json, encoding (added tokens -> normalizer ->
 // pre-tokenizer -> byte-level BPE) and decoding (ByteLevel decoder + lossy UTF-8).
 #include "tokenizer/tokenizer.h"
+#include "base/json_parse.h"
 
 #include "tokenizer/gguf_vocab.h"
 
@@ -961,8 +962,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromFile(const std::string& 
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromJson(std::string_view json_text) {
-  json j = json::parse(json_text.begin(), json_text.end(), /*cb=*/nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgumentError("tokenizer.json: not valid JSON");
+  json j;
+  if (Status s = ParseJson(json_text, {}, &j); !s.ok()) return s.WithPrefix("tokenizer.json");
   if (!j.is_object()) return InvalidArgumentError("tokenizer.json: the top level must be an object");
   return LoadFromJsonObject(j);
 }
