@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/json_parse.h"
 #include "image/decode.h"
 #include "net/http.h"
 #include "server/base64.h"
@@ -19,67 +20,6 @@
 
 namespace mineru::server {
 namespace {
-
-// nlohmann's DOM parser copies every string out of its lexer; a request's large strings (data
-// URLs) would then exist twice more while it is parsed. This builder moves them instead (the
-// lexer starts each token from an emptied buffer). Later duplicate keys win, as in Json::parse.
-class MovingJsonBuilder {
- public:
-  explicit MovingJsonBuilder(Json* root) : root_(root) {}
-  bool null() { return Put(nullptr) != nullptr; }
-  bool boolean(bool v) { return Put(v) != nullptr; }
-  bool number_integer(Json::number_integer_t v) { return Put(v) != nullptr; }
-  bool number_unsigned(Json::number_unsigned_t v) { return Put(v) != nullptr; }
-  bool number_float(Json::number_float_t v, const std::string&) { return Put(v) != nullptr; }
-  bool string(std::string& v) { return Put(std::move(v)) != nullptr; }
-  bool binary(Json::binary_t& v) { return Put(Json::binary(std::move(v))) != nullptr; }
-  bool key(std::string& k) {
-    key_ = std::move(k);
-    return true;
-  }
-  bool start_object(size_t) { return Open(Json::object()); }
-  bool start_array(size_t) { return Open(Json::array()); }
-  bool end_object() { return Close(); }
-  bool end_array() { return Close(); }
-  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
-
- private:
-  // Stores v where the parse is (the root, the open array's end, the open object's key_). The
-  // pointers on open_ stay valid: a container is not changed while a child of it is open.
-  Json* Put(Json v) {
-    if (open_.empty()) {
-      *root_ = std::move(v);
-      return root_;
-    }
-    Json& top = *open_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-      return &top.back();
-    }
-    Json& slot = top[key_];
-    slot = std::move(v);
-    return &slot;
-  }
-  bool Open(Json empty) {
-    open_.push_back(Put(std::move(empty)));
-    return true;
-  }
-  bool Close() {
-    open_.pop_back();
-    return true;
-  }
-  Json* root_;
-  std::vector<Json*> open_;
-  std::string key_;
-};
-
-// Parses text; a discarded value when it is not valid JSON.
-Json ParseBody(std::string& text) {
-  Json root;
-  MovingJsonBuilder builder(&root);
-  if (!Json::sax_parse(text, &builder)) return Json(Json::value_t::discarded);
-  return root;
-}
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -221,40 +161,52 @@ Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineReques
   return ParseSampling(body, opt, out, stream);
 }
 
+// The seed: an integer in [0, 2^64-1].
+Status ParseSeed(const Json& body, uint64_t* seed) {
+  if (!body.contains("seed") || body["seed"].is_null()) return Status::Ok();
+  const Json& v = body["seed"];
+  if (v.is_number_unsigned()) {
+    *seed = v.get<uint64_t>();
+    return Status::Ok();
+  }
+  return InvalidArgumentError("'seed' must be an integer in [0, 2^64-1]");
+}
+
 // The sampling/limit fields shared by chat and text completions.
 Status ParseSampling(const Json& body, const ServerOptions& opt, EngineRequest* out, bool* stream) {
-  auto num = [&](const char* key, double lo, double hi, auto* dst) -> Status {
-    if (!body.contains(key) || body[key].is_null()) return Status::Ok();
-    if (!body[key].is_number()) return InvalidArgumentError(std::string("'") + key + "' must be a number");
-    const double v = body[key].get<double>();
-    if (!(v >= lo && v <= hi)) return InvalidArgumentError(std::string("'") + key + "' is out of range");
-    *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(v);
+  // Each number is checked in its JSON type against its range before it is narrowed
+  // (base/json_parse.h): an integer field takes JSON integers only, 2^64-1 is not -1.
+  auto present = [&](const char* key) { return body.contains(key) && !body[key].is_null(); };
+  auto real = [&](const char* key, double lo, double hi, float* dst) -> Status {
+    if (!present(key)) return Status::Ok();
+    MINERU_ASSIGN_OR_RETURN(const double v, JsonNumberIn(body[key], lo, hi, key));
+    *dst = static_cast<float>(v);
+    return Status::Ok();
+  };
+  auto integer = [&](const Json& o, const char* key, int64_t lo, int64_t hi, int* dst) -> Status {
+    if (!o.contains(key) || o[key].is_null()) return Status::Ok();
+    MINERU_ASSIGN_OR_RETURN(const int64_t v, JsonIntegerIn(o[key], lo, hi, key));
+    *dst = static_cast<int>(v);
     return Status::Ok();
   };
   SamplingParams& s = out->sampling;
   s.temperature = 1.0f;  // OpenAI's default
   s.top_p = 1.0f;
-  MINERU_RETURN_IF_ERROR(num("temperature", 0, 100, &s.temperature));
-  MINERU_RETURN_IF_ERROR(num("top_p", 0, 1, &s.top_p));
-  MINERU_RETURN_IF_ERROR(num("top_k", -1, 1e9, &s.top_k));
-  MINERU_RETURN_IF_ERROR(num("presence_penalty", -2, 2, &s.presence_penalty));
-  MINERU_RETURN_IF_ERROR(num("frequency_penalty", -2, 2, &s.frequency_penalty));
-  MINERU_RETURN_IF_ERROR(num("repetition_penalty", 0.01, 100, &s.repetition_penalty));
-  MINERU_RETURN_IF_ERROR(num("seed", 0, 1.8e19, &s.seed));
-  MINERU_RETURN_IF_ERROR(num("no_repeat_ngram_size", 0, 100000, &s.no_repeat_ngram_size));
+  MINERU_RETURN_IF_ERROR(real("temperature", 0, 100, &s.temperature));
+  MINERU_RETURN_IF_ERROR(real("top_p", 0, 1, &s.top_p));
+  MINERU_RETURN_IF_ERROR(integer(body, "top_k", -1, 1000000000, &s.top_k));
+  MINERU_RETURN_IF_ERROR(real("presence_penalty", -2, 2, &s.presence_penalty));
+  MINERU_RETURN_IF_ERROR(real("frequency_penalty", -2, 2, &s.frequency_penalty));
+  MINERU_RETURN_IF_ERROR(real("repetition_penalty", 0.01, 100, &s.repetition_penalty));
+  MINERU_RETURN_IF_ERROR(ParseSeed(body, &s.seed));
+  MINERU_RETURN_IF_ERROR(integer(body, "no_repeat_ngram_size", 0, 100000, &s.no_repeat_ngram_size));
   if (body.contains("vllm_xargs") && body["vllm_xargs"].is_object()) {
-    const Json& x = body["vllm_xargs"];
-    if (x.contains("no_repeat_ngram_size")) {
-      if (!x["no_repeat_ngram_size"].is_number_integer() || x["no_repeat_ngram_size"].get<int64_t>() < 0) {
-        return InvalidArgumentError("vllm_xargs.no_repeat_ngram_size must be a non-negative integer");
-      }
-      s.no_repeat_ngram_size =
-          static_cast<int>(std::min<int64_t>(x["no_repeat_ngram_size"].get<int64_t>(), 100000));
-    }
+    MINERU_RETURN_IF_ERROR(
+        integer(body["vllm_xargs"], "no_repeat_ngram_size", 0, 100000, &s.no_repeat_ngram_size));
   }
   int max_tokens = opt.default_max_tokens;
-  MINERU_RETURN_IF_ERROR(num("max_tokens", 1, 1e9, &max_tokens));
-  MINERU_RETURN_IF_ERROR(num("max_completion_tokens", 1, 1e9, &max_tokens));
+  MINERU_RETURN_IF_ERROR(integer(body, "max_tokens", 1, 1000000000, &max_tokens));
+  MINERU_RETURN_IF_ERROR(integer(body, "max_completion_tokens", 1, 1000000000, &max_tokens));
   out->max_new_tokens = max_tokens;
   out->skip_special_tokens = true;  // vLLM's default; MinerU sends false
   if (body.contains("skip_special_tokens")) {
@@ -279,18 +231,13 @@ Status ParseSampling(const Json& body, const ServerOptions& opt, EngineRequest* 
     }
   }
   // vLLM's `priority` (mineru-vl-utils 1.2.x sends it): lower is admitted first; see scheduler.h.
-  if (body.contains("priority") && !body["priority"].is_null()) {
-    if (!body["priority"].is_number_integer()) return InvalidArgumentError("'priority' must be an integer");
-    const int64_t p = body["priority"].get<int64_t>();
-    if (p < -(1 << 30) || p > (1 << 30)) return InvalidArgumentError("'priority' is out of range");
-    out->priority = static_cast<int>(p);
-  }
+  MINERU_RETURN_IF_ERROR(integer(body, "priority", -(1 << 30), 1 << 30, &out->priority));
   if (body.contains("ignore_eos")) {
     if (!body["ignore_eos"].is_boolean()) return InvalidArgumentError("'ignore_eos' must be a boolean");
     out->ignore_eos = body["ignore_eos"].get<bool>();
   }
   *stream = body.contains("stream") && body["stream"].is_boolean() && body["stream"].get<bool>();
-  if (body.contains("n") && !(body["n"].is_number_integer() && body["n"].get<int>() == 1)) {
+  if (body.contains("n") && !body["n"].is_null() && !JsonIntegerIn(body["n"], 1, 1, "n").ok()) {
     return InvalidArgumentError("only n = 1 is supported");
   }
   out->timeout_s = opt.request_timeout_s;
@@ -321,8 +268,7 @@ Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineR
     for (const Json& id : p) {
       if (!id.is_number_integer())
         return InvalidArgumentError("'prompt' must be a string or an array of token ids");
-      const int64_t v = id.get<int64_t>();
-      if (v < 0 || v > INT32_MAX) return InvalidArgumentError("token id out of range");
+      MINERU_ASSIGN_OR_RETURN(const int64_t v, JsonIntegerIn(id, 0, INT32_MAX, "prompt"));
       out->prompt_ids.push_back(static_cast<int32_t>(v));
     }
   } else {
@@ -534,8 +480,8 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
 
 Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out,
                                bool* stream) {
-  Json j = Json::parse(body, nullptr, false);
-  if (j.is_discarded()) return InvalidArgumentError("the body is not valid JSON");
+  Json j;
+  MINERU_RETURN_IF_ERROR(ParseJson(body, RequestJsonLimits(body.size()), &j));
   ImageBudget budget(RequestImageLimits(opt), nullptr, 0);
   return ParseChatRequest(j, opt, out, stream, &budget);
 }
@@ -582,10 +528,11 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
                          static_cast<int64_t>(st.opt.max_image_memory_mb) << 20);
       try {
         text = ReadBody(reader);
-        body = ParseBody(text);
-        if (body.is_discarded()) return SendError(res, 400, "the body is not valid JSON");
-        ps = kind == Kind::kChat ? ParseChatRequest(body, st.opt, &er, &stream, &images)
-                                 : ParseCompletionRequest(body, st, &er, &stream, &images);
+        // Depth and memory bounded while parsing (base/json_parse.h): 400 / 413.
+        ps = ParseJson(text, RequestJsonLimits(text.size()), &body);
+        if (ps.ok())
+          ps = kind == Kind::kChat ? ParseChatRequest(body, st.opt, &er, &stream, &images)
+                                   : ParseCompletionRequest(body, st, &er, &stream, &images);
       } catch (const std::bad_alloc&) {
         ps = OutOfMemoryError("reading the request (" + std::to_string(text.size()) + " bytes)");
       }
