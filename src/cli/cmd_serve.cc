@@ -112,6 +112,15 @@ void AddEndpointFlags(CLI::App* c, ServeFlags* f) {
   c->add_flag("--allow-private-image-hosts", f->o.allow_private_image_hosts,
               "With --allow-remote-images: also fetch from loopback, private and link-local addresses "
               "(request forgery risk: only where every client is trusted)");
+  c->add_option("--allowed-host", f->o.edge.allowed_hosts,
+                "A host name clients may use besides the bound address, IP literals and localhost (repeat; "
+                "behind a proxy: the name it forwards; '*': any, which lets DNS-rebinding pages in)");
+  c->add_option("--cors-origin", f->o.edge.cors_origins,
+                "A web origin (scheme://host[:port]) whose pages may call the API (repeat); other sites' "
+                "state-changing requests get 403");
+  c->add_option(
+      "--trusted-proxy", f->o.edge.trusted_proxies,
+      "A proxy's address whose X-Forwarded-For is believed (repeat); from anyone else it is ignored");
 }
 
 // Document jobs (/file_parse, /tasks): storage, workers and per-document limits.

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "base/json_parse.h"
 #include "base/mapped_file.h"
 #include "pipeline/document.h"
 #include "pipeline/model_backend.h"
@@ -40,16 +41,13 @@ bool IsTrue(const httplib::Request& req, const char* key, bool def) {
 }
 
 // Idempotency keys are per caller: the same key from another caller is another task (else a
-// guessed key would hand out someone else's task id). The caller is its credentials and address:
-// behind a proxy, the address the proxy appended last to X-Forwarded-For, else the peer's.
-std::string CallerScope(const httplib::Request& req) {
-  std::string addr = req.get_header_value("X-Forwarded-For");
-  const size_t comma = addr.find_last_of(',');
-  if (comma != std::string::npos) addr = addr.substr(comma + 1);
-  while (!addr.empty() && addr.front() == ' ') addr.erase(0, 1);
-  while (!addr.empty() && addr.back() == ' ') addr.pop_back();
-  if (addr.empty()) addr = req.remote_addr;
-  return Sha256Hex(req.get_header_value("Authorization") + "\n" + addr).substr(0, 32);
+// guessed key would hand out someone else's task id). The caller is its API key when the server
+// has one, else its address: the peer's, or behind a --trusted-proxy the address that proxy saw
+// (X-Forwarded-For from anyone else is ignored: it is whatever the client wrote).
+std::string CallerScope(const httplib::Request& req, const ServerOptions& opt) {
+  if (!opt.api_key.empty()) return Sha256Hex("key\n" + req.get_header_value("Authorization")).substr(0, 32);
+  const std::string addr = ClientAddress(req.remote_addr, req.get_header_value("X-Forwarded-For"), opt.edge);
+  return Sha256Hex("addr\n" + addr).substr(0, 32);
 }
 
 // A safe file name for an upload (no directories, no leading dots).
@@ -306,8 +304,8 @@ void ShowUnrecordedFinish(Server::State& st, Job* j) {
 }
 
 ParseRequest JobParseRequest(const Job& j) {
-  Json o = Json::parse(j.options, nullptr, false);
-  return ParseRequestFrom(o.is_object() ? o : Json::object());
+  Json o;
+  return ParseRequestFrom(ParseJson(j.options, {}, &o).ok() && o.is_object() ? o : Json::object());
 }
 
 // The outputs of a job: from the store when it keeps files, else from the job's directory.
@@ -356,6 +354,15 @@ void RemoveLeftoverUploads(const std::string& data_dir) {
 }
 
 namespace {
+
+std::string JobError(const pipeline::DocumentReport& r);
+
+bool FailedPageOutOfMemory(const pipeline::DocumentReport& r) {
+  for (const auto& pg : r.pages) {
+    if (!pg.ok) return pg.error.find("out of memory") != std::string::npos;
+  }
+  return false;
+}
 
 // One synchronous /file_parse request: its uploads parsed one after the other into `work`.
 struct SyncParse {
@@ -409,9 +416,10 @@ struct SyncParse {
       SendStorageError(st, res, "cannot write the result of " + name, r.status);
       return false;
     }
-    if (!r.status.ok()) {
-      last_error = name + ": " + r.status.message();
-      out_of_memory = r.status.code() == StatusCode::kOutOfMemory;
+    // A page that failed fails the file (as a job does): never a 200 with what was left.
+    if (!r.ok()) {
+      last_error = name + ": " + JobError(r);
+      out_of_memory = r.status.code() == StatusCode::kOutOfMemory || FailedPageOutOfMemory(r);
       return true;
     }
     ++ok_files;
@@ -499,7 +507,7 @@ void HandleSubmitTask(Server::State& st, const httplib::Request& req, httplib::R
   j.status = "queued";
   j.created = j.updated = NowSeconds();
   j.filename = SafeName(f.filename);
-  j.client_key = key.empty() ? "" : CallerScope(req) + ":" + key;
+  j.client_key = key.empty() ? "" : CallerScope(req, st.opt) + ":" + key;
   // The upload goes to the job's directory (with a store that keeps files: only long enough to
   // check it, the store keeps it from then on).
   const std::string dir = st.opt.data_dir + "/jobs/" + j.id;

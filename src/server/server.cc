@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 
 #include "base/mapped_file.h"
@@ -199,20 +200,67 @@ HttpFrontOptions FrontOptions(const ServerOptions& o) {
   return front;
 }
 
-// What runs around every request: the API key check, the request counter, exceptions as 500/507.
+// The edge checks (server/edge_policy.h) and the web root's confinement; true when answered.
+bool RefusedAtTheEdge(const httplib::Request& req, httplib::Response& res, Server::State& s,
+                      const std::string& web_root_real) {
+  auto refuse = [&](int code, const std::string& message) {
+    s.metrics.Inc("mineru_http_errors_total", "code=\"" + std::to_string(code) + "\"");
+    SendError(res, code, message);
+    return true;
+  };
+  if (HasControlBytes(req.path)) return refuse(400, "the path holds a control byte");
+  const EdgeVerdict v = CheckEdge(
+      {req.method, req.path, req.get_header_value("Host"), req.get_header_value("Origin"),
+       req.get_header_value("Sec-Fetch-Site"), req.get_header_value("Content-Type"), req.remote_addr},
+      s.opt.edge);
+  if (v.status != 0) return refuse(v.status, v.message);
+  if (!web_root_real.empty() && (req.method == "GET" || req.method == "HEAD") &&
+      !StaticPathInsideRoot(web_root_real, req.path)) {
+    return refuse(404, "not found");
+  }
+  // A preflight from an allowed origin: what it may send (no route handles OPTIONS itself).
+  if (req.method == "OPTIONS" && !AllowedCorsOrigin(req.get_header_value("Origin"), s.opt.edge).empty()) {
+    res.status = 204;
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers",
+                   "Authorization, Content-Type, Idempotency-Key, X-Request-Id");
+    res.set_header("Access-Control-Max-Age", "600");
+    return true;
+  }
+  return false;
+}
+
+// The real path of the built web page, "" when there is none.
+std::string WebRootReal(const std::string& web) {
+  if (web.empty() || !FileExists(web + "/index.html")) return "";
+  char real[PATH_MAX];
+  return ::realpath(web.c_str(), real) != nullptr ? std::string(real) : "";
+}
+
+// What runs around every request: the edge checks, the API key check, the request counter,
+// CORS headers for allowed origins, exceptions as 500/507.
 void InstallRequestHooks(HttpFront& http, Server::State& s) {
-  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    const bool open_path = req.path == "/health" || req.method == "OPTIONS" ||
-                           (req.method == "GET" && req.path.rfind("/v1", 0) != 0 &&
-                            req.path.rfind("/tasks", 0) != 0 && req.path != "/metrics");
-    if (!s.opt.api_key.empty() && !open_path) {
-      if (!ConstantTimeEquals(req.get_header_value("Authorization"), "Bearer " + s.opt.api_key)) {
-        s.metrics.Inc("mineru_http_errors_total", "code=\"401\"");
-        SendError(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)");
-        return httplib::Server::HandlerResponse::Handled;
-      }
+  http.set_pre_routing_handler(
+      [&s, root = WebRootReal(s.opt.web_dir)](const httplib::Request& req, httplib::Response& res) {
+        if (RefusedAtTheEdge(req, res, s, root)) return httplib::Server::HandlerResponse::Handled;
+        const bool open_path = req.path == "/health" || req.method == "OPTIONS" ||
+                               (req.method == "GET" && req.path.rfind("/v1", 0) != 0 &&
+                                req.path.rfind("/tasks", 0) != 0 && req.path != "/metrics");
+        if (!s.opt.api_key.empty() && !open_path) {
+          if (!ConstantTimeEquals(req.get_header_value("Authorization"), "Bearer " + s.opt.api_key)) {
+            s.metrics.Inc("mineru_http_errors_total", "code=\"401\"");
+            SendError(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)");
+            return httplib::Server::HandlerResponse::Handled;
+          }
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
+  http.set_post_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    const std::string origin = AllowedCorsOrigin(req.get_header_value("Origin"), s.opt.edge);
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
     }
-    return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
     // A fixed set of labels (metrics.h RouteLabel); the status is a number httplib checked.
@@ -311,6 +359,7 @@ StatusOr<int> Server::Start() {
   State& st = *st_;
   if (st.opt.model_name.empty()) st.opt.model_name = BaseName(st.opt.model_dir);
   if (st.opt.model_name.empty()) st.opt.model_name = "mineru2.5";
+  st.opt.edge.bound_host = st.opt.host;
   MINERU_RETURN_IF_ERROR(PrepareStorage(st));
 
   FitFileLimit(st.opt);

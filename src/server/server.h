@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "engine/engine.h"
 #include "pipeline/backend.h"
+#include "server/edge_policy.h"
 #include "server/job_store.h"
 #include "server/metrics.h"
 
@@ -72,6 +73,9 @@ struct ServerOptions {
   std::string replay;                  // document jobs use recorded outputs (tests)
   int replay_delay_ms = 0;
   std::string web_dir;  // built web page (web/dist)
+  // Host names, cross-site origins and proxies the server trusts (server/edge_policy.h); its
+  // bound_host is filled from `host` at start.
+  EdgePolicyOptions edge;
   EngineConfig engine;
 };
 

@@ -1,0 +1,273 @@
+// Hostile input, round two (issue 35): what a web page the user visits, or one unauthenticated
+// client, could do to `mineru-cpp serve` on loopback. Each live case runs against the real server
+// with the tiny fixture model; the edge rules are also tested as pure functions.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/edge_policy.h"
+#include "server_harness.h"
+
+namespace mineru::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+// ---- the edge rules alone -------------------------------------------------------------------
+
+server::EdgeRequest Req(const std::string& method, const std::string& host, const std::string& origin = "") {
+  server::EdgeRequest r;
+  r.method = method;
+  r.path = "/v1/chat/completions";
+  r.host = host;
+  r.origin = origin;
+  r.peer = "127.0.0.1";
+  return r;
+}
+
+TEST(EdgePolicy, HostNamesOtherThanOursAreMisdirected) {
+  server::EdgePolicyOptions o;
+  o.bound_host = "127.0.0.1";
+  EXPECT_EQ(server::CheckEdge(Req("GET", "rebind.evil.example"), o).status, 421);
+  EXPECT_EQ(server::CheckEdge(Req("GET", "rebind.evil.example:30000"), o).status, 421);
+  for (const char* ok : {"127.0.0.1:30000", "localhost", "LOCALHOST:1", "[::1]:8", "10.1.2.3", ""}) {
+    EXPECT_EQ(server::CheckEdge(Req("GET", ok), o).status, 0) << ok;
+  }
+  o.allowed_hosts = {"docs.internal"};
+  EXPECT_EQ(server::CheckEdge(Req("GET", "Docs.Internal:443"), o).status, 0);
+  o.allowed_hosts = {"*"};
+  EXPECT_EQ(server::CheckEdge(Req("GET", "anything.example"), o).status, 0);
+}
+
+TEST(EdgePolicy, CrossOriginWritesAreRefused) {
+  server::EdgePolicyOptions o;
+  EXPECT_EQ(server::CheckEdge(Req("POST", "127.0.0.1:8000", "http://evil.example"), o).status, 403);
+  EXPECT_EQ(server::CheckEdge(Req("POST", "127.0.0.1:8000", "null"), o).status, 403);
+  EXPECT_EQ(server::CheckEdge(Req("POST", "127.0.0.1:8000", "http://127.0.0.1:8001"), o).status, 403);
+  EXPECT_EQ(server::CheckEdge(Req("POST", "127.0.0.1:8000", "http://127.0.0.1:8000"), o).status, 0);
+  EXPECT_EQ(server::CheckEdge(Req("POST", "localhost", "http://localhost:80"), o).status, 0);
+  EXPECT_EQ(server::CheckEdge(Req("GET", "127.0.0.1:8000", "http://evil.example"), o).status, 0);
+  server::EdgeRequest r = Req("POST", "127.0.0.1:8000");
+  r.sec_fetch_site = "cross-site";
+  EXPECT_EQ(server::CheckEdge(r, o).status, 403);
+  r.sec_fetch_site = "same-origin";
+  EXPECT_EQ(server::CheckEdge(r, o).status, 0);
+  o.cors_origins = {"https://app.example"};
+  EXPECT_EQ(server::CheckEdge(Req("POST", "127.0.0.1:8000", "https://APP.example"), o).status, 0);
+  EXPECT_EQ(server::AllowedCorsOrigin("https://app.example", o), "https://app.example");
+  EXPECT_EQ(server::AllowedCorsOrigin("https://evil.example", o), "");
+}
+
+TEST(EdgePolicy, JsonRoutesTakeJsonOnly) {
+  server::EdgePolicyOptions o;
+  server::EdgeRequest r = Req("POST", "127.0.0.1");
+  for (const char* bad :
+       {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"}) {
+    r.content_type = bad;
+    EXPECT_EQ(server::CheckEdge(r, o).status, 415) << bad;
+  }
+  for (const char* good :
+       {"application/json", "Application/JSON; charset=utf-8", "application/vnd.api+json", ""}) {
+    r.content_type = good;
+    EXPECT_EQ(server::CheckEdge(r, o).status, 0) << good;
+  }
+}
+
+TEST(EdgePolicy, ForwardedForIsBelievedOnlyFromTrustedProxies) {
+  server::EdgePolicyOptions o;
+  EXPECT_EQ(server::ClientAddress("127.0.0.1", "10.0.0.7", o), "127.0.0.1");
+  o.trusted_proxies = {"127.0.0.1"};
+  EXPECT_EQ(server::ClientAddress("127.0.0.1", "1.1.1.1, 10.0.0.7", o), "10.0.0.7");
+  EXPECT_EQ(server::ClientAddress("127.0.0.9", "10.0.0.7", o), "127.0.0.9");
+  EXPECT_EQ(server::ClientAddress("127.0.0.1", "", o), "127.0.0.1");
+}
+
+// ---- the live server ------------------------------------------------------------------------
+
+class Hostile : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(TempDir("hostile"));
+    // A web root with a symlink to a file outside it.
+    const std::string web = *dir_ + "/web";
+    ::mkdir(web.c_str(), 0755);
+    ASSERT_TRUE(WriteStringToFile(web + "/index.html", "<!doctype html><title>ok</title>").ok());
+    ASSERT_TRUE(WriteStringToFile(*dir_ + "/secret.txt", "outside the web root").ok());
+    ASSERT_EQ(::symlink((*dir_ + "/secret.txt").c_str(), (web + "/leak.txt").c_str()), 0);
+    srv_ = new ServerProcess();
+    ASSERT_TRUE(srv_->Start({"--model", kFx + "/tinyvocab", "--data-dir", *dir_ + "/data", "--web-dir", web,
+                             "--allowed-host", "docs.internal", "--cors-origin", "https://app.example"},
+                            *dir_ + "/log"))
+        << srv_->log();
+  }
+  static void TearDownTestSuite() {
+    delete srv_;
+    srv_ = nullptr;
+    delete dir_;
+  }
+  static httplib::Result Chat(const std::string& body, const httplib::Headers& h = {},
+                              const std::string& type = "application/json") {
+    return srv_->Client().Post("/v1/chat/completions", h, body, type.c_str());
+  }
+  static void ExpectAlive() {
+    auto r = srv_->Client().Get("/health");
+    ASSERT_TRUE(r) << "the server died";
+    EXPECT_EQ(r->status, 200);
+  }
+  static std::string* dir_;
+  static ServerProcess* srv_;
+};
+std::string* Hostile::dir_ = nullptr;
+ServerProcess* Hostile::srv_ = nullptr;
+
+std::string Message(const std::string& content) {
+  return R"({"model":"m","max_tokens":2,"messages":[{"role":"user","content":)" + content + "}]}";
+}
+
+TEST_F(Hostile, DeeplyNestedJsonIsA400NotACrash) {
+  const size_t depth = 150000;
+  for (const auto& [open, close] : {std::pair<std::string, std::string>{"[", "]"}, {"{\"a\":", "}"}}) {
+    std::string nested;
+    nested.reserve(depth * (open.size() + 1));
+    for (size_t i = 0; i < depth; ++i) nested += open;
+    nested += "1";
+    for (size_t i = 0; i < depth; ++i) nested += close;
+    auto r = Chat(Message(nested));
+    ASSERT_TRUE(r) << "no answer: the server died";
+    EXPECT_EQ(r->status, 400) << r->body.substr(0, 300);
+    EXPECT_NE(r->body.find("nested deeper"), std::string::npos) << r->body.substr(0, 300);
+    ExpectAlive();
+  }
+}
+
+TEST_F(Hostile, ManySmallValuesCostAtMostASmallMultipleOfTheBody) {
+  std::string body = R"({"model":"m","messages":[{"role":"user","content":"hi"}],"x":[)";
+  const size_t target = size_t(20) << 20;
+  body.reserve(target + 64);
+  while (body.size() < target) body += "{},";
+  body += "{}]}";
+  const long before = ProcStatusKb(srv_->pid(), "VmHWM");
+  auto r = Chat(body);
+  ASSERT_TRUE(r) << "no answer";
+  EXPECT_EQ(r->status, 413) << r->body.substr(0, 300);
+  const long after = ProcStatusKb(srv_->pid(), "VmHWM");
+  ASSERT_GT(before, 0);
+  // Unbounded, this body raised the peak by ~680 MB (35x). Bounded: the body, its copy in the
+  // front and the parse budget (8x + 1 MiB) at most.
+  EXPECT_LT(after - before, long(12 * (target >> 10))) << "peak RSS grew by " << (after - before) << " kB";
+  ExpectAlive();
+}
+
+TEST_F(Hostile, NumbersThatWrapAreRefused) {
+  const std::string base = R"({"model":"m","max_tokens":2,"messages":[{"role":"user","content":"hi"}],)";
+  for (const char* bad :
+       {R"("priority":18446744073709551615)", R"("priority":18446744072635809792)", R"("n":4294967297)",
+        R"("max_tokens":4294967297)", R"("top_k":1e3)", R"("priority":1.5)", R"("seed":-1)"}) {
+    auto r = Chat(base + std::string(bad) + "}");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad << ": " << r->body;
+  }
+  auto r = Chat(base + R"("priority":-5,"n":1,"seed":18446744073709551615})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
+TEST_F(Hostile, CrossSitePagesCannotRunTheModelOrQueueJobs) {
+  const std::string ok = Message("\"hi\"");
+  auto plain = Chat(ok, {}, "text/plain");  // a page's fetch() with no preflight
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->status, 415) << plain->body;
+  auto foreign = Chat(ok, {{"Origin", "http://evil.example"}});
+  ASSERT_TRUE(foreign);
+  EXPECT_EQ(foreign->status, 403) << foreign->body;
+  auto fetch_site = Chat(ok, {{"Sec-Fetch-Site", "cross-site"}});
+  ASSERT_TRUE(fetch_site);
+  EXPECT_EQ(fetch_site->status, 403) << fetch_site->body;
+  httplib::MultipartFormDataItems items = {{"files", "%PDF-1.4 not really", "a.pdf", "application/pdf"}};
+  auto form = srv_->Client().Post("/tasks", {{"Origin", "http://evil.example"}}, items);
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 403) << form->body;
+  // The server's own page and an allowed origin work.
+  const std::string self = "http://127.0.0.1:" + std::to_string(srv_->port());
+  auto own = Chat(ok, {{"Origin", self}, {"Sec-Fetch-Site", "same-origin"}});
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, 200) << own->body;
+  auto allowed = Chat(ok, {{"Origin", "https://app.example"}, {"Sec-Fetch-Site", "cross-site"}});
+  ASSERT_TRUE(allowed);
+  EXPECT_EQ(allowed->status, 200) << allowed->body;
+  EXPECT_EQ(allowed->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  auto preflight = srv_->Client().Options(
+      "/v1/chat/completions", {{"Origin", "https://app.example"}, {"Access-Control-Request-Method", "POST"}});
+  ASSERT_TRUE(preflight);
+  EXPECT_EQ(preflight->status, 204);
+  EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+}
+
+TEST_F(Hostile, RebindingHostNamesAreNotAnswered) {
+  auto c = srv_->Client();
+  auto evil = c.Get("/v1/models", {{"Host", "rebind.evil.example"}});
+  ASSERT_TRUE(evil);
+  EXPECT_EQ(evil->status, 421) << evil->body;
+  for (const std::string& host :
+       {"localhost:" + std::to_string(srv_->port()), std::string("docs.internal")}) {
+    auto r = c.Get("/v1/models", {{"Host", host}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << host;
+  }
+}
+
+// A request to `port` from the loopback address `source` (127.0.0.x).
+httplib::Client From(const std::string& source, int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_socket_options([source](socket_t sock) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source.c_str(), &a.sin_addr);
+    (void)::bind(sock, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  });
+  c.set_read_timeout(60, 0);
+  return c;
+}
+
+TEST_F(Hostile, ForwardedForCannotClaimAnotherCallersIdempotencyKey) {
+  auto png = ReadFileToString(kFx + "/image0.png");
+  ASSERT_TRUE(png.ok());
+  httplib::MultipartFormDataItems items = {{"files", *png, "a.png", "image/png"}};
+  auto victim = From("127.0.0.2", srv_->port()).Post("/tasks", {{"Idempotency-Key", "victim-key"}}, items);
+  ASSERT_TRUE(victim);
+  ASSERT_EQ(victim->status, 202) << victim->body;
+  const std::string victim_task = Json::parse(victim->body).value("task_id", "");
+  auto thief =
+      From("127.0.0.1", srv_->port())
+          .Post("/tasks", {{"Idempotency-Key", "victim-key"}, {"X-Forwarded-For", "127.0.0.2"}}, items);
+  ASSERT_TRUE(thief);
+  ASSERT_EQ(thief->status, 202) << thief->body;
+  EXPECT_NE(Json::parse(thief->body).value("task_id", ""), victim_task);
+  EXPECT_FALSE(thief->has_header("Idempotent-Replayed"));
+  auto retry = From("127.0.0.2", srv_->port()).Post("/tasks", {{"Idempotency-Key", "victim-key"}}, items);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(Json::parse(retry->body).value("task_id", ""), victim_task) << "the caller's own retry";
+}
+
+TEST_F(Hostile, StaticFilesStayInsideTheWebRoot) {
+  auto c = srv_->Client();
+  auto index = c.Get("/index.html");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  auto leak = c.Get("/leak.txt");
+  ASSERT_TRUE(leak);
+  EXPECT_EQ(leak->status, 404);
+  EXPECT_EQ(leak->body.find("outside the web root"), std::string::npos);
+  auto nul = c.Get("/index.html%00.png");
+  ASSERT_TRUE(nul);
+  EXPECT_EQ(nul->status, 400);
+  EXPECT_NE(nul->get_header_value("Content-Type"), "image/png");
+}
+
+}  // namespace
+}  // namespace mineru::testing
