@@ -112,6 +112,10 @@ void AddEndpointFlags(CLI::App* c, ServeFlags* f) {
   c->add_flag("--allow-private-image-hosts", f->o.allow_private_image_hosts,
               "With --allow-remote-images: also fetch from loopback, private and link-local addresses "
               "(request forgery risk: only where every client is trusted)");
+  c->add_option("--remote-image-timeout-s", f->o.remote_image_timeout_s,
+                "With --allow-remote-images: seconds for all image fetches of one request together "
+                "(fetched 4 at a time)")
+      ->capture_default_str();
   c->add_option("--allowed-host", f->o.edge.allowed_hosts,
                 "A host name clients may use besides the bound address, IP literals and localhost (repeat; "
                 "behind a proxy: the name it forwards; '*': any, which lets DNS-rebinding pages in)");

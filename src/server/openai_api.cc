@@ -12,10 +12,10 @@
 
 #include "base/json_parse.h"
 #include "image/decode.h"
-#include "net/http.h"
 #include "server/base64.h"
 #include "server/http_front.h"
 #include "server/image_budget.h"
+#include "server/remote_images.h"
 #include "server/state.h"
 
 namespace mineru::server {
@@ -44,19 +44,54 @@ ImageBudgetLimits RequestImageLimits(const ServerOptions& opt) {
   return {opt.max_request_images, opt.max_request_pixels, opt.max_image_pixels};
 }
 
-StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptions& opt, int64_t max_pixels);
+StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptions& opt,
+                                       const RemoteBodies& remote, int64_t max_pixels);
 
-// Decodes a data URL into an image, within the request's and the server's image budgets
-// (image_budget.h): the decoder refuses a header over what is left before allocating.
-StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const ServerOptions& opt, ImageBudget* budget) {
+// Decodes a data URL (or a remote URL fetched beforehand) into an image, within the request's and
+// the server's image budgets (image_budget.h): the decoder refuses a header over what is left
+// before allocating.
+StatusOr<RgbImage> DecodeDataUrl(const std::string& url, const ServerOptions& opt, const RemoteBodies& remote,
+                                 ImageBudget* budget) {
   MINERU_ASSIGN_OR_RETURN(const int64_t limit, budget->Reserve());
-  auto img = DecodeDataUrlWithin(url, opt, limit);
+  auto img = DecodeDataUrlWithin(url, opt, remote, limit);
   budget->Settle(img.ok() ? int64_t(img->width) * img->height : 0);
   if (!img.ok()) return budget->Explain(img.status());
   return img;
 }
 
-StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptions& opt, int64_t max_pixels) {
+// The image URL of a chat content part ("" when it has none).
+std::string ImageUrlOf(const Json& p) {
+  if (!p.is_object() || !p.contains("image_url")) return "";
+  const Json& u = p["image_url"];
+  if (u.is_object() && u.contains("url") && u["url"].is_string()) return u["url"].get<std::string>();
+  return u.is_string() ? u.get<std::string>() : "";
+}
+
+// With --allow-remote-images: every http(s) image URL of the request, fetched together under one
+// deadline (remote_images.h) before any is decoded. Only public addresses unless
+// --allow-private-image-hosts, at most 32 MB per URL and the body limit in all.
+RemoteBodies FetchRequestImages(const Json& body, const ServerOptions& opt) {
+  if (!opt.allow_remote_images) return {};
+  std::vector<std::string> urls;
+  if (body.contains("messages") && body["messages"].is_array()) {
+    for (const Json& m : body["messages"]) {
+      if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
+      for (const Json& p : m["content"]) urls.push_back(ImageUrlOf(p));
+    }
+  }
+  if (body.contains("images") && body["images"].is_array()) {
+    for (const Json& u : body["images"]) urls.push_back(u.is_string() ? u.get<std::string>() : "");
+  }
+  RemoteFetchOptions fo;
+  fo.deadline_s = opt.remote_image_timeout_s;
+  fo.public_addresses_only = !opt.allow_private_image_hosts;
+  fo.max_bytes_per_url = std::min<size_t>(opt.max_body_mb << 20, size_t(32) << 20);
+  fo.max_total_bytes = opt.max_body_mb << 20;
+  return FetchRemoteImages(urls, fo);
+}
+
+StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptions& opt,
+                                       const RemoteBodies& remote, int64_t max_pixels) {
   DecodeLimits limits;
   limits.max_pixels = max_pixels;
   if (url.rfind("data:", 0) != 0) {
@@ -65,22 +100,10 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
           "remote image URLs are refused; send a data URL (or start the server with "
           "--allow-remote-images)");
     }
-    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-      return InvalidArgumentError("image URLs must be data:, http:// or https://");
-    }
-    // Fetched with a size and time bound (the flag is off by default: fetching arbitrary URLs
-    // from a server is a request-forgery risk the operator opts into).
-    // Only public addresses, on every hop (no loopback, private or link-local service is reachable
-    // through us), and at most 32 MB per URL.
-    net::HttpOptions ho;
-    ho.public_addresses_only = !opt.allow_private_image_hosts;
-    net::HttpClient client(ho);
-    std::string body;
-    auto r = client.GetSmall(url, &body, std::min<size_t>(opt.max_body_mb << 20, size_t(32) << 20), 30);
-    if (r.failure != net::HttpFailure::kNone) return InvalidArgumentError("cannot fetch image: " + r.error);
-    if (!r.head_seen || r.head.status != 200) {
-      return InvalidArgumentError("cannot fetch image: HTTP " + std::to_string(r.head.status));
-    }
+    const auto fetched = remote.find(url);
+    if (fetched == remote.end()) return InvalidArgumentError("image URLs must be data:, http:// or https://");
+    if (!fetched->second.ok()) return fetched->second.status();
+    const std::string& body = *fetched->second;
     auto img = DecodeImage(reinterpret_cast<const uint8_t*>(body.data()), body.size(), limits);
     if (!img.ok()) return img.status().WithPrefix("image");
     return img;
@@ -111,6 +134,7 @@ Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineReques
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
     return InvalidArgumentError("'messages' must be a non-empty array");
   }
+  const RemoteBodies remote = FetchRequestImages(body, opt);
   for (const Json& m : body["messages"]) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
       return InvalidArgumentError("each message needs a string 'role'");
@@ -132,16 +156,9 @@ Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineReques
             return InvalidArgumentError("a text part needs 'text'");
           cm.parts.push_back({ChatPart::kText, p["text"].get<std::string>(), -1});
         } else if (type == "image_url") {
-          std::string url;
-          if (p.contains("image_url") && p["image_url"].is_object() && p["image_url"].contains("url") &&
-              p["image_url"]["url"].is_string()) {
-            url = p["image_url"]["url"].get<std::string>();
-          } else if (p.contains("image_url") && p["image_url"].is_string()) {
-            url = p["image_url"].get<std::string>();
-          } else {
-            return InvalidArgumentError("an image_url part needs image_url.url");
-          }
-          MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(url, opt, budget));
+          const std::string url = ImageUrlOf(p);
+          if (url.empty()) return InvalidArgumentError("an image_url part needs image_url.url");
+          MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(url, opt, remote, budget));
           cm.parts.push_back({ChatPart::kImage, "", static_cast<int>(out->images.size())});
           out->images.push_back(std::move(img));
         } else {
@@ -277,9 +294,10 @@ Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineR
   if (out->prompt_ids.empty()) return InvalidArgumentError("empty prompt");
   if (body.contains("images")) {
     if (!body["images"].is_array()) return InvalidArgumentError("'images' must be an array of data URLs");
+    const RemoteBodies remote = FetchRequestImages(body, st.opt);
     for (const Json& u : body["images"]) {
       if (!u.is_string()) return InvalidArgumentError("'images' must be an array of data URLs");
-      MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(u.get<std::string>(), st.opt, budget));
+      MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(u.get<std::string>(), st.opt, remote, budget));
       out->images.push_back(std::move(img));
     }
   }

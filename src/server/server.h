@@ -40,6 +40,7 @@ struct ServerOptions {
   bool allow_remote_images = false;
   bool allow_private_image_hosts =
       false;  // with allow_remote_images: loopback/private hosts too (tests, intranets)
+  double remote_image_timeout_s = 30;    // all remote image fetches of one request together
   std::string data_dir = "mineru-data";  // uploads, job outputs
   std::string jobs_db;                   // SQLite path (default: data_dir/jobs.sqlite3) or postgresql://…
   double job_lease_s = 30;               // a running job's lease; renewed every third of it

@@ -6,7 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -267,6 +272,87 @@ TEST_F(Hostile, StaticFilesStayInsideTheWebRoot) {
   ASSERT_TRUE(nul);
   EXPECT_EQ(nul->status, 400);
   EXPECT_NE(nul->get_header_value("Content-Type"), "image/png");
+}
+
+// A loopback image host whose answers take `delay` (released early when the test ends), counting
+// how many requests it holds at once.
+class SlowImageHost {
+ public:
+  explicit SlowImageHost(std::chrono::milliseconds delay) {
+    png_ = *ReadFileToString(kFx + "/image0.png");
+    srv_.Get(R"(/img/(\d+)\.png)", [this, delay](const httplib::Request&, httplib::Response& res) {
+      const int now = ++running_;
+      int seen = max_running_.load();
+      while (now > seen && !max_running_.compare_exchange_weak(seen, now)) {
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, delay, [this] { return released_; });  // the host's latency, not a race
+      --running_;
+      res.set_content(png_, "image/png");
+    });
+    port_ = srv_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { srv_.listen_after_bind(); });
+  }
+  ~SlowImageHost() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+    srv_.stop();
+    thread_.join();
+  }
+  std::string Url(int i) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/img/" + std::to_string(i) + ".png";
+  }
+  int max_running() const { return max_running_.load(); }
+
+ private:
+  httplib::Server srv_;
+  std::string png_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  std::atomic<int> running_{0}, max_running_{0};
+};
+
+std::string ImagesRequest(const SlowImageHost& host, int n) {
+  Json content = Json::array();
+  for (int i = 0; i < n; ++i)
+    content.push_back({{"type", "image_url"}, {"image_url", {{"url", host.Url(i)}}}});
+  content.push_back({{"type", "text"}, {"text", "x"}});
+  return Json{{"messages", {{{"role", "user"}, {"content", content}}}}, {"max_tokens", 1}}.dump();
+}
+
+TEST(HostileRemote, AllFetchesOfARequestShareOneDeadlineAndRunTogether) {
+  const std::string dir = TempDir("hostile_remote");
+  ServerProcess srv;
+  ASSERT_TRUE(srv.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data", "--allow-remote-images",
+                         "--allow-private-image-hosts", "--remote-image-timeout-s", "3"},
+                        dir + "/log"))
+      << srv.log();
+  {
+    // Five URLs that answer after 8 s each: one after the other that was 40 s of a worker.
+    SlowImageHost slow(std::chrono::milliseconds(8000));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = srv.Client().Post("/v1/chat/completions", ImagesRequest(slow, 5), "application/json");
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_NE(r->body.find("cannot fetch image"), std::string::npos) << r->body;
+    EXPECT_LT(took, 20.0) << "the fetches did not share one deadline";
+    EXPECT_GE(slow.max_running(), 2) << "the fetches ran one at a time";
+  }
+  {
+    // Quick ones succeed, fetched several at once.
+    SlowImageHost quick(std::chrono::milliseconds(300));
+    auto r = srv.Client().Post("/v1/chat/completions", ImagesRequest(quick, 5), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_GE(quick.max_running(), 2);
+  }
 }
 
 }  // namespace
