@@ -141,6 +141,13 @@ void AddDocumentFlags(CLI::App* c, ServeFlags* f) {
       ->check(CLI::Range(0.5, 86400.0));
   c->add_option("--retention-hours", f->o.retention_hours, "Keep finished jobs this long")
       ->capture_default_str();
+  c->add_option("--max-store-mb", f->o.max_store_mb,
+                "Bytes of uploads and results kept for jobs (the oldest finished jobs expire first; "
+                "full of unfinished ones: 507; 0: no quota)")
+      ->capture_default_str();
+  c->add_option("--job-timeout-s", f->o.job_timeout_s,
+                "Seconds one document job may take from its start (0: no limit)")
+      ->capture_default_str();
   c->add_option("--job-workers", f->o.job_workers, "Documents parsed concurrently")->capture_default_str();
   c->add_option("--max-queued-jobs", f->o.max_queued_jobs, "More queued jobs get 429")->capture_default_str();
   c->add_option("--max-body-mb", f->o.max_body_mb, "Request body limit")->capture_default_str();

@@ -28,6 +28,7 @@
 #include "pipeline/document.h"
 #include "pipeline/model_backend.h"
 #include "server/base64.h"
+#include "server/job_storage.h"
 #include "server/state.h"
 
 namespace mineru::server {
@@ -266,12 +267,6 @@ Status CheckPageLimit(const Server::State& st, const std::string& path, const Pa
   return Status::Ok();
 }
 
-void RemoveTree(const std::string& path) {
-  if (path.empty() || path == "/") return;
-  std::string cmd = "rm -rf '" + path + "'";
-  if (path.find('\'') == std::string::npos) (void)std::system(cmd.c_str());
-}
-
 // Failures to store something are the server's, never the client's: 507 when the disk (or a file
 // size limit) is full, 503 when the storage refuses writes otherwise (read-only, unreachable).
 bool SaysFull(const std::string& m) {
@@ -340,6 +335,12 @@ std::string PageFile(int page) {  // page: 0-based index in the document
 }
 
 }  // namespace
+
+void RemoveTree(const std::string& path) {
+  if (path.empty() || path == "/") return;
+  std::string cmd = "rm -rf '" + path + "'";
+  if (path.find('\'') == std::string::npos) (void)std::system(cmd.c_str());
+}
 
 void RemoveLeftoverUploads(const std::string& data_dir) {
   DIR* d = ::opendir(data_dir.c_str());
@@ -501,6 +502,10 @@ void HandleSubmitTask(Server::State& st, const httplib::Request& req, httplib::R
   const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
   if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
   const ParseRequest& p = *parsed;
+  if (Status room = MakeRoomForJob(st, static_cast<int64_t>(f.content.size())); !room.ok()) {
+    st.metrics.Inc("mineru_storage_errors_total", "kind=\"quota\"");
+    return SendError(res, room.code() == StatusCode::kResourceExhausted ? 507 : 503, room.message());
+  }
   const bool stored = st.jobs->stores_files();
   Job j;
   j.id = NewJobId();
@@ -900,12 +905,26 @@ void RunJob(Server::State& st, const Job& j) {
   JobProgress progress{st, j, stored, pipeline::DocumentName(j.filename), paths.result_dir, keeper, {}};
   pipeline::ParseOptions o = OptionsFor(st, p, paths.result_dir);
   o.cancel = &keeper.cancel;
+  // A job has --job-timeout-s in all from its claim: past it no page starts and it fails.
+  if (st.opt.job_timeout_s > 0) {
+    o.deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(st.opt.job_timeout_s));
+  }
   int global_page = 0;
   pipeline::DocumentReport r =
       pipeline::ParseDocument(paths.input, o, *backend, &global_page, std::ref(progress));
   keeper.Stop();
+  if (r.status.code() == StatusCode::kDeadlineExceeded) {
+    char secs[32];
+    std::snprintf(secs, sizeof(secs), "%g", st.opt.job_timeout_s);
+    r.status = DeadlineExceededError(std::string("the document took longer than --job-timeout-s (") + secs +
+                                     " s); " + std::to_string(r.pages.size()) + " page(s) were parsed");
+    st.metrics.Inc("mineru_jobs_deadline_exceeded_total");
+  }
   RecordOutcome(st, j, r, progress);
   if (stored) RemoveTree(paths.work);
+  if (!stored) st.store_bytes += TreeBytes(paths.result_dir);  // a stored job's files: at the next sweep
   malloc_trim(0);
 }
 
@@ -947,13 +966,6 @@ void JobWorker(Server::State& st) {
     --st.jobs_running;
     st.jobs_cv.notify_all();
   }
-}
-
-void RetentionSweep(Server::State& st) {
-  if (st.opt.retention_hours <= 0) return;
-  auto old = st.jobs->DeleteFinishedBefore(NowSeconds() - st.opt.retention_hours * 3600);
-  if (!old.ok()) return;
-  for (const Job& j : *old) RemoveTree(st.opt.data_dir + "/jobs/" + j.id);
 }
 
 }  // namespace mineru::server

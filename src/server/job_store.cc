@@ -383,6 +383,23 @@ class SqliteJobStore final : public JobStore {
     return out;
   }
 
+  StatusOr<std::vector<Job>> DeleteOldestFinished(int n) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Job> out;
+    {
+      Stmt s(db_, std::string("SELECT ") + kColumns +
+                      " FROM jobs WHERE status IN ('done','failed') ORDER BY updated, id LIMIT ?");
+      s.Bind(1, n);
+      while (s.Step() == SQLITE_ROW) out.push_back(ReadJob(s));
+    }
+    for (const Job& j : out) {
+      Stmt d(db_, "DELETE FROM jobs WHERE id = ? AND status IN ('done','failed')");
+      d.Bind(1, j.id);
+      if (d.Step() != SQLITE_DONE) return DbError(db_, "expiring a finished job");
+    }
+    return out;
+  }
+
   StatusOr<int> CountByStatus(const std::string& status) override {
     std::lock_guard<std::mutex> lock(mu_);
     Stmt s(db_, "SELECT COUNT(*) FROM jobs WHERE status = ?");

@@ -89,7 +89,12 @@ class JobStore {
   // Finished jobs older than cutoff (seconds since epoch): returns them and deletes the rows (and
   // their stored files).
   virtual StatusOr<std::vector<Job>> DeleteFinishedBefore(double cutoff) = 0;
+  // The n finished jobs updated longest ago: returns them and deletes the rows (and their stored
+  // files). For a store over its byte quota (oldest results expire first).
+  virtual StatusOr<std::vector<Job>> DeleteOldestFinished(int n) = 0;
   virtual StatusOr<int> CountByStatus(const std::string& status) = 0;
+  // Bytes of the files kept in the store itself (stores_files() only; 0 otherwise).
+  virtual StatusOr<int64_t> StoredFileBytes() { return int64_t{0}; }
 
   // Stored files (stores_files() only). ReadFile: nullopt when absent.
   virtual StatusOr<std::optional<std::string>> ReadFile(const std::string& id, const std::string& name);

@@ -342,6 +342,27 @@ class PgJobStore final : public JobStore {
     return out;
   }
 
+  StatusOr<std::vector<Job>> DeleteOldestFinished(int n) override {
+    MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
+    MINERU_ASSIGN_OR_RETURN(
+        Result r,
+        c.Exec(std::string("DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status IN "
+                           "('done','failed') ORDER BY updated, id LIMIT $1 FOR UPDATE SKIP LOCKED) "
+                           "RETURNING ") +
+                   kColumns,
+               {P(n)}));
+    std::vector<Job> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back(ReadJob(r, i));
+    return out;
+  }
+
+  StatusOr<int64_t> StoredFileBytes() override {
+    MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
+    MINERU_ASSIGN_OR_RETURN(Result r,
+                            c.Exec("SELECT COALESCE(SUM(octet_length(data)), 0)::bigint FROM job_files", {}));
+    return static_cast<int64_t>(std::strtoll(r.Text(0, 0).c_str(), nullptr, 10));
+  }
+
   StatusOr<int> CountByStatus(const std::string& status) override {
     MINERU_ASSIGN_OR_RETURN(Conn c, Acquire());
     MINERU_ASSIGN_OR_RETURN(Result r, c.Exec("SELECT count(*) FROM jobs WHERE status = $1", {P(status)}));

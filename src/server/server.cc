@@ -179,6 +179,7 @@ Status PrepareStorage(Server::State& st) {
       st.jobs, JobStore::Open(st.opt.jobs_db.empty() ? st.opt.data_dir + "/jobs.sqlite3" : st.opt.jobs_db));
   MINERU_ASSIGN_OR_RETURN(int requeued, st.jobs->RequeueInterrupted());
   if (requeued > 0) std::fprintf(stderr, "resuming %d interrupted job(s)\n", requeued);
+  MeasureJobStorage(st);
   std::fprintf(stderr, "job store: %s, worker id %s\n", st.jobs->kind(), st.worker_id.c_str());
   if (!st.opt.replay.empty()) {
     MINERU_ASSIGN_OR_RETURN(st.doc_backend,
@@ -317,6 +318,9 @@ void HandleMetrics(Server::State& s, HttpFront& http, httplib::Response& res) {
       {"mineru_http_connections_open", double(http.open_connections())}};
   auto q = s.jobs->CountByStatus("queued");
   g.push_back({"mineru_jobs_queued", q.ok() ? double(*q) : -1.0});
+  g.push_back({"mineru_store_bytes", double(s.store_bytes.load())});
+  g.push_back({"mineru_store_quota_bytes", double(s.opt.max_store_mb) * 1048576.0});
+  g.push_back({"mineru_job_timeout_seconds", s.opt.job_timeout_s});
   if (s.ready) {
     g.push_back({"mineru_model_degraded", s.engine->Health().ok() ? 0.0 : 1.0});
     EngineStats es = s.engine->Stats();

@@ -45,6 +45,10 @@ struct ServerOptions {
   std::string jobs_db;                   // SQLite path (default: data_dir/jobs.sqlite3) or postgresql://…
   double job_lease_s = 30;               // a running job's lease; renewed every third of it
   double retention_hours = 24 * 7;
+  // Uploads and results of all jobs together; a new job that does not fit expires the oldest
+  // finished jobs first, else gets 507. 0: no quota.
+  size_t max_store_mb = 20480;
+  double job_timeout_s = 6 * 3600;  // one job from its claim to its end (0: no limit)
   int job_workers = 2;
   size_t max_queued_jobs = 1000;
   size_t max_body_mb = 200;

@@ -46,6 +46,8 @@ struct Server::State {
   std::atomic<int> inflight_http{0};
   std::atomic<int> sync_parses{0};              // /file_parse requests being handled
   std::atomic<int64_t> decoded_image_bytes{0};  // held by requests being parsed (image_budget.h)
+  std::atomic<int64_t> store_bytes{0};          // jobs' uploads and results (job_storage.h)
+  std::mutex store_mu;                          // one submission makes room at a time
   // Finished jobs whose outcome the store could not record yet (by id; see FinishJob).
   std::mutex unrecorded_mu;
   std::map<std::string, Job> unrecorded;
@@ -68,7 +70,14 @@ void RegisterDocumentRoutes(httplib::Server& http, Server::State& st);
 void RemoveLeftoverUploads(const std::string& data_dir);
 // Job worker loop (runs until draining).
 void JobWorker(Server::State& st);
-// Deletes finished jobs past retention (and their files).
+// Deletes finished jobs past retention (and their files), then measures what the jobs keep.
 void RetentionSweep(Server::State& st);
+// Sets st.store_bytes to what data_dir/jobs and the store's own files hold now.
+void MeasureJobStorage(Server::State& st);
+// Charges `need` bytes of a new job to --max-store-mb, expiring the oldest finished jobs first
+// when it would not fit. ResourceExhausted (507 at the edge) when unfinished jobs fill it.
+Status MakeRoomForJob(Server::State& st, int64_t need);
+// rm -rf of a job or work folder (nothing for "", "/" or a path with a quote).
+void RemoveTree(const std::string& path);
 
 }  // namespace mineru::server

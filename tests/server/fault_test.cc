@@ -619,3 +619,65 @@ TEST_F(FaultTest, DownloadNobodyReadsIsDroppedAfterTheWriteTimeout) {
 
 }  // namespace
 }  // namespace mineru::testing
+
+namespace mineru::testing {
+namespace {
+
+// A PDF of about `bytes` (one page; the rest an unreferenced comment poppler skips).
+std::string PaddedPdf(size_t bytes) {
+  std::string pdf = Pdf(1);
+  const size_t eof = pdf.rfind("%%EOF");
+  std::string pad = "%" + std::string(bytes > pdf.size() ? bytes - pdf.size() : 0, 'x') + "\n";
+  return pdf.substr(0, eof) + pad + pdf.substr(eof);
+}
+
+TEST_F(FaultTest, StoreQuotaExpiresOldestFinishedJobsThenRefusesWith507) {
+  ServerProcess srv;
+  ASSERT_TRUE(srv.Start(Args({"--max-store-mb", "2", "--job-workers", "1"}), dir_ + "/log")) << srv.log();
+  auto cli = srv.Client();
+  // Finished jobs of ~700 KB each: the third needs room, so the first (oldest) expires.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto t = cli.Post("/tasks", Upload(PaddedPdf(700 << 10)));
+    ASSERT_TRUE(t && t->status == 202) << (t ? t->body : "no response");
+    ids.push_back(Json::parse(t->body)["task_id"]);
+    ASSERT_TRUE(Eventually(
+        [&] { return JsonOf(cli.Get("/tasks/" + ids.back())).value("status", "") == "done"; }, 60));
+  }
+  auto first = cli.Get("/tasks/" + ids[0]);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 404) << "the oldest finished job should have expired";
+  auto last = cli.Get("/tasks/" + ids.back());
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->status, 200);
+  auto m = cli.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_GE(Metric(m->body, "mineru_jobs_expired_total"), 1) << m->body;
+  EXPECT_LE(Metric(m->body, "mineru_store_bytes"), 2.0 * 1048576) << m->body;
+  EXPECT_NEAR(Metric(m->body, "mineru_store_quota_bytes"), 2.0 * 1048576, 1e3);
+  // An upload larger than the whole quota cannot be made room for: 507, the server's condition.
+  auto big = cli.Post("/tasks", Upload(PaddedPdf(3 << 20)));
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 507) << big->body;
+  EXPECT_NE(big->body.find("--max-store-mb"), std::string::npos) << big->body;
+}
+
+TEST_F(FaultTest, AJobPastItsTotalDeadlineFailsAndFreesTheWorker) {
+  ServerProcess srv;
+  // 6 pages at 400 ms each against a 1 s budget for the whole job.
+  ASSERT_TRUE(srv.Start(Args({"--job-timeout-s", "1", "--replay-delay-ms", "400", "--job-workers", "1"}),
+                        dir_ + "/log"))
+      << srv.log();
+  auto cli = srv.Client();
+  const Json st = RunJob(cli, Pdf(6));
+  EXPECT_EQ(st.value("status", ""), "failed") << st.dump();
+  EXPECT_NE(st.value("error", "").find("--job-timeout-s"), std::string::npos) << st.dump();
+  auto m = cli.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(Metric(m->body, "mineru_jobs_deadline_exceeded_total"), 1) << m->body;
+  // The worker is free: a one-page job after it finishes.
+  EXPECT_EQ(RunJob(cli, Pdf(1)).value("status", ""), "done");
+}
+
+}  // namespace
+}  // namespace mineru::testing
