@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINERU_FUZZ=ON \
   -DMINERU_BUILD_TESTS=OFF -DMINERU_SIMD_TARGETS=avx2 -DMINERU_WERROR=ON
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_safetensors fuzz_config fuzz_tokenizer fuzz_image fuzz_pdf \
-  fuzz_chat_request fuzz_layout_post fuzz_replay fuzz_gguf fuzz_http_framing
+  fuzz_chat_request fuzz_layout_post fuzz_replay fuzz_gguf fuzz_http_framing fuzz_json
 bash scripts/run_fuzzers.sh build-fuzz "${1:-20}"

@@ -9,7 +9,7 @@ BUILD="${1:?usage: run_fuzzers.sh BUILD_DIR [SECONDS]}"
 SECS="${2:-20}"
 export LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp"
 status=0
-for t in safetensors config tokenizer image pdf chat_request layout_post replay gguf http_framing; do
+for t in safetensors config tokenizer image pdf chat_request layout_post replay gguf http_framing json; do
   work="$BUILD/corpus/$t"
   mkdir -p "$work"
   echo "== fuzz_$t (${SECS}s)"
