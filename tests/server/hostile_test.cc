@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -272,6 +273,70 @@ TEST_F(Hostile, StaticFilesStayInsideTheWebRoot) {
   ASSERT_TRUE(nul);
   EXPECT_EQ(nul->status, 400);
   EXPECT_NE(nul->get_header_value("Content-Type"), "image/png");
+}
+
+// Beyond the listed cases: a mix of malformed, oversized and mistyped requests on every route.
+// None may get a 5xx (bad input is the client's error), and the server keeps answering /health.
+TEST_F(Hostile, AMixOfBadRequestsNeverGetsA5xx) {
+  auto c = srv_->Client();
+  std::vector<std::pair<std::string, std::string>> posts = {
+      {"/v1/chat/completions", ""},
+      {"/v1/chat/completions", "null"},
+      {"/v1/chat/completions", "[]"},
+      {"/v1/chat/completions", "{\"messages\":{}}"},
+      {"/v1/chat/completions",
+       "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\","
+       "\"image_url\":{\"url\":\"data:image/png;base64,@@@@\"}}]}]}"},
+      {"/v1/chat/completions", Message("\"x\"").substr(0, 40)},
+      {"/v1/chat/completions", Message("\"\\ud800\"")},
+      {"/v1/chat/completions", Message("\"x\"") + "garbage"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"max_tokens":-1})"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"-1":5}})"},
+      {"/v1/completions", R"({"prompt":[18446744073709551615]})"},
+      {"/v1/completions", R"({"prompt":[]})"},
+      {"/v1/completions", R"({"prompt":"x","images":[5]})"},
+  };
+  // Deterministic random bytes, and random JSON-ish punctuation.
+  uint32_t x = 12345;
+  for (int i = 0; i < 40; ++i) {
+    std::string b;
+    const char* alphabet = i % 2 ? "{}[],:\"0123456789.e-tfnul\\ " : nullptr;
+    for (int k = 0; k < 200 + i * 37; ++k) {
+      x = x * 1664525u + 1013904223u;
+      b += alphabet ? alphabet[(x >> 16) % 27] : static_cast<char>(x >> 24);
+    }
+    posts.push_back({i % 3 ? "/v1/chat/completions" : "/v1/completions", b});
+  }
+  for (const auto& [path, body] : posts) {
+    auto r = c.Post(path, body, "application/json");
+    ASSERT_TRUE(r) << path << ": no answer";
+    EXPECT_LT(r->status, 500) << path << " " << body.substr(0, 80) << ": " << r->body;
+  }
+  for (const std::string& path :
+       {std::string("/tasks/..%2f..%2fetc%2fpasswd"), std::string("/tasks/x/files/../../jobs.sqlite3"),
+        std::string("/tasks/") + std::string(300, 'a'), std::string("/tasks/%ff%fe/result"),
+        std::string("/v1/models/../../../etc/passwd"), std::string("/%2e%2e/%2e%2e/etc/passwd")}) {
+    auto r = c.Get(path.c_str());
+    ASSERT_TRUE(r) << path;
+    EXPECT_LT(r->status, 500) << path << ": " << r->body;
+    EXPECT_EQ(r->body.find("root:"), std::string::npos) << path;
+  }
+  httplib::MultipartFormDataItems bad_forms[] = {
+      {{"files", "", "", ""}},
+      {{"files", "%PDF-1.7\n%%EOF", "../../x.pdf", "application/pdf"}},
+      {{"files", std::string(1000, '\0'), "a.png", "image/png"}},
+      {{"files", "GIF89a", "a.gif", "image/gif"}, {"start_page_id", "99999999999999999999", "", ""}},
+      {{"nofiles", "x", "", ""}},
+  };
+  for (const auto& form : bad_forms) {
+    for (const char* path : {"/file_parse", "/tasks"}) {
+      auto r = c.Post(path, form);
+      ASSERT_TRUE(r) << path;
+      EXPECT_LT(r->status, 500) << path << ": " << r->body;
+    }
+  }
+  ExpectAlive();
 }
 
 // A loopback image host whose answers take `delay` (released early when the test ends), counting
