@@ -283,8 +283,9 @@ int RunParse(const ParseFlags& f) {
   if (int rc = LoadBackend(f, &stack); rc != 0) return rc;
   const int code = ParseInputs(f, opt, *inputs, *stack.backend);
   if (AbandonedRenders() > 0) {
-    // A render abandoned at its deadline still runs inside poppler: leave without running global
-    // destructors under it. Every output file is closed by now.
+    // A render abandoned at its deadline still runs inside poppler (renders on threads: only when
+    // there is no render helper, see main.cc): leave without running global destructors under it.
+    // Every output file is closed by now.
     std::fflush(nullptr);
     std::_Exit(code);
   }

@@ -1,12 +1,18 @@
 // cli/main.cc — the mineru-cpp binary: subcommand dispatch and the last line of defence
-// (any escaped exception becomes a one-line error, never an abort).
+// (any escaped exception becomes a one-line error, never an abort). Also the PDF render helper:
+// `mineru-cpp __render-page ...` (never typed by a user) renders one page for a parent mineru-cpp
+// whose render has a deadline (pdf/pdf.h, PdfLimits::render_helper).
+
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "pdf/pdf.h"
 
 namespace mineru::cli {
 
@@ -19,7 +25,17 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace mineru::cli;
+  // The helper side first, before anything else main does: the child does nothing but the render.
+  if (argc >= 2 && std::strcmp(argv[1], mineru::kRenderHelperArg) == 0) {
+    mineru::RunRenderHelper(argc - 2, argv + 2);
+  }
   try {
+    // Renders with a deadline (parse, serve) run in a child that is this very program:
+    // /proc/self/exe names the running binary's file even after it was replaced on disk, so parent
+    // and helper always speak the same protocol. Without /proc, renders stay on threads.
+    if (::access("/proc/self/exe", X_OK) == 0) {
+      mineru::SetDefaultRenderHelper({"/proc/self/exe", mineru::kRenderHelperArg});
+    }
     CLI::App app{"mineru-cpp: MinerU2.5 document parsing and inference, natively"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "mineru-cpp 0.1.0");

@@ -95,9 +95,10 @@ TEST(PdfTest, OutOfMemoryRetriesOnceAtHalfTheDpi) {
 }
 
 }  // namespace
-// A page poppler renders for seconds fails at its deadline; the document goes on with a fresh
-// parse (the next page renders at once, not behind the abandoned render's lock); at most
-// kMaxAbandonedRenders run abandoned, further deadline renders are refused until they end.
+// Without a render helper (pdf_render_child_test has the child process): a page poppler renders
+// for seconds fails at its deadline; the document goes on with a fresh parse (the next page renders
+// at once, not behind the abandoned render's lock); at most kMaxAbandonedRenders run abandoned,
+// further deadline renders are refused until they end.
 TEST(PdfTest, RenderPastItsDeadlineIsAbandonedAndTheDocumentGoesOn) {
   PdfPage slow;
   // ~10 s of rendering against a deadline of 2 s, which the quick page (tens of ms) meets with a
