@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMINERU_TSAN=ON -DMINERU_SIMD_TARGETS=avx2 -DMINERU_WERROR=ON -DMINERU_CUDA=OFF
-cmake --build build-tsan -j"$(nproc)" --target pdf_test scheduler_test engine_test engine_fault_test server_test \
+cmake --build build-tsan -j"$(nproc)" --target pdf_test pdf_render_child_test pdf_render_helper scheduler_test engine_test engine_fault_test server_test \
   server_fault_test fault_test mineru-cpp
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" \
   --timeout 1200 \
-  -R '^(PdfTest|Compositions/EngineGoldenTest|EngineTest|EngineFaultTest|SchedulerTest|ServerTest|Fixtures/GoldenServerTest|ServerFaultTest|FaultTest)\.'
+  -R '^(PdfTest|PdfRenderChildTest|Compositions/EngineGoldenTest|EngineTest|EngineFaultTest|SchedulerTest|ServerTest|Fixtures/GoldenServerTest|ServerFaultTest|FaultTest)\.'
