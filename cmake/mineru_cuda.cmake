@@ -10,8 +10,10 @@
 # When enabled:
 #   - the CUDA language: C++17, CMAKE_CUDA_ARCHITECTURES (cache, default "80;90": SASS and PTX
 #     for sm_80 A100 and sm_90 H100/H200; a later GPU gets the PTX, JIT-compiled by its driver);
-#   - find_package(CUDAToolkit): mineru_kernels_cuda links CUDA::cudart_static, so a binary needs
-#     only the NVIDIA driver (libcuda.so.1, loaded at run time) on the machine it runs on;
+#   - find_package(CUDAToolkit): mineru_kernels_cuda links CUDA::cudart_static (the runtime: a
+#     binary needs the NVIDIA driver, libcuda.so.1, loaded at run time) and CUDA::cublasLt
+#     dynamically (libcublasLt.so.13, ~0.5 GB: taken from the target machine's CUDA 13 runtime
+#     through the loader's path, never copied beside the binary);
 #   - MINERU_HAVE_CUDA is TRUE for the CMake files, and mineru_kernels_cuda carries the compile
 #     definition MINERU_HAVE_CUDA=1 to every target that links it;
 #   - host warnings (-Wall -Wextra, -Werror with MINERU_WERROR) reach nvcc's host compiler through

@@ -11,10 +11,12 @@
 #                                          on a machine with nvcc but no GPU (this project's build
 #                                          machines): build the CUDA tests (default BUILD_DIR
 #                                          build-cuda) and copy them with the shared libraries they
-#                                          need beyond glibc into DIR/bin and DIR/lib. Runs nothing.
+#                                          need beyond glibc and cuBLAS into DIR/bin and DIR/lib.
+#                                          Runs nothing.
 #   scripts/gpu_check.sh --run DIR         on the GPU machine: run a bundle made by --bundle (the
 #                                          GPU machines here have the driver, nvcc and CMake, but
-#                                          not the project's -dev packages).
+#                                          not the project's -dev packages; cuBLAS comes from their
+#                                          CUDA 13 runtime: $CUDA_HOME/lib64 or /usr/local/cuda).
 #
 # E.g. build here, run there:  scripts/gpu_check.sh --bundle build-cuda/gpu-bundle, then on the GPU
 # machine (build-cuda/ is git-ignored, so it travels only when asked to)
@@ -30,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The CUDA test binaries, relative to a build's tests/ folder (one name per line in the report).
-CUDA_TESTS=(kernels/cuda_ops_test)
+CUDA_TESTS=(kernels/cuda_ops_test kernels/cuda_attention_test kernels/cuda_gemm_test)
 
 die() {
   echo "gpu_check: $*" >&2
@@ -62,6 +64,8 @@ if [ "${1:-}" = --bundle ]; then
     ldd "$build/tests/$t" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
       case "$(basename "$lib")" in
         libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
+        # cuBLAS (~0.5 GB) stays behind: the GPU machine's CUDA 13 runtime has it (--run looks there).
+        libcublas*) ;;
         *) cp -L "$lib" "$bundle/lib/" ;;
       esac
     done
@@ -76,7 +80,12 @@ if [ "${1:-}" = --run ]; then
   case $bundle in /*) ;; *) bundle=$PWD/$bundle ;; esac
   [ -d "$bundle/bin" ] || die "$bundle/bin: no such folder (make the bundle with --bundle)"
   bindir=$bundle/bin
-  export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # cuBLAS/cuBLASLt from the machine's CUDA 13 runtime (the bundle leaves them out).
+  cuda_libs=""
+  for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    if [ -e "$d/libcublasLt.so.13" ]; then cuda_libs=$d && break; fi
+  done
+  export LD_LIBRARY_PATH="$bundle/lib${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   source_desc="bundle $bundle"
 else
   build=${1:-build-gpu}
@@ -147,6 +156,9 @@ for t in "${CUDA_TESTS[@]}"; do
   line=$(grep -E '^(cuda:[0-9]+ |no CUDA device: )' "$log" | sort -u | paste -sd ';' - || true)
   if [ -n "$line" ]; then probe="${probe:+$probe; }$line"; fi
 done
+
+# One probe line per distinct answer (every test binary prints its own).
+probe=$(echo "$probe" | tr ';' '\n' | sed 's/^ *//' | sed '/^$/d' | sort -u | paste -sd ';' - || true)
 
 verdict=pass
 why=""

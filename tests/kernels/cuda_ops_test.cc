@@ -22,13 +22,11 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
-#include <random>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "base/bf16.h"
 #include "base/status.h"
+#include "cuda_test_util.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
@@ -36,26 +34,9 @@
 
 namespace mineru {
 namespace kernels {
+namespace cuda_test {
 namespace {
 
-namespace cu = ::mineru::kernels::cuda;
-using cu::Bf16;
-
-#define CUDA_TEST_ASSERT_OK(expr)                                     \
-  do {                                                                \
-    const ::mineru::Status _status = (expr);                          \
-    ASSERT_TRUE(_status.ok()) << #expr << ": " << _status.ToString(); \
-  } while (0)
-
-#define CUDA_TEST_ASSIGN_IMPL(tmp, lhs, expr)                        \
-  auto tmp = (expr);                                                 \
-  ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.status().ToString(); \
-  lhs = std::move(tmp).value()
-#define CUDA_TEST_ASSIGN(lhs, expr) CUDA_TEST_ASSIGN_IMPL(MINERU_CONCAT(_cuda_test_, __LINE__), lhs, expr)
-
-struct Tol {
-  float rel, abs;
-};
 constexpr Tol kExact{0.0f, 0.0f};
 constexpr Tol kNormF32{1e-5f, 1e-5f};
 constexpr Tol kLargeMeanF32{1e-4f, 1e-4f};
@@ -63,96 +44,7 @@ constexpr Tol kPointF32{1e-5f, 1e-6f};
 constexpr Tol kNormBf16{4e-3f, 1e-4f};
 constexpr Tol kPointBf16{4e-3f, 1e-5f};
 
-std::vector<float> RandomVec(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// Host values as element type T and back.
-template <typename T>
-T FromF32(float v);
-template <>
-float FromF32<float>(float v) {
-  return v;
-}
-template <>
-Bf16 FromF32<Bf16>(float v) {
-  return Bf16{F32ToBf16(v)};
-}
-float ToF32(float v) { return v; }
-float ToF32(Bf16 v) { return Bf16ToF32(v.bits); }
-
-// v rounded to what T holds, so the twin sees exactly the kernel's inputs.
-template <typename T>
-std::vector<float> Representable(std::vector<float> v) {
-  for (float& x : v) x = ToF32(FromF32<T>(x));
-  return v;
-}
-
-// A device copy of host values as T, starting one element into its allocation (no kernel may
-// assume more than the element's own alignment).
-template <typename T>
-struct DeviceArray {
-  cu::DeviceBuffer buf;
-  size_t count = 0;
-  T* data() const { return buf.as<T>() + 1; }
-};
-
-template <typename T>
-StatusOr<DeviceArray<T>> ToDevice(const std::vector<float>& values) {
-  std::vector<T> host(values.size());
-  for (size_t i = 0; i < values.size(); ++i) host[i] = FromF32<T>(values[i]);
-  DeviceArray<T> a;
-  a.count = host.size();
-  MINERU_ASSIGN_OR_RETURN(a.buf, cu::DeviceBuffer::Allocate((host.size() + 1) * sizeof(T)));
-  MINERU_RETURN_IF_ERROR(a.buf.CopyFromHost(host.data(), host.size() * sizeof(T), sizeof(T)));
-  return a;
-}
-
-template <typename T>
-StatusOr<std::vector<float>> ToHost(const DeviceArray<T>& a) {
-  std::vector<T> host(a.count);
-  MINERU_RETURN_IF_ERROR(a.buf.CopyToHost(host.data(), a.count * sizeof(T), sizeof(T)));
-  std::vector<float> out(a.count);
-  for (size_t i = 0; i < a.count; ++i) out[i] = ToF32(host[i]);
-  return out;
-}
-
-void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, Tol tol,
-                const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= tol.rel * std::fabs(want[i]) + tol.abs)) {
-      if (++bad <= 5) ADD_FAILURE() << what << " at " << i << ": got " << got[i] << " want " << want[i];
-    }
-  }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " outside rel " << tol.rel << " abs "
-                    << tol.abs;
-}
-
-template <typename T>
-const char* TypeName() {
-  return sizeof(T) == 4 ? "f32" : "bf16";
-}
-
-// The tests that need a device: skipped, with the reason, where there is none usable.
-class CudaOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string reason;
-    if (cu::CudaDeviceCount(&reason) == 0) GTEST_SKIP() << "no CUDA device: " << reason;
-    auto info = cu::ProbeUsableCudaDevice(0);
-    if (!info.ok()) GTEST_SKIP() << "no usable CUDA device: " << info.status().ToString();
-    CUDA_TEST_ASSIGN(stream_, cu::CudaStream::Create());
-  }
-  cu::StreamHandle stream() const { return stream_.handle(); }
-
-  cu::CudaStream stream_;
-};
+class CudaOpsTest : public CudaDeviceTest {};
 
 // RmsNorm and LayerNorm of an [m, n] input in [lo, hi) as T, out of place and in place.
 template <typename T>
@@ -442,5 +334,6 @@ TEST(CudaOpsArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
 }
 
 }  // namespace
+}  // namespace cuda_test
 }  // namespace kernels
 }  // namespace mineru

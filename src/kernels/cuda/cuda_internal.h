@@ -29,6 +29,11 @@ Status LaunchStatus(const char* op);
 Status CheckSizes(const char* op, std::initializer_list<int64_t> sizes);
 Status CheckPointers(const char* op, std::initializer_list<const void*> pointers);
 
+// InvalidArgument naming `op` unless num_heads >= 1, num_kv_heads >= 1 divides it, and head_dim is in
+// [1, max_head_dim] (the attention ops' head layout, attention.h).
+Status CheckAttentionHeads(const char* op, int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
+                           int64_t max_head_dim);
+
 }  // namespace cuda
 }  // namespace kernels
 }  // namespace mineru

@@ -66,6 +66,11 @@ Status SiluMul(const Bf16* gate, const Bf16* up, int64_t n, Bf16* out, StreamHan
 Status AddInPlace(float* x, const float* d, int64_t n, StreamHandle stream = nullptr);
 Status AddInPlace(Bf16* x, const Bf16* d, int64_t n, StreamHandle stream = nullptr);
 
+// In place: y[i * n + j] += bias[j] over rows [0, m) (bias fp32 [n]): the bias of a matrix product
+// where cuBLASLt's epilogue does not add it (gemm.h). Twin: the loop itself (ref::MatMul's bias).
+Status AddBiasRows(float* y, int64_t m, int64_t n, const float* bias, StreamHandle stream = nullptr);
+Status AddBiasRows(Bf16* y, int64_t m, int64_t n, const float* bias, StreamHandle stream = nullptr);
+
 // NeoX-style rotate-half RoPE in place over heads [0, num_heads) of rows [0, n): head h of row i is
 // x + i * x_stride + h * head_dim (x_stride >= num_heads * head_dim, in elements), and rotates with
 // the fp32 tables cos, sin + i * head_dim ([n, head_dim]; the second half of a row repeats the first

@@ -77,6 +77,18 @@ Status CheckPointers(const char* op, std::initializer_list<const void*> pointers
   return Status::Ok();
 }
 
+Status CheckAttentionHeads(const char* op, int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
+                           int64_t max_head_dim) {
+  if (num_heads < 1 || num_kv_heads < 1 || num_heads % num_kv_heads != 0 || head_dim < 1 ||
+      head_dim > max_head_dim) {
+    return InvalidArgumentError(
+        std::string(op) + ": " + std::to_string(num_heads) + " query heads over " +
+        std::to_string(num_kv_heads) + " KV heads of dim " + std::to_string(head_dim) +
+        " (need KV heads dividing the query heads, dim in [1, " + std::to_string(max_head_dim) + "])");
+  }
+  return Status::Ok();
+}
+
 int CudaDeviceCount(std::string* reason) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);

@@ -5,8 +5,11 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
+#include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace mineru {
@@ -46,6 +49,12 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
+__device__ __forceinline__ float WarpMax(float v) {
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
 // The sum of v over the kThreads threads of the block, returned to every thread. Every thread of
 // the block must call it (it synchronises); scratch is kThreads / 32 floats of shared memory,
 // free again when it returns.
@@ -70,6 +79,17 @@ inline unsigned GridBlocks(int64_t work, int threads, int64_t max_blocks) {
   if (blocks > max_blocks) blocks = max_blocks;
   if (blocks < 1) blocks = 1;
   return static_cast<unsigned>(blocks);
+}
+
+// Lets `kernel` take `bytes` of dynamic shared memory: past the 48 KiB every launch may use, the
+// kernel must opt in (up to the device's limit: 163 KiB on an A100, 227 KiB on an H100).
+template <typename Kernel>
+Status AllowSharedMemory(Kernel kernel, size_t bytes, const char* op) {
+  constexpr size_t kDefaultLimit = 48 * 1024;
+  if (bytes <= kDefaultLimit) return Status::Ok();
+  return CudaStatus(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+      std::string(op) + ": " + std::to_string(bytes) + " bytes of shared memory");
 }
 
 }  // namespace cuda

@@ -1,4 +1,4 @@
-// kernels/cuda/elementwise.cu — QuickGelu, GeluErf, SiluMul, AddInPlace and RopeRotateHalfRows
+// kernels/cuda/elementwise.cu — QuickGelu, GeluErf, SiluMul, AddInPlace, AddBiasRows and RopeRotateHalfRows
 // (cuda_ops.h): grid-stride loops, one element (or one rotated pair) per thread per step, fp32
 // arithmetic with the formulas of the scalar twins in kernels/reference.cc.
 
@@ -45,6 +45,12 @@ __global__ void __launch_bounds__(kThreads) SiluMulKernel(const T* gate, const T
 template <typename T>
 __global__ void __launch_bounds__(kThreads) AddKernel(T* x, const T* d, int64_t n) {
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) Store(x + i, Load(x + i) + Load(d + i));
+}
+
+// y[i, j] += bias[j] over an [m, n] y: item t is row t / n, column t % n.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) AddBiasRowsKernel(T* y, int64_t m, int64_t n, const float* bias) {
+  for (int64_t t = FirstIndex(); t < m * n; t += GridStride()) Store(y + t, Load(y + t) + bias[t % n]);
 }
 
 // Item t of n * num_heads * half is pair j of head h of row i: (i * num_heads + h) * half + j.
@@ -95,6 +101,16 @@ Status LaunchAdd(T* x, const T* d, int64_t n, StreamHandle stream) {
 }
 
 template <typename T>
+Status LaunchAddBiasRows(T* y, int64_t m, int64_t n, const float* bias, StreamHandle stream) {
+  MINERU_RETURN_IF_ERROR(CheckSizes("AddBiasRows", {m, n}));
+  if (m == 0 || n == 0) return Status::Ok();
+  MINERU_RETURN_IF_ERROR(CheckPointers("AddBiasRows", {y, bias}));
+  AddBiasRowsKernel<<<GridBlocks(m * n, kThreads, kMaxBlocks), kThreads, 0, stream>>>(ToDevice(y), m, n,
+                                                                                      bias);
+  return LaunchStatus("AddBiasRows");
+}
+
+template <typename T>
 Status LaunchRope(T* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim, const float* cos,
                   const float* sin, StreamHandle stream) {
   MINERU_RETURN_IF_ERROR(CheckSizes("RopeRotateHalfRows", {n, x_stride, num_heads, head_dim}));
@@ -141,6 +157,13 @@ Status AddInPlace(float* x, const float* d, int64_t n, StreamHandle stream) {
 }
 Status AddInPlace(Bf16* x, const Bf16* d, int64_t n, StreamHandle stream) {
   return LaunchAdd(x, d, n, stream);
+}
+
+Status AddBiasRows(float* y, int64_t m, int64_t n, const float* bias, StreamHandle stream) {
+  return LaunchAddBiasRows(y, m, n, bias, stream);
+}
+Status AddBiasRows(Bf16* y, int64_t m, int64_t n, const float* bias, StreamHandle stream) {
+  return LaunchAddBiasRows(y, m, n, bias, stream);
 }
 
 Status RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
