@@ -494,4 +494,9 @@ bool LooksLikeGguf(const std::string& path) {
   return ok;
 }
 
+bool GgufHasNoVocabulary(const GgufFile& f) {
+  const GgufValue* v = f.Find("tokenizer.ggml.model");
+  return v && v->type == GgufValueType::kString && (v->str == "none" || v->str == "no_vocab");
+}
+
 }  // namespace mineru

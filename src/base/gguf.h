@@ -134,4 +134,10 @@ class GgufFile {
 // True when the file at path starts with the GGUF magic (cheap: reads 4 bytes).
 bool LooksLikeGguf(const std::string& path);
 
+// True when f declares that it carries no vocabulary: tokenizer.ggml.model is the string "none"
+// (what llama.cpp's converter writes for a vocabulary-less model) or "no_vocab" (gguf-py's
+// NoVocab); llama.cpp loads both as LLAMA_VOCAB_TYPE_NONE. False when the key is absent or names
+// a tokenizer, whose arrays must then be present.
+bool GgufHasNoVocabulary(const GgufFile& f);
+
 }  // namespace mineru

@@ -32,9 +32,8 @@ int WriteGguf(const QuantizeFlags& f, const std::string& src, ThreadPool* pool) 
   if (!made.ok()) return Fail(made.message());
   auto model = Qwen2VLModel::Load(src, WithQuant(f.load, f.quant), pool);
   if (!model.ok()) return Fail(model.status().ToString());
-  auto tok = LoadTokenizer(src, f.load.mmproj);
-  if (!tok.ok()) return Fail(tok.status().ToString());
-  auto vocab = GgufVocabOf(**tok, (*model)->config());
+  // The model's tokenizer (none for a vocabulary-less model) and chat template, as the LM's metadata.
+  auto vocab = ModelGgufVocab(**model);
   if (!vocab.ok()) return Fail(vocab.status().ToString());
   std::string stem = (*model)->name();
   for (char& c : stem) {

@@ -62,14 +62,20 @@ uint32_t FileType(const WeightView& v) {
   return 0;
 }
 
+// The tokenizer.* keys in the order gguf-py writes them (SpecialVocab last: ids, then template).
 void AddTokenizer(GgufWriter* w, const GgufVocab& v) {
-  w->AddString("tokenizer.ggml.model", "gpt2");
-  w->AddString("tokenizer.ggml.pre", "qwen2");
-  w->AddStringArray("tokenizer.ggml.tokens", v.tokens);
-  w->AddI32Array("tokenizer.ggml.token_type", v.types);
-  w->AddStringArray("tokenizer.ggml.merges", v.merges);
+  if (v.tokens.empty()) {
+    w->AddString("tokenizer.ggml.model", "none");
+  } else {
+    w->AddString("tokenizer.ggml.model", "gpt2");
+    w->AddString("tokenizer.ggml.pre", "qwen2");
+    w->AddStringArray("tokenizer.ggml.tokens", v.tokens);
+    w->AddI32Array("tokenizer.ggml.token_type", v.types);
+    w->AddStringArray("tokenizer.ggml.merges", v.merges);
+  }
   if (v.bos_id >= 0) w->AddU32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
   if (v.eos_id >= 0) w->AddU32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
+  if (!v.chat_template.empty()) w->AddString("tokenizer.chat_template", v.chat_template);
 }
 
 Status WriteLm(const Qwen2VLModel& m, const GgufVocab& vocab, const std::string& name,
@@ -201,8 +207,9 @@ Status WriteMmproj(const Qwen2VLModel& m, const std::string& name, const std::st
 
 Status WriteGgufPair(const Qwen2VLModel& model, const GgufVocab& vocab, const std::string& name,
                      const std::string& lm_path, const std::string& mmproj_path) {
-  if (static_cast<int64_t>(vocab.tokens.size()) != model.config().text.vocab_size ||
-      vocab.types.size() != vocab.tokens.size()) {
+  const bool vocabulary_less = vocab.tokens.empty() && vocab.types.empty() && vocab.merges.empty();
+  if (!vocabulary_less && (static_cast<int64_t>(vocab.tokens.size()) != model.config().text.vocab_size ||
+                           vocab.types.size() != vocab.tokens.size())) {
     return InvalidArgumentError("the tokenizer's " + std::to_string(vocab.tokens.size()) +
                                 " entries do not cover the embedding table's " +
                                 std::to_string(model.config().text.vocab_size) + " rows");

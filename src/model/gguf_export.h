@@ -14,12 +14,15 @@
 namespace mineru {
 
 // The tokenizer as GGUF stores it (tokenizer/gguf_vocab.h): one entry per id up to the
-// embedding size (holes as "[PAD<id>]", type 5).
+// embedding size (holes as "[PAD<id>]", type 5). No tokens: the model has no vocabulary, written
+// as llama.cpp's converter writes one (tokenizer.ggml.model "none", no arrays); the bos/eos ids
+// are still written (llama.cpp ignores them there; our loader stops generation at eos).
 struct GgufVocab {
   std::vector<std::string> tokens;
   std::vector<int32_t> types;  // 1 normal, 3 control, 4 user-defined, 5 unused
   std::vector<std::string> merges;
   int32_t bos_id = -1, eos_id = -1;
+  std::string chat_template;  // tokenizer.chat_template (Jinja) when not empty
 };
 
 Status WriteGgufPair(const Qwen2VLModel& model, const GgufVocab& vocab, const std::string& name,

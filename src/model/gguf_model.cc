@@ -136,6 +136,21 @@ StatusOr<int32_t> TokenId(const GgufValue& tokens, std::string_view text) {
   return NotFoundError("the tokenizer has no '" + std::string(text) + "' token");
 }
 
+// The image and vision-boundary ids, found by name in the tokenizer's tokens. A file that
+// declares no vocabulary (GgufHasNoVocabulary) keeps Qwen2-VL's ids (ModelConfig's defaults); one
+// that names a tokenizer but lacks its tokens is corrupt.
+Status FillVisionTokenIds(const GgufFile& lm, ModelConfig* c) {
+  if (GgufHasNoVocabulary(lm)) return Status::Ok();
+  const GgufValue* tokens = lm.Find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->strings.empty())
+    return InvalidArgumentError(lm.path() + ": no tokenizer.ggml.tokens");
+  MINERU_ASSIGN_OR_RETURN(c->image_token_id, TokenId(*tokens, "<|image_pad|>"));
+  MINERU_ASSIGN_OR_RETURN(c->video_token_id, TokenId(*tokens, "<|video_pad|>"));
+  MINERU_ASSIGN_OR_RETURN(c->vision_start_token_id, TokenId(*tokens, "<|vision_start|>"));
+  MINERU_ASSIGN_OR_RETURN(c->vision_end_token_id, TokenId(*tokens, "<|vision_end|>"));
+  return Status::Ok();
+}
+
 Status FillTextConfig(const GgufFile& lm, TextConfig* t) {
   MINERU_ASSIGN_OR_RETURN(std::string arch, lm.GetString("general.architecture"));
   if (arch != "qwen2vl") {
@@ -211,13 +226,7 @@ StatusOr<ModelConfig> GgufModelConfig(const GgufFile& lm, const GgufFile& mmproj
   ModelConfig c;
   MINERU_RETURN_IF_ERROR(FillTextConfig(lm, &c.text));
   MINERU_RETURN_IF_ERROR(FillVisionConfig(mmproj, c.text.hidden_size, &c.vision));
-  const GgufValue* tokens = lm.Find("tokenizer.ggml.tokens");
-  if (!tokens || tokens->strings.empty())
-    return InvalidArgumentError(lm.path() + ": no tokenizer.ggml.tokens");
-  MINERU_ASSIGN_OR_RETURN(c.image_token_id, TokenId(*tokens, "<|image_pad|>"));
-  MINERU_ASSIGN_OR_RETURN(c.video_token_id, TokenId(*tokens, "<|video_pad|>"));
-  MINERU_ASSIGN_OR_RETURN(c.vision_start_token_id, TokenId(*tokens, "<|vision_start|>"));
-  MINERU_ASSIGN_OR_RETURN(c.vision_end_token_id, TokenId(*tokens, "<|vision_end|>"));
+  MINERU_RETURN_IF_ERROR(FillVisionTokenIds(lm, &c));
   MINERU_ASSIGN_OR_RETURN(int64_t bos, lm.GetInt("tokenizer.ggml.bos_token_id", c.bos_token_id));
   c.bos_token_id = static_cast<int32_t>(bos);
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"}) {

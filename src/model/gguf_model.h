@@ -43,7 +43,8 @@ struct ModelFiles {
 // names an LM file (else searched beside it). Errors name what is missing or ambiguous.
 StatusOr<ModelFiles> ResolveModelFiles(const std::string& model, const std::string& mmproj = "");
 
-// The configuration the GGUF pair describes (token ids from the LM's tokenizer arrays).
+// The configuration the GGUF pair describes (token ids from the LM's tokenizer arrays; Qwen2-VL's
+// image and vision ids when the LM declares no vocabulary, tokenizer.ggml.model "none").
 StatusOr<ModelConfig> GgufModelConfig(const GgufFile& lm, const GgufFile& mmproj);
 // Pixel budget and normalisation: preprocessor_config.json in dir when present, else MinerU's
 // budget with the mmproj's image_mean / image_std.

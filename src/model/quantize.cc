@@ -133,7 +133,7 @@ Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_di
   MINERU_ASSIGN_OR_RETURN(auto weights, ModelWeights::Load(src_dir, cfg));
   MINERU_RETURN_IF_ERROR(MakeDirs(out_dir));
   for (const char* f : {"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json",
-                        "generation_config.json", "chat_template.json"}) {
+                        "generation_config.json", "chat_template.json", "chat_template.jinja"}) {
     if (!FileExists(src_dir + "/" + f)) continue;
     MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(src_dir + "/" + f, 256u << 20));
     MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/" + f, text));

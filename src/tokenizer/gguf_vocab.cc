@@ -33,6 +33,9 @@ json AddedToken(int64_t id, std::string_view content, bool special) {
 
 StatusOr<json> GgufTokenizerJson(const GgufFile& f) {
   MINERU_ASSIGN_OR_RETURN(std::string model, f.GetString("tokenizer.ggml.model"));
+  if (GgufHasNoVocabulary(f)) {
+    return NotFoundError("the model has no vocabulary (tokenizer.ggml.model is '" + model + "')");
+  }
   MINERU_ASSIGN_OR_RETURN(std::string pre, f.GetString("tokenizer.ggml.pre", ""));
   if (model != "gpt2" || pre != "qwen2") {
     return InvalidArgumentError("tokenizer '" + model + "' with pre-tokenizer '" + pre +

@@ -18,6 +18,8 @@
 
 namespace mineru {
 
+// NotFound when f carries no vocabulary (GgufHasNoVocabulary); InvalidArgument when it names a
+// tokenizer other than gpt2/qwen2 or its arrays are missing or malformed (a corrupt file).
 StatusOr<nlohmann::json> GgufTokenizerJson(const GgufFile& f);
 
 }  // namespace mineru

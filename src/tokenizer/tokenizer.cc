@@ -971,10 +971,14 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromJson(std::string_view js
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromGguf(const std::string& gguf_path) {
   auto f = GgufFile::Open(gguf_path);
   if (!f.ok()) return f.status();
-  auto j = GgufTokenizerJson(**f);
-  if (!j.ok()) return j.status().WithPrefix(gguf_path);
+  return LoadFromGguf(**f);
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFromGguf(const GgufFile& gguf) {
+  auto j = GgufTokenizerJson(gguf);
+  if (!j.ok()) return j.status().WithPrefix(gguf.path());
   auto tok = LoadFromJsonObject(*j);
-  if (!tok.ok()) return tok.status().WithPrefix(gguf_path);
+  if (!tok.ok()) return tok.status().WithPrefix(gguf.path());
   return tok;
 }
 

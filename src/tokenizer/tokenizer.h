@@ -27,13 +27,17 @@
 
 namespace mineru {
 
+class GgufFile;
+
 class Tokenizer {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> LoadFromFile(const std::string& tokenizer_json_path);
   static StatusOr<std::unique_ptr<Tokenizer>> LoadFromJson(std::string_view json_text);
   // The tokenizer a llama.cpp GGUF language model carries (tokenizer.ggml.*: model "gpt2",
   // pre-tokenizer "qwen2"), encoding and decoding as its tokenizer.json does (tokenizer/gguf_vocab.h).
+  // NotFound when the file declares no vocabulary (tokenizer.ggml.model "none").
   static StatusOr<std::unique_ptr<Tokenizer>> LoadFromGguf(const std::string& gguf_path);
+  static StatusOr<std::unique_ptr<Tokenizer>> LoadFromGguf(const GgufFile& gguf);
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;

@@ -10,11 +10,15 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "../util/run_cli.h"
+#include "base/gguf.h"
 #include "base/mapped_file.h"
 #include "base/safetensors.h"
 
@@ -233,6 +237,98 @@ TEST(CliTest, GgufExportRoundTripsThroughGenerate) {
               tb = Exec({"tokenize", "--model", out, "--text", text});
     EXPECT_EQ(Trim(tb.out), Trim(ta.out)) << q << ": " << tb.err;
   }
+}
+
+// A fresh folder of links to the tinyvocab checkpoint's files (without tokenizer.json unless
+// with_tokenizer).
+std::string CheckpointLinks(const std::string& name, bool with_tokenizer) {
+  const std::string d = TmpDir(name);
+  for (const char* f : {"config.json", "model.safetensors", "preprocessor_config.json", "tokenizer.json",
+                        "chat_template.json"}) {
+    ::unlink((d + "/" + f).c_str());
+    if (std::string(f) == "chat_template.json" || (std::string(f) == "tokenizer.json" && !with_tokenizer)) {
+      continue;
+    }
+    EXPECT_EQ(::symlink((kFx + "/tinyvocab/" + f).c_str(), (d + "/" + f).c_str()), 0) << f;
+  }
+  return d;
+}
+
+// The language-model .gguf quantize --format gguf wrote into dir (the file not named mmproj-*).
+std::string ExportedLm(const std::string& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > 5 && n.substr(n.size() - 5) == ".gguf" && n.rfind("mmproj-", 0) != 0) return e.path();
+  }
+  return "";
+}
+
+// A checkpoint without a vocabulary exports as llama.cpp's vocabulary-less GGUF (tokenizer.ggml.model
+// "none"), which runs on raw ids exactly as the safetensors folder does; commands that need text
+// say the model has no vocabulary.
+TEST(CliTest, VocabularyLessGgufRunsOnRawIds) {
+  const std::string src = CheckpointLinks("novocab_src", false);
+  const std::string out = TmpDir("novocab_gguf");
+  for (const auto& e : std::filesystem::directory_iterator(out)) std::filesystem::remove(e.path());
+  CmdResult e = Exec({"quantize", "--model", src, "--format", "gguf", "--quant", "bf16", "-o", out});
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto lm = mineru::GgufFile::Open(ExportedLm(out));
+  ASSERT_TRUE(lm.ok()) << lm.status().ToString();
+  EXPECT_EQ((*lm)->GetString("tokenizer.ggml.model").value(), "none");
+  const std::vector<std::string> gen = {
+      "generate",
+      "--raw-ids",
+      "151644 872 198 151652 151655 151653 198 1178 151645 198 151644 77091 198",
+      "--image",
+      kFx + "/image1.png",
+      "--max-new-tokens",
+      "8",
+      "--ignore-eos",
+      "--print-ids",
+      "--model"};
+  std::vector<std::string> a = gen, b = gen;
+  a.push_back(src);
+  b.push_back(out);
+  CmdResult ra = Exec(a), rb = Exec(b);
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  EXPECT_EQ(Trim(rb.out), Trim(ra.out));
+  EXPECT_EQ(std::count(rb.out.begin(), rb.out.end(), ' '), 7) << rb.out;
+  const std::vector<std::vector<std::string>> need_text = {
+      {"generate", "--model", out, "--prompt", "Hello", "--max-new-tokens", "2"},
+      {"generate", "--model", out, "--raw-ids", "1 2", "--max-new-tokens", "2"},
+      {"tokenize", "--model", out, "--text", "Hello"},
+      {"parse", "--model", out, "--quiet", "-o", TmpDir("novocab_parse"), kFx + "/image0.png"}};
+  for (const auto& args : need_text) {
+    CmdResult r = Exec(args);
+    ExpectCleanFailure(r, args[0] + " " + args[3]);
+    EXPECT_NE(r.err.find("has no vocabulary"), std::string::npos) << r.err;
+  }
+}
+
+// quantize --format gguf writes the checkpoint's chat template as tokenizer.chat_template (so
+// llama.cpp chats without --chat-template), and keeps a GGUF source's template.
+TEST(CliTest, GgufExportWritesTheChatTemplate) {
+  const std::string src = CheckpointLinks("template_src", true);
+  const std::string tmpl =
+      "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+      "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  nlohmann::json j = {{"chat_template", tmpl}};
+  ASSERT_TRUE(mineru::WriteStringToFile(src + "/chat_template.json", j.dump()).ok());
+  const std::string out = TmpDir("template_gguf"), again = TmpDir("template_gguf2");
+  for (const std::string& d : {out, again}) {
+    for (const auto& e : std::filesystem::directory_iterator(d)) std::filesystem::remove(e.path());
+  }
+  CmdResult e = Exec({"quantize", "--model", src, "--format", "gguf", "--quant", "q8", "-o", out});
+  ASSERT_EQ(e.code, 0) << e.err;
+  auto lm = mineru::GgufFile::Open(ExportedLm(out));
+  ASSERT_TRUE(lm.ok()) << lm.status().ToString();
+  EXPECT_EQ((*lm)->GetString("tokenizer.chat_template", "").value(), tmpl);
+  CmdResult e2 = Exec({"quantize", "--model", out, "--format", "gguf", "--quant", "q8", "-o", again});
+  ASSERT_EQ(e2.code, 0) << e2.err;
+  auto lm2 = mineru::GgufFile::Open(ExportedLm(again));
+  ASSERT_TRUE(lm2.ok()) << lm2.status().ToString();
+  EXPECT_EQ((*lm2)->GetString("tokenizer.chat_template", "").value(), tmpl);
 }
 
 // Hostile or mismatched GGUF input: one error line, no crash.

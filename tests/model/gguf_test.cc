@@ -462,5 +462,124 @@ TEST(GgufModelTest, Q8LoadsByMapping) {
   EXPECT_FALSE(w.InMappedFile(copy.data(), copy.size()));
 }
 
+// --- vocabulary-less files and the chat template -------------------------------------------------
+
+// A fresh folder holding the tinyvocab checkpoint (links to its files), with tokenizer.json only
+// when with_tokenizer.
+std::string CheckpointFolder(const std::string& name, bool with_tokenizer) {
+  const std::string dir = ::testing::TempDir() + "/gguf_" + name + "_" + std::to_string(::getpid());
+  std::string cmd = "rm -rf " + dir + " && mkdir -p " + dir;
+  for (const char* f : {"config.json", "model.safetensors", "preprocessor_config.json", "tokenizer.json"}) {
+    if (std::string(f) == "tokenizer.json" && !with_tokenizer) continue;
+    cmd += " && ln -s " + FixturePath(std::string("tinyvocab/") + f) + " " + dir + "/" + f;
+  }
+  EXPECT_EQ(::system(cmd.c_str()), 0);
+  return dir;
+}
+
+// Exports the model as a GGUF pair into dir/out (lm.gguf, mmproj.gguf); returns the LM's path.
+std::string ExportPair(const Qwen2VLModel& m, const std::string& dir) {
+  EXPECT_EQ(::system(("mkdir -p " + dir + "/out").c_str()), 0);
+  auto vocab = ModelGgufVocab(m);
+  EXPECT_TRUE(vocab.ok()) << vocab.status().ToString();
+  if (!vocab.ok()) return "";
+  Status s = WriteGgufPair(m, *vocab, "t", dir + "/out/lm.gguf", dir + "/out/mmproj.gguf");
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return dir + "/out/lm.gguf";
+}
+
+// A checkpoint without a tokenizer exports as llama.cpp's vocabulary-less LM (tokenizer.ggml.model
+// "none", no arrays), which loads with no tokenizer and the checkpoint's config; a command that
+// needs text is told the model has no vocabulary. The same file claiming gpt2 is corrupt.
+TEST(GgufModelTest, VocabularyLessLmLoadsWithoutTokenizer) {
+  const std::string dir = CheckpointFolder("novocab", false);
+  auto st = Qwen2VLModel::Load(dir);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  const std::string lm = ExportPair(**st, dir);
+  auto f = GgufFile::Open(lm);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)->GetString("tokenizer.ggml.model").value(), "none");
+  EXPECT_EQ((*f)->Find("tokenizer.ggml.tokens"), nullptr);
+  EXPECT_TRUE(GgufHasNoVocabulary(**f));
+  ModelLoadOptions o;
+  o.mmproj = dir + "/out/mmproj.gguf";
+  auto gg = Qwen2VLModel::Load(lm, o);
+  ASSERT_TRUE(gg.ok()) << gg.status().ToString();
+  const ModelConfig &a = (*st)->config(), &b = (*gg)->config();
+  EXPECT_EQ(a.image_token_id, b.image_token_id);
+  EXPECT_EQ(a.vision_start_token_id, b.vision_start_token_id);
+  EXPECT_EQ(a.vision_end_token_id, b.vision_end_token_id);
+  EXPECT_EQ(a.eos_token_ids, b.eos_token_ids);
+  auto none = LoadModelTokenizer((*gg)->files());
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(*none, nullptr);
+  auto refused = LoadModelTokenizer(lm, "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("has no vocabulary"), std::string::npos)
+      << refused.status().message();
+  // "none" -> "gpt2" (same length): a file naming a tokenizer without its tokens is refused.
+  std::string bytes = ReadAll(lm);
+  const size_t key = bytes.find("tokenizer.ggml.model");
+  ASSERT_NE(key, std::string::npos);
+  const size_t val = bytes.find("none", key);
+  ASSERT_NE(val, std::string::npos);
+  bytes.replace(val, 4, "gpt2");
+  TempFile corrupt(bytes);
+  auto c = Qwen2VLModel::Load(corrupt, o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("no tokenizer.ggml.tokens"), std::string::npos) << c.status().message();
+  ModelFiles cf{dir, corrupt, o.mmproj};
+  auto ct = LoadModelTokenizer(cf);
+  ASSERT_FALSE(ct.ok());
+  EXPECT_EQ(ct.status().code(), StatusCode::kInvalidArgument) << ct.status().ToString();
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// The chat template is found where llama.cpp's converter looks (tokenizer_config.json, then
+// chat_template.jinja, then chat_template.json), written into the exported LM and kept when a GGUF
+// is exported again.
+TEST(GgufModelTest, ExportWritesTheCheckpointsChatTemplate) {
+  const std::string dir = CheckpointFolder("template", true);
+  const ModelFiles files{dir, "", ""};
+  auto put = [&](const std::string& name, const nlohmann::json& j) {
+    ASSERT_TRUE(WriteStringToFile(dir + "/" + name, j.dump()).ok());
+  };
+  EXPECT_EQ(ModelChatTemplate(files).value(), "");
+  const std::string from_json = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% endfor %}";
+  put("chat_template.json", {{"chat_template", from_json}});
+  EXPECT_EQ(ModelChatTemplate(files).value(), from_json);
+  ASSERT_TRUE(WriteStringToFile(dir + "/chat_template.jinja", "jinja \"t\"\n").ok());
+  EXPECT_EQ(ModelChatTemplate(files).value(), "jinja \"t\"\n");
+  put("tokenizer_config.json", {{"model_max_length", 32768}});
+  EXPECT_EQ(ModelChatTemplate(files).value(), "jinja \"t\"\n");
+  put("tokenizer_config.json",
+      {{"chat_template", nlohmann::json::array({{{"name", "tool_use"}, {"template", "x"}},
+                                                {{"name", "default"}, {"template", "d"}}})}});
+  EXPECT_EQ(ModelChatTemplate(files).value(), "d");
+  put("tokenizer_config.json", {{"chat_template", 7}});
+  EXPECT_FALSE(ModelChatTemplate(files).ok());
+  const std::string tmpl = "<|im_start|>{{ messages[0]['content'] }}<|im_end|>\n";
+  put("tokenizer_config.json", {{"chat_template", tmpl}});
+  EXPECT_EQ(ModelChatTemplate(files).value(), tmpl);
+
+  auto st = Qwen2VLModel::Load(dir);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  const std::string lm = ExportPair(**st, dir);
+  auto f = GgufFile::Open(lm);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)->GetString("tokenizer.chat_template").value(), tmpl);
+  // From the GGUF pair: its template is kept.
+  ModelLoadOptions o;
+  o.mmproj = dir + "/out/mmproj.gguf";
+  auto gg = Qwen2VLModel::Load(lm, o);
+  ASSERT_TRUE(gg.ok()) << gg.status().ToString();
+  auto again = ModelGgufVocab(**gg);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->chat_template, tmpl);
+  // llama.cpp's converter wrote no template for the fixture folder (it has no tokenizer_config.json).
+  EXPECT_EQ(ModelChatTemplate(ModelFiles{"", Gguf("model-f32.gguf"), ""}).value(), "");
+  std::system(("rm -rf " + dir).c_str());
+}
+
 }  // namespace
 }  // namespace mineru
