@@ -23,7 +23,9 @@ class LimitedBuilder {
   bool number_unsigned(Json::number_unsigned_t v) { return Put(v, 0); }
   bool number_float(Json::number_float_t v, const std::string&) { return Put(v, 0); }
   bool string(std::string& v) {
-    const size_t heap = v.size() > 15 ? v.size() + json_cost::kString : 0;  // short strings are inline
+    // nlohmann keeps every string value behind a pointer (the std::string object is on the
+    // heap); characters past the small-string buffer take a second allocation.
+    const size_t heap = json_cost::kString + (v.size() > 15 ? v.size() + json_cost::kString / 2 : 0);
     return Put(std::move(v), heap);
   }
   bool binary(Json::binary_t& v) {

@@ -31,8 +31,8 @@ struct JsonLimits {
 };
 
 // A parsed request may cost at most this many bytes of heap per body byte, plus kJsonCostFloor:
-// a value of small numbers or empty containers costs up to ~32 bytes for each 2-3 bytes of text,
-// a request of strings about one byte per byte.
+// a value of small numbers, short strings or empty containers costs up to ~80 bytes for each 2-4
+// bytes of text (refused once the body is large), a request of long strings about one byte per byte.
 inline constexpr size_t kJsonCostPerByte = 8;
 inline constexpr size_t kJsonCostFloor = size_t(1) << 20;
 // The budget for a body of `bytes` bytes sent by a client.
@@ -54,7 +54,7 @@ namespace json_cost {
 inline constexpr size_t kSlot = 32;       // a value in an array (16 bytes, doubled for vector growth)
 inline constexpr size_t kMember = 112;    // an object member: the map node, its key string, the value
 inline constexpr size_t kContainer = 64;  // the std::vector / std::map of an array or object
-inline constexpr size_t kString = 48;     // a std::string's own allocation, beyond its characters
+inline constexpr size_t kString = 48;     // a string value's std::string object (on the heap)
 }  // namespace json_cost
 
 // Reads an integer that must be in [lo, hi]: a JSON integer, signed or unsigned, compared before

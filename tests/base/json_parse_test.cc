@@ -58,6 +58,11 @@ TEST(JsonParse, ManySmallValuesAreRefusedByTheirCost) {
   const Status s = ParseJson(text, RequestJsonLimits(text.size()), &j);
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
   EXPECT_TRUE(j.is_null());
+  // Short strings cost a heap object each (nlohmann keeps strings behind a pointer).
+  std::string strings = "[";
+  for (int i = 0; i < 200000; ++i) strings += i ? ",\"a\"" : "\"a\"";
+  strings += "]";
+  EXPECT_EQ(ParseJson(strings, RequestJsonLimits(strings.size()), &j).code(), StatusCode::kResourceExhausted);
   // The same value passes without a budget, and a request made of one long string passes with one.
   EXPECT_TRUE(ParseJson(text, {}, &j).ok());
   const std::string str = "{\"s\":\"" + std::string(3 << 20, 'x') + "\"}";
