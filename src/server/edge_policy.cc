@@ -28,9 +28,37 @@ bool IsIpLiteral(const std::string& h) {
   return ::inet_pton(AF_INET, h.c_str(), buf) == 1 || ::inet_pton(AF_INET6, h.c_str(), buf) == 1;
 }
 
+// True when v (a host name, lowercase, no port) is on the list (entries are written as a user
+// would: any case, perhaps with a port or a trailing dot).
 bool Contains(const std::vector<std::string>& list, const std::string& v) {
   return std::any_of(list.begin(), list.end(),
-                     [&](const std::string& x) { return x == "*" || Lower(x) == v; });
+                     [&](const std::string& x) { return x == "*" || HostPart(x) == v; });
+}
+
+// An IP address in one spelling (inet_ntop's), IPv4-mapped IPv6 as IPv4; "" when not an address.
+std::string CanonicalIp(const std::string& a) {
+  unsigned char b[16];
+  char out[INET6_ADDRSTRLEN];
+  const std::string t = Trim(a);
+  if (::inet_pton(AF_INET, t.c_str(), b) == 1) return ::inet_ntop(AF_INET, b, out, sizeof(out)) ? out : "";
+  if (::inet_pton(AF_INET6, t.c_str(), b) != 1) return "";
+  static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::equal(kMapped, kMapped + 12, b)) return ::inet_ntop(AF_INET, b + 12, out, sizeof(out)) ? out : "";
+  return ::inet_ntop(AF_INET6, b, out, sizeof(out)) ? out : "";
+}
+
+// An origin as browsers send it: lowercase scheme://host[:port], no default port, no path.
+std::string NormalOrigin(const std::string& origin) {
+  std::string o = Lower(Trim(origin));
+  while (!o.empty() && o.back() == '/') o.pop_back();
+  for (const auto& [scheme, port] :
+       {std::pair<std::string, std::string>{"http://", ":80"}, {"https://", ":443"}}) {
+    if (o.rfind(scheme, 0) == 0 && o.size() > port.size() &&
+        o.compare(o.size() - port.size(), port.size(), port) == 0) {
+      o.resize(o.size() - port.size());
+    }
+  }
+  return o;
 }
 
 // "host:port" of an authority with the scheme's default port filled in (lowercase).
@@ -72,7 +100,13 @@ EdgeVerdict CheckOrigin(const EdgeRequest& r, const EdgePolicyOptions& o) {
 }
 
 EdgeVerdict CheckContentType(const EdgeRequest& r) {
-  if (r.method != "POST" || !IsJsonRoute(r.path) || r.content_type.empty()) return {};
+  if (r.method != "POST" || !IsJsonRoute(r.path)) return {};
+  // No type at all: a non-browser client (accepted); from a browser (it sends Origin or
+  // Sec-Fetch-*), an untyped Blob body, which needs no preflight: refused.
+  if (r.content_type.empty()) {
+    if (r.origin.empty() && r.sec_fetch_site.empty()) return {};
+    return {415, "this endpoint takes a JSON body: send Content-Type: application/json"};
+  }
   std::string media = r.content_type.substr(0, r.content_type.find(';'));
   media = Lower(Trim(media));
   if (media == "application/json" || (media.size() > 5 && media.compare(media.size() - 5, 5, "+json") == 0 &&
@@ -92,8 +126,10 @@ std::string HostPart(const std::string& authority) {
   }
   const size_t colon = a.find(':');
   // More than one colon without brackets: an IPv6 literal with no port.
-  if (colon != std::string::npos && a.find(':', colon + 1) == std::string::npos) return a.substr(0, colon);
-  return a;
+  std::string h =
+      colon != std::string::npos && a.find(':', colon + 1) == std::string::npos ? a.substr(0, colon) : a;
+  if (h.size() > 1 && h.back() == '.') h.pop_back();  // "localhost." is "localhost"
+  return h;
 }
 
 bool IsJsonRoute(const std::string& path) {
@@ -108,8 +144,9 @@ EdgeVerdict CheckEdge(const EdgeRequest& r, const EdgePolicyOptions& o) {
 
 std::string ClientAddress(const std::string& peer, const std::string& forwarded_for,
                           const EdgePolicyOptions& o) {
-  const bool trusted =
-      std::find(o.trusted_proxies.begin(), o.trusted_proxies.end(), peer) != o.trusted_proxies.end();
+  const std::string p = CanonicalIp(peer);
+  const bool trusted = !p.empty() && std::any_of(o.trusted_proxies.begin(), o.trusted_proxies.end(),
+                                                 [&](const std::string& t) { return CanonicalIp(t) == p; });
   if (!trusted || forwarded_for.empty()) return peer;
   const size_t comma = forwarded_for.find_last_of(',');
   const std::string last = Trim(comma == std::string::npos ? forwarded_for : forwarded_for.substr(comma + 1));
@@ -137,9 +174,9 @@ bool HasControlBytes(const std::string& path) {
 
 std::string AllowedCorsOrigin(const std::string& origin, const EdgePolicyOptions& o) {
   if (origin.empty()) return "";
-  const std::string want = Lower(Trim(origin));
+  const std::string want = NormalOrigin(origin);
   for (const std::string& x : o.cors_origins) {
-    if (x == "*" || Lower(Trim(x)) == want) return Trim(origin);
+    if (x == "*" || NormalOrigin(x) == want) return Trim(origin);
   }
   return "";
 }

@@ -11,8 +11,8 @@
 //    (same host and port as the Host header) or a --cors-origin, or that a browser marks
 //    Sec-Fetch-Site: cross-site / same-site, are refused 403; requests without those headers
 //    (non-browser clients) pass;
-//  - JSON endpoints refuse a body declared as anything but JSON (415), so a form or text/plain
-//    post can never be read as a request;
+//  - JSON endpoints refuse a body declared as anything but JSON, or with no type from a browser
+//    (415), so a form, text/plain or untyped Blob post can never be read as a request;
 //  - X-Forwarded-For is believed only from --trusted-proxy peers.
 #pragma once
 
@@ -43,8 +43,9 @@ struct EdgeVerdict {
 // Host, Origin / Sec-Fetch-Site and Content-Type checks, in that order.
 EdgeVerdict CheckEdge(const EdgeRequest& r, const EdgePolicyOptions& o);
 
-// The client's address: the last X-Forwarded-For entry when the peer is a trusted proxy (that is
-// the address the proxy saw), else the peer itself.
+// The client's address: the last X-Forwarded-For entry (forwarded_for: every such header line
+// joined with commas) when the peer is a trusted proxy (that is the address the proxy saw), else
+// the peer itself. Addresses compare as addresses (::ffff:10.0.0.5 is 10.0.0.5).
 std::string ClientAddress(const std::string& peer, const std::string& forwarded_for,
                           const EdgePolicyOptions& o);
 
@@ -63,7 +64,8 @@ bool StaticPathInsideRoot(const std::string& web_root_real, const std::string& p
 // would cut short, or a header injection): such requests are refused 400.
 bool HasControlBytes(const std::string& path);
 
-// The host part of a Host header or URL authority: "[::1]:80" -> "::1", "Example.COM:8" -> "example.com".
+// The host part of a Host header or URL authority, lowercase, without its port or one trailing
+// dot: "[::1]:80" -> "::1", "Example.COM.:8" -> "example.com".
 std::string HostPart(const std::string& authority);
 
 }  // namespace mineru::server
