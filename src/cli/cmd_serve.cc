@@ -115,6 +115,7 @@ void AddEndpointFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--remote-image-timeout-s", f->o.remote_image_timeout_s,
                 "With --allow-remote-images: seconds for all image fetches of one request together "
                 "(fetched 4 at a time)")
+      ->check(CLI::Range(1.0, 3600.0))
       ->capture_default_str();
   c->add_option("--allowed-host", f->o.edge.allowed_hosts,
                 "A host name clients may use besides the bound address, IP literals and localhost (repeat; "
@@ -144,6 +145,7 @@ void AddDocumentFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--max-store-mb", f->o.max_store_mb,
                 "Bytes of uploads and results kept for jobs (the oldest finished jobs expire first; "
                 "full of unfinished ones: 507; 0: no quota)")
+      ->check(CLI::Range(size_t(0), size_t(1) << 30))
       ->capture_default_str();
   c->add_option("--job-timeout-s", f->o.job_timeout_s,
                 "Seconds one document job may take from its start (0: no limit)")

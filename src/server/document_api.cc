@@ -47,7 +47,11 @@ bool IsTrue(const httplib::Request& req, const char* key, bool def) {
 // (X-Forwarded-For from anyone else is ignored: it is whatever the client wrote).
 std::string CallerScope(const httplib::Request& req, const ServerOptions& opt) {
   if (!opt.api_key.empty()) return Sha256Hex("key\n" + req.get_header_value("Authorization")).substr(0, 32);
-  const std::string addr = ClientAddress(req.remote_addr, req.get_header_value("X-Forwarded-For"), opt.edge);
+  std::string forwarded;  // every X-Forwarded-For line, in order (a proxy may append its own line)
+  for (size_t i = 0; i < req.get_header_value_count("X-Forwarded-For"); ++i) {
+    forwarded += (i ? "," : "") + req.get_header_value("X-Forwarded-For", i);
+  }
+  const std::string addr = ClientAddress(req.remote_addr, forwarded, opt.edge);
   return Sha256Hex("addr\n" + addr).substr(0, 32);
 }
 
@@ -502,7 +506,10 @@ void HandleSubmitTask(Server::State& st, const httplib::Request& req, httplib::R
   const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
   if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
   const ParseRequest& p = *parsed;
-  if (Status room = MakeRoomForJob(st, static_cast<int64_t>(f.content.size())); !room.ok()) {
+  // Charged now, given back on every path that does not store a new job (a refused upload, an
+  // idempotent replay, a store error).
+  StoreCharge charge(st, static_cast<int64_t>(f.content.size()));
+  if (Status room = charge.Take(); !room.ok()) {
     st.metrics.Inc("mineru_storage_errors_total", "kind=\"quota\"");
     return SendError(res, room.code() == StatusCode::kResourceExhausted ? 507 : 503, room.message());
   }
@@ -542,6 +549,7 @@ void HandleSubmitTask(Server::State& st, const httplib::Request& req, httplib::R
   Status ins = st.jobs->Insert(j, stored ? &f.content : nullptr, &existing);
   if (stored || !ins.ok() || !existing.empty()) RemoveTree(dir);
   if (!ins.ok()) return SendStorageError(st, res, "cannot store the job", ins);
+  if (existing.empty()) charge.Keep();
   if (!existing.empty()) {
     auto e = st.jobs->Get(existing);
     const std::string status = e.ok() && e->has_value() ? (*e)->status : "queued";
@@ -922,9 +930,10 @@ void RunJob(Server::State& st, const Job& j) {
                                      " s); " + std::to_string(r.pages.size()) + " page(s) were parsed");
     st.metrics.Inc("mineru_jobs_deadline_exceeded_total");
   }
+  // Counted before the job can expire (a stored job's files: at the next measure).
+  if (!stored) st.store_bytes += TreeBytes(paths.result_dir);
   RecordOutcome(st, j, r, progress);
   if (stored) RemoveTree(paths.work);
-  if (!stored) st.store_bytes += TreeBytes(paths.result_dir);  // a stored job's files: at the next sweep
   malloc_trim(0);
 }
 

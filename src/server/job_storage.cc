@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -28,45 +29,70 @@ int64_t TreeBytes(const std::string& path) {
   return total;
 }
 
-void MeasureJobStorage(Server::State& st) {
-  int64_t bytes = TreeBytes(st.opt.data_dir + "/jobs");
-  if (auto stored = st.jobs->StoredFileBytes(); stored.ok()) bytes += *stored;
-  st.store_bytes = bytes;
-}
-
 namespace {
+
+// What the jobs keep: the store's own files when it keeps them (data_dir/jobs then holds only
+// scratch copies of jobs being parsed), else data_dir/jobs. Caller holds st.store_mu.
+void MeasureLocked(Server::State& st) {
+  if (st.jobs->stores_files()) {
+    if (auto stored = st.jobs->StoredFileBytes(); stored.ok()) st.store_bytes = *stored;
+    return;
+  }
+  st.store_bytes = TreeBytes(st.opt.data_dir + "/jobs");
+}
 
 // Removes an expired job's local files and takes them off the count.
 void Forget(Server::State& st, const Job& j) {
   const std::string dir = st.opt.data_dir + "/jobs/" + j.id;
-  st.store_bytes -= TreeBytes(dir);
+  if (!st.jobs->stores_files()) st.store_bytes -= TreeBytes(dir);
   RemoveTree(dir);
+}
+
+// Expires the oldest finished jobs until need fits the quota; false when none is left.
+bool ExpireUntilFits(Server::State& st, int64_t need, int64_t quota, Status* error) {
+  while (st.store_bytes.load() + need > quota) {
+    auto old = st.jobs->DeleteOldestFinished(8);
+    if (!old.ok()) {
+      *error = old.status();
+      return false;
+    }
+    if (old->empty()) return false;
+    for (const Job& j : *old) Forget(st, j);
+    st.metrics.Inc("mineru_jobs_expired_total", "", static_cast<double>(old->size()));
+    if (st.jobs->stores_files()) MeasureLocked(st);  // the rows took their files with them
+  }
+  return true;
 }
 
 }  // namespace
 
-Status MakeRoomForJob(Server::State& st, int64_t need) {
-  const int64_t quota = static_cast<int64_t>(st.opt.max_store_mb) << 20;
-  if (quota <= 0) return Status::Ok();
-  std::lock_guard<std::mutex> lock(st.store_mu);  // one submission frees room at a time
-  bool measured = false;
-  while (st.store_bytes.load() + need > quota) {
-    auto old = st.jobs->DeleteOldestFinished(8);
-    if (!old.ok()) return old.status();
-    for (const Job& j : *old) Forget(st, j);
-    st.metrics.Inc("mineru_jobs_expired_total", "", static_cast<double>(old->size()));
-    if (old->empty()) {
-      // The store's own files (PostgreSQL) shrank with the rows: measure once before giving up.
-      if (measured) {
-        return ResourceExhaustedError("the server's job storage is full (" + std::to_string(quota >> 20) +
-                                      " MB, --max-store-mb) with unfinished jobs; try again later");
-      }
-      MeasureJobStorage(st);
-      measured = true;
+void MeasureJobStorage(Server::State& st) {
+  std::lock_guard<std::mutex> lock(st.store_mu);
+  MeasureLocked(st);
+}
+
+Status StoreCharge::Take() {
+  const int64_t quota = static_cast<int64_t>(std::min<size_t>(st_.opt.max_store_mb, size_t(1) << 40) << 20);
+  if (quota > 0) {
+    if (need_ > quota) {
+      return ResourceExhaustedError("the upload is larger than the server's whole job storage (" +
+                                    std::to_string(quota >> 20) + " MB, --max-store-mb)");
+    }
+    std::lock_guard<std::mutex> lock(st_.store_mu);
+    Status error;
+    if (!ExpireUntilFits(st_, need_, quota, &error)) {
+      if (!error.ok()) return error;
+      return ResourceExhaustedError("the server's job storage is full (" + std::to_string(quota >> 20) +
+                                    " MB, --max-store-mb) with unfinished jobs; try again later");
     }
   }
-  st.store_bytes += need;
+  st_.store_bytes += need_;
+  taken_ = true;
   return Status::Ok();
+}
+
+StoreCharge::~StoreCharge() {
+  if (taken_ && !kept_) st_.store_bytes -= need_;
 }
 
 void RetentionSweep(Server::State& st) {

@@ -2,9 +2,11 @@
 // bounded: a byte quota over uploads and results, with the oldest finished results expiring first
 // when a new job needs room, and retention by age.
 //
-// Usage is counted, not walked per request: the bytes of data_dir/jobs plus the store's own files,
-// measured at start and at every retention sweep, moved by each upload (+), finished job (+ its
-// results) and expired job (-) in between. A quota of 0 bounds nothing.
+// Usage is counted, not walked per request: the bytes of data_dir/jobs (or, for a store that keeps
+// the files, the store's own), measured at start and at every retention sweep, moved by each new
+// job's upload (+; given back when the submission stores no new job), finished job (+ its results,
+// before it can expire) and expired job (-) in between. A quota of 0 bounds nothing. The
+// StoreCharge that makes room is declared in state.h (it needs the server's state).
 #pragma once
 
 #include <cstdint>

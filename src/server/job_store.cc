@@ -392,11 +392,12 @@ class SqliteJobStore final : public JobStore {
       s.Bind(1, n);
       while (s.Step() == SQLITE_ROW) out.push_back(ReadJob(s));
     }
-    for (const Job& j : out) {
-      Stmt d(db_, "DELETE FROM jobs WHERE id = ? AND status IN ('done','failed')");
-      d.Bind(1, j.id);
-      if (d.Step() != SQLITE_DONE) return DbError(db_, "expiring a finished job");
-    }
+    // One statement (all or none), over the same rows: mu_ keeps every writer out meanwhile.
+    Stmt d(db_,
+           "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status IN ('done','failed') "
+           "ORDER BY updated, id LIMIT ?)");
+    d.Bind(1, n);
+    if (d.Step() != SQLITE_DONE) return DbError(db_, "expiring finished jobs");
     return out;
   }
 

@@ -74,9 +74,23 @@ void JobWorker(Server::State& st);
 void RetentionSweep(Server::State& st);
 // Sets st.store_bytes to what data_dir/jobs and the store's own files hold now.
 void MeasureJobStorage(Server::State& st);
-// Charges `need` bytes of a new job to --max-store-mb, expiring the oldest finished jobs first
-// when it would not fit. ResourceExhausted (507 at the edge) when unfinished jobs fill it.
-Status MakeRoomForJob(Server::State& st, int64_t need);
+// `need` bytes of a new job charged to --max-store-mb: Take() expires the oldest finished jobs
+// first when they would not fit (ResourceExhausted, 507 at the edge, when unfinished jobs fill
+// it or need alone is over the quota); the charge is given back at destruction unless Keep().
+class StoreCharge {
+ public:
+  StoreCharge(Server::State& st, int64_t need) : st_(st), need_(need) {}
+  ~StoreCharge();
+  StoreCharge(const StoreCharge&) = delete;
+  StoreCharge& operator=(const StoreCharge&) = delete;
+  Status Take();
+  void Keep() { kept_ = true; }
+
+ private:
+  Server::State& st_;
+  int64_t need_;
+  bool taken_ = false, kept_ = false;
+};
 // rm -rf of a job or work folder (nothing for "", "/" or a path with a quote).
 void RemoveTree(const std::string& path);
 

@@ -635,6 +635,15 @@ TEST_F(FaultTest, StoreQuotaExpiresOldestFinishedJobsThenRefusesWith507) {
   ServerProcess srv;
   ASSERT_TRUE(srv.Start(Args({"--max-store-mb", "2", "--job-workers", "1"}), dir_ + "/log")) << srv.log();
   auto cli = srv.Client();
+  // Refused uploads (not a document) keep no charge.
+  for (int i = 0; i < 6; ++i) {
+    auto bad = cli.Post("/tasks", {{"files", std::string(700 << 10, 'x'), "doc.pdf", "application/pdf"}});
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400) << bad->body;
+  }
+  auto m0 = cli.Get("/metrics");
+  ASSERT_TRUE(m0);
+  EXPECT_LT(Metric(m0->body, "mineru_store_bytes"), 100e3) << "refused uploads stayed charged";
   // Finished jobs of ~700 KB each: the third needs room, so the first (oldest) expires.
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) {
