@@ -67,20 +67,31 @@ std::string ImageUrlOf(const Json& p) {
   return u.is_string() ? u.get<std::string>() : "";
 }
 
-// With --allow-remote-images: every http(s) image URL of the request, fetched together under one
-// deadline (remote_images.h) before any is decoded. Only public addresses unless
-// --allow-private-image-hosts, at most 32 MB per URL and the body limit in all.
-RemoteBodies FetchRequestImages(const Json& body, const ServerOptions& opt) {
-  if (!opt.allow_remote_images) return {};
+// With --allow-remote-images: the http(s) image URLs of the request (a chat's image_url parts, or
+// a completion's "images"), fetched together under one deadline (remote_images.h) before any is
+// decoded. Only public addresses unless --allow-private-image-hosts, at most 32 MB per URL and
+// the body limit in all. More URLs than --max-request-images: 413 before anything is fetched.
+StatusOr<RemoteBodies> FetchRequestImages(const Json& body, const ServerOptions& opt, bool chat) {
+  if (!opt.allow_remote_images) return RemoteBodies{};
   std::vector<std::string> urls;
-  if (body.contains("messages") && body["messages"].is_array()) {
+  auto add = [&](std::string u) {
+    if (u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0) urls.push_back(std::move(u));
+  };
+  if (chat && body.contains("messages") && body["messages"].is_array()) {
     for (const Json& m : body["messages"]) {
       if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
-      for (const Json& p : m["content"]) urls.push_back(ImageUrlOf(p));
+      for (const Json& p : m["content"]) {
+        if (p.is_object() && p.contains("type") && p["type"] == "image_url") add(ImageUrlOf(p));
+      }
     }
   }
-  if (body.contains("images") && body["images"].is_array()) {
-    for (const Json& u : body["images"]) urls.push_back(u.is_string() ? u.get<std::string>() : "");
+  if (!chat && body.contains("images") && body["images"].is_array()) {
+    for (const Json& u : body["images"]) add(u.is_string() ? u.get<std::string>() : "");
+  }
+  if (urls.size() > static_cast<size_t>(std::max(0, opt.max_request_images))) {
+    return ResourceExhaustedError("the request names " + std::to_string(urls.size()) +
+                                  " remote images, over --max-request-images (" +
+                                  std::to_string(opt.max_request_images) + ")");
   }
   RemoteFetchOptions fo;
   fo.deadline_s = opt.remote_image_timeout_s;
@@ -134,7 +145,7 @@ Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineReques
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
     return InvalidArgumentError("'messages' must be a non-empty array");
   }
-  const RemoteBodies remote = FetchRequestImages(body, opt);
+  MINERU_ASSIGN_OR_RETURN(const RemoteBodies remote, FetchRequestImages(body, opt, /*chat=*/true));
   for (const Json& m : body["messages"]) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
       return InvalidArgumentError("each message needs a string 'role'");
@@ -294,7 +305,7 @@ Status ParseCompletionRequest(const Json& body, const Server::State& st, EngineR
   if (out->prompt_ids.empty()) return InvalidArgumentError("empty prompt");
   if (body.contains("images")) {
     if (!body["images"].is_array()) return InvalidArgumentError("'images' must be an array of data URLs");
-    const RemoteBodies remote = FetchRequestImages(body, st.opt);
+    MINERU_ASSIGN_OR_RETURN(const RemoteBodies remote, FetchRequestImages(body, st.opt, /*chat=*/false));
     for (const Json& u : body["images"]) {
       if (!u.is_string()) return InvalidArgumentError("'images' must be an array of data URLs");
       MINERU_ASSIGN_OR_RETURN(RgbImage img, DecodeDataUrl(u.get<std::string>(), st.opt, remote, budget));

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <new>
 #include <thread>
+#include <unordered_set>
 
 #include "net/http.h"
 
@@ -28,8 +30,10 @@ struct Fetches {
 StatusOr<std::string> FetchOne(net::HttpClient& client, const std::string& url, Fetches& f) {
   const double left = std::chrono::duration<double>(f.deadline - Clock::now()).count();
   // libcurl's limit is whole seconds; below one second left there is no time for a fetch.
-  if (left < 1)
-    return DeadlineExceededError("cannot fetch image " + url + ": the request's fetch deadline passed");
+  if (left < 1) {
+    return DeadlineExceededError("cannot fetch image " + url.substr(0, 200) +
+                                 ": the request's fetch deadline passed");
+  }
   std::string body;
   const auto r = client.GetSmall(url, &body, f.o->max_bytes_per_url, static_cast<long>(std::floor(left)));
   if (r.failure != net::HttpFailure::kNone) return InvalidArgumentError("cannot fetch image: " + r.error);
@@ -52,10 +56,19 @@ void Worker(Fetches& f) {
   ho.connect_timeout_s = std::max<long>(1, std::min<long>(10, static_cast<long>(f.o->deadline_s)));
   net::HttpClient client(ho);
   for (size_t i = f.next++; i < f.urls.size(); i = f.next++) {
-    StatusOr<std::string> got = client.ok() ? FetchOne(client, f.urls[i], f)
-                                            : StatusOr<std::string>(UnavailableError("no HTTP client"));
-    std::lock_guard<std::mutex> lock(f.mu);
-    f.results.insert_or_assign(f.urls[i], std::move(got));
+    // Nothing may escape a thread (std::terminate): out of memory is that URL's failure.
+    StatusOr<std::string> got = UnavailableError("no HTTP client");
+    try {
+      if (client.ok()) got = FetchOne(client, f.urls[i], f);
+    } catch (const std::bad_alloc&) {
+      got = OutOfMemoryError("fetching a remote image");
+    }
+    try {
+      std::lock_guard<std::mutex> lock(f.mu);
+      f.results.insert_or_assign(f.urls[i], std::move(got));
+    } catch (const std::bad_alloc&) {
+      // The URL stays without a result: its decode reports it as not fetched.
+    }
   }
 }
 
@@ -66,9 +79,10 @@ RemoteBodies FetchRemoteImages(const std::vector<std::string>& urls, const Remot
   f.o = &o;
   f.deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.deadline_s));
+  std::unordered_set<std::string> seen;
   for (const std::string& u : urls) {
     const bool remote = u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0;
-    if (remote && std::find(f.urls.begin(), f.urls.end(), u) == f.urls.end()) f.urls.push_back(u);
+    if (remote && seen.insert(u).second) f.urls.push_back(u);
   }
   const size_t n = std::min<size_t>(f.urls.size(), static_cast<size_t>(std::max(1, o.parallel)));
   std::vector<std::thread> threads;

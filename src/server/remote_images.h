@@ -3,8 +3,9 @@
 //
 // Fetched one after the other with a limit each, 16 slow URLs held a worker for 16 x 30 s. Here
 // every URL of a request is fetched at once, at most `parallel` at a time, and all of them share
-// one deadline: a URL not fetched by then fails with DeadlineExceeded, and the request ends
-// within the deadline (plus the connect timeout's granularity) whatever the URLs do.
+// one deadline: a URL not fetched by then fails with DeadlineExceeded, and the fetches end within
+// the deadline (libcurl's limits are whole seconds: each fetch gets the whole seconds left)
+// whatever the URLs do. The caller bounds how many URLs it passes (--max-request-images).
 #pragma once
 
 #include <map>

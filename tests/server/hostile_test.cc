@@ -33,6 +33,7 @@ server::EdgeRequest Req(const std::string& method, const std::string& host, cons
   r.host = host;
   r.origin = origin;
   r.peer = "127.0.0.1";
+  r.content_type = "application/json";
   return r;
 }
 
@@ -44,7 +45,8 @@ TEST(EdgePolicy, HostNamesOtherThanOursAreMisdirected) {
   for (const char* ok : {"127.0.0.1:30000", "localhost", "LOCALHOST:1", "[::1]:8", "10.1.2.3", ""}) {
     EXPECT_EQ(server::CheckEdge(Req("GET", ok), o).status, 0) << ok;
   }
-  o.allowed_hosts = {"docs.internal"};
+  EXPECT_EQ(server::CheckEdge(Req("GET", "localhost.:8"), o).status, 0);
+  o.allowed_hosts = {"Docs.Internal:8080"};  // as a user may write it: any case, with a port
   EXPECT_EQ(server::CheckEdge(Req("GET", "Docs.Internal:443"), o).status, 0);
   o.allowed_hosts = {"*"};
   EXPECT_EQ(server::CheckEdge(Req("GET", "anything.example"), o).status, 0);
@@ -67,6 +69,8 @@ TEST(EdgePolicy, CrossOriginWritesAreRefused) {
   EXPECT_EQ(server::CheckEdge(Req("POST", "127.0.0.1:8000", "https://APP.example"), o).status, 0);
   EXPECT_EQ(server::AllowedCorsOrigin("https://app.example", o), "https://app.example");
   EXPECT_EQ(server::AllowedCorsOrigin("https://evil.example", o), "");
+  o.cors_origins = {"https://app.example:443/"};  // a default port and a slash: the same origin
+  EXPECT_EQ(server::AllowedCorsOrigin("https://app.example", o), "https://app.example");
 }
 
 TEST(EdgePolicy, JsonRoutesTakeJsonOnly) {
@@ -82,6 +86,10 @@ TEST(EdgePolicy, JsonRoutesTakeJsonOnly) {
     r.content_type = good;
     EXPECT_EQ(server::CheckEdge(r, o).status, 0) << good;
   }
+  // No type from a browser: an untyped Blob body, which needs no preflight.
+  r.content_type = "";
+  r.sec_fetch_site = "same-origin";
+  EXPECT_EQ(server::CheckEdge(r, o).status, 415);
 }
 
 TEST(EdgePolicy, ForwardedForIsBelievedOnlyFromTrustedProxies) {
@@ -91,6 +99,8 @@ TEST(EdgePolicy, ForwardedForIsBelievedOnlyFromTrustedProxies) {
   EXPECT_EQ(server::ClientAddress("127.0.0.1", "1.1.1.1, 10.0.0.7", o), "10.0.0.7");
   EXPECT_EQ(server::ClientAddress("127.0.0.9", "10.0.0.7", o), "127.0.0.9");
   EXPECT_EQ(server::ClientAddress("127.0.0.1", "", o), "127.0.0.1");
+  // A dual-stack listener sees the proxy as an IPv4-mapped address.
+  EXPECT_EQ(server::ClientAddress("::ffff:127.0.0.1", "1.1.1.1,10.0.0.8", o), "10.0.0.8");
 }
 
 // ---- the live server ------------------------------------------------------------------------
@@ -409,6 +419,14 @@ TEST(HostileRemote, AllFetchesOfARequestShareOneDeadlineAndRunTogether) {
     EXPECT_NE(r->body.find("cannot fetch image"), std::string::npos) << r->body;
     EXPECT_LT(took, 20.0) << "the fetches did not share one deadline";
     EXPECT_GE(slow.max_running(), 2) << "the fetches ran one at a time";
+  }
+  {
+    // More URLs than --max-request-images (16): refused before anything is fetched.
+    SlowImageHost never(std::chrono::milliseconds(1));
+    auto r = srv.Client().Post("/v1/chat/completions", ImagesRequest(never, 17), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413) << r->body;
+    EXPECT_EQ(never.max_running(), 0);
   }
   {
     // Quick ones succeed, fetched several at once.
