@@ -72,6 +72,10 @@ int RunServe(ServeFlags f) {
   if (!port.ok()) return Fail(port.status().ToString());
   std::fprintf(stderr, "listening on http://%s:%d (model %s)\n", f.o.host.c_str(), *port,
                f.o.model_dir.c_str());
+  // Clients that reach the server by another name (a container's service name) get 421: say so.
+  std::string names = "IP addresses, localhost";
+  for (const std::string& h : f.o.edge.allowed_hosts) names += ", " + h;
+  std::fprintf(stderr, "answering Host: %s (more with --allowed-host NAME)\n", names.c_str());
   std::fflush(stderr);
   std::thread sig([&] {
     int s = 0;
