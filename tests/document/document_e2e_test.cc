@@ -381,6 +381,72 @@ TEST(DocumentE2E, ReplayV12ModelJsonMatchesReference) {
   }
 }
 
+namespace {
+
+// A blank 100x100 PNG in DIR/in/NAME.png (rendered at 200 DPI: 278x278 pixels).
+void WriteBlankPng(const std::string& dir, const std::string& name) {
+  mineru::RgbImage blank;
+  blank.width = blank.height = 100;
+  blank.pixels.assign(static_cast<size_t>(blank.width) * blank.height * 3, 255);
+  ::mkdir((dir + "/in").c_str(), 0755);
+  ASSERT_TRUE(mineru::WritePngFile(blank, dir + "/in/" + name + ".png").ok());
+}
+
+std::string V12Line(const std::string& box, const std::string& type) {
+  return "<|box_start|>" + box + "<|box_end|><|ref_start|>" + type + "<|ref_end|><|rotate_up|>\n";
+}
+
+}  // namespace
+
+// 1.2.1's prepare_for_extract (mineru_client.py, "Cropped block image has invalid size"): a block
+// whose Pillow crop is under a pixel wide is not sent and keeps content None. The replay lists one
+// answer per sent block, so the answers of the blocks around it stay theirs and no page fails;
+// MinerU 3.4.4 reads the None text as "" (vlm_magic_model.py), an empty text in content_list.json.
+TEST(DocumentE2E, ReplayV12DegenerateCropIsNotSent) {
+  const std::string d = TmpDir("v12_degenerate");
+  WriteBlankPng(d, "p");
+  // x 0.500..0.501 on 278 pixels: round(139.0) == round(139.278), a crop 0 pixels wide.
+  const std::string layout = V12Line("100 100 900 200", "text") + V12Line("500 300 501 400", "text") +
+                             V12Line("100 500 900 600", "text");
+  const Json replay = Json::array({{{"layout", layout}, {"blocks", {"first", "third"}}}});
+  ASSERT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
+  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
+                   "--no-layout-pictures"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json model = LoadJson(d + "/out/p/p_model.json")[0];
+  ASSERT_EQ(model.size(), 3u) << model.dump();
+  EXPECT_EQ(model[0]["content"], "first");
+  EXPECT_TRUE(model[1]["content"].is_null()) << model[1].dump();
+  EXPECT_EQ(model[2]["content"], "third");
+  const Json list = LoadJson(d + "/out/p/p_content_list.json");
+  ASSERT_EQ(list.size(), 3u) << list.dump();
+  EXPECT_EQ(list[1]["text"], "");
+  EXPECT_EQ(list[2]["text"], "third");
+}
+
+// 1.2.1's _cleanup_non_text_placeholder_blocks (post_process/__init__.py): an answer that is only
+// "[Non-Text]" (stripped) drops a text block, leaves a header's box with "" and an equation with
+// its placeholder (bracketed like any equation).
+TEST(DocumentE2E, ReplayV12NonTextAnswer) {
+  const std::string d = TmpDir("v12_non_text");
+  WriteBlankPng(d, "p");
+  const std::string layout = V12Line("100 020 900 060", "header") + V12Line("100 100 900 200", "text") +
+                             V12Line("100 300 900 400", "text") + V12Line("100 500 900 600", "equation");
+  const Json replay = Json::array(
+      {{{"layout", layout}, {"blocks", {" [Non-Text] ", "first", "  [Non-Text]\n", "[Non-Text]"}}}});
+  ASSERT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
+  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
+                   "--no-layout-pictures"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json model = LoadJson(d + "/out/p/p_model.json")[0];
+  ASSERT_EQ(model.size(), 3u) << model.dump();
+  EXPECT_EQ(model[0]["type"], "header");
+  EXPECT_EQ(model[0]["content"], "");
+  EXPECT_EQ(model[1]["content"], "first");
+  EXPECT_EQ(model[2]["type"], "equation");
+  EXPECT_EQ(model[2]["content"], "\\[\n[Non-Text]\n\\]");
+}
+
 // 1.2: a table ending one page and a table starting the next are asked about once every page is
 // done; the replay's "merges" of the second table's page answer, and a well-formed answer becomes
 // cell_merge on that table in NAME_model.json (a malformed one leaves the table as it was).
