@@ -83,8 +83,8 @@ EdgeVerdict CheckHost(const EdgeRequest& r, const EdgePolicyOptions& o) {
 
 EdgeVerdict CheckOrigin(const EdgeRequest& r, const EdgePolicyOptions& o) {
   if (r.method == "GET" || r.method == "HEAD" || r.method == "OPTIONS") return {};
-  const EdgeVerdict refused{403, "cross-origin requests that change state are refused (Origin '" + r.origin +
-                                     "'); start the server with --cors-origin ORIGIN to allow a site"};
+  EdgeVerdict refused{403, "cross-origin requests that change state are refused (Origin '" + r.origin +
+                               "'); start the server with --cors-origin ORIGIN to allow a site"};
   if (!r.origin.empty()) {
     if (!AllowedCorsOrigin(r.origin, o).empty()) return {};
     const std::string origin = Lower(Trim(r.origin));
