@@ -101,6 +101,13 @@ StatusOr<RemoteBodies> FetchRequestImages(const Json& body, const ServerOptions&
   return FetchRemoteImages(urls, fo);
 }
 
+// An image file's bytes (from a data URL or a fetched URL), decoded within limits.
+StatusOr<RgbImage> DecodeImageBytes(const std::string& bytes, const DecodeLimits& limits) {
+  auto img = DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), limits);
+  if (!img.ok()) return img.status().WithPrefix("image");
+  return img;
+}
+
 StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptions& opt,
                                        const RemoteBodies& remote, int64_t max_pixels) {
   DecodeLimits limits;
@@ -114,10 +121,7 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
     const auto fetched = remote.find(url);
     if (fetched == remote.end()) return InvalidArgumentError("image URLs must be data:, http:// or https://");
     if (!fetched->second.ok()) return fetched->second.status();
-    const std::string& body = *fetched->second;
-    auto img = DecodeImage(reinterpret_cast<const uint8_t*>(body.data()), body.size(), limits);
-    if (!img.ok()) return img.status().WithPrefix("image");
-    return img;
+    return DecodeImageBytes(*fetched->second, limits);
   }
   const size_t comma = url.find(',');
   if (comma == std::string::npos || url.substr(0, comma).find(";base64") == std::string::npos) {
@@ -131,11 +135,7 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
                             " characters");
   }
   if (!bytes) return InvalidArgumentError("invalid base64 in an image data URL");
-  // The analyzer reads the optional's assignment inside the try as a later reallocation.
-  // NOLINTNEXTLINE(clang-analyzer-cplusplus.InnerPointer)
-  auto img = DecodeImage(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), limits);
-  if (!img.ok()) return img.status().WithPrefix("image");
-  return img;
+  return DecodeImageBytes(*bytes, limits);
 }
 
 // Parses a chat-completion body into an engine request. Errors are the client's (400/413).
