@@ -34,6 +34,17 @@ function(mineru_library_uses target)
   set_property(GLOBAL APPEND PROPERTY MINERU_RESTRICTED_LIBRARIES ${target})
 endfunction()
 
+# Declares the version folders of a layer (read by cmake/check_layers.cmake, which enforces them):
+#   mineru_version_folders(<layer> REGISTRY <file> SHARED <folder>... AXES <axis>...)
+# src/<layer>/<axis>/<version>/ is one version of one axis (pipeline: extract/vlu_1_2/,
+# write/mineru_3_4/); versions never include each other; only the REGISTRY file names them.
+function(mineru_version_folders layer)
+  get_filename_component(here ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  if(NOT here STREQUAL layer)
+    message(FATAL_ERROR "mineru_version_folders(${layer} ...) called in src/${here}")
+  endif()
+endfunction()
+
 # The layer a target was defined in (the src/<layer>/ folder), or "" for anything else.
 function(_mineru_layer_of target out)
   set(${out} "" PARENT_SCOPE)

@@ -154,6 +154,40 @@ if(GENERATOR)
   configure(restricted_library_links_sibling FALSE "mineru_model_post \\(src/model\\) links mineru_model \\(src/model\\)")
 endif()
 
+# Version folders (mineru_version_folders): pipe/write/a and pipe/write/b are two versions of one
+# axis, pipe/doc is shared, pipe/versions.cc the registry.
+function(write_version_tree root)
+  write_good_tree(${root})
+  file(APPEND ${root}/src/pipe/CMakeLists.txt
+       "mineru_version_folders(pipe REGISTRY versions.cc SHARED doc AXES write)\n")
+  file(WRITE ${root}/src/pipe/doc/model.h "#pragma once\n#include \"base/b.h\"\n")
+  file(WRITE ${root}/src/pipe/write/writer.h "#pragma once\n#include \"pipe/doc/model.h\"\n")
+  file(WRITE ${root}/src/pipe/write/a/a.h "#pragma once\n#include \"pipe/write/writer.h\"\n")
+  file(WRITE ${root}/src/pipe/write/a/a.cc "#include \"pipe/write/a/a.h\"\n#include \"pipe/doc/model.h\"\n")
+  file(WRITE ${root}/src/pipe/write/b/b.h "#pragma once\n#include \"pipe/write/writer.h\"\n")
+  file(WRITE ${root}/src/pipe/versions.cc "#include \"pipe/write/a/a.h\"\n#include \"pipe/write/b/b.h\"\n")
+endfunction()
+
+write_version_tree(${T})
+expect_pass(version_folders_good ${T})
+
+write_version_tree(${T})
+file(APPEND ${T}/src/pipe/write/b/b.h "#include \"pipe/write/a/a.h\"\n")
+expect_fail(version_includes_another_version ${T}
+            "src/pipe/write/b/b.h:3: includes pipe/write/a/a.h: a version folder may not include another version's folder")
+
+write_version_tree(${T})
+file(APPEND ${T}/src/pipe/driver.cc "#include \"pipe/write/a/a.h\"\n")
+expect_fail(driver_names_a_version ${T} "src/pipe/driver.cc:3: includes pipe/write/a/a.h: only src/pipe/versions.cc may name a version folder")
+
+write_version_tree(${T})
+file(APPEND ${T}/src/pipe/doc/model.h "#include \"pipe/write/writer.h\"\n")
+expect_fail(shared_folder_reaches_up ${T} "src/pipe/doc/model.h:3: includes pipe/write/writer.h: a shared folder may include only the shared folders")
+
+write_version_tree(${T})
+file(APPEND ${T}/src/pipe/write/a/a.cc "#include \"pipe/driver.h\"\n")
+expect_fail(version_reaches_the_driver ${T} "src/pipe/write/a/a.cc:3: includes pipe/driver.h: a version folder may include only")
+
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} case(s) of the layer checks failed")
 endif()
