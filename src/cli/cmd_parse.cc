@@ -32,7 +32,7 @@ struct ParseFlags {
   std::string replay;
   std::string pages;
   std::string text_source = "model";
-  std::string vl_utils = "1.2";
+  std::string vl_utils = std::string(pipeline::kDefaultPipelineVersion);
   bool quiet = false;
   bool json = false;
   bool yes = false;
@@ -165,12 +165,9 @@ int ToParseOptions(const ParseFlags& f, pipeline::ParseOptions* opt) {
     opt->text_source = pipeline::TextSource::kAuto;
   else
     return Fail("--text-source must be auto, pdf or model");
-  if (f.vl_utils == "1.2")
-    opt->vl_utils = pipeline::VlUtilsVersion::k1_2;
-  else if (f.vl_utils == "0.1")
-    opt->vl_utils = pipeline::VlUtilsVersion::k0_1;
-  else
-    return Fail("--vl-utils must be 1.2 or 0.1");
+  StatusOr<pipeline::PipelineVersion> version = pipeline::PipelineVersionNamed(f.vl_utils);
+  if (!version.ok()) return Fail("--vl-utils: " + version.status().message());
+  opt->version = std::move(version).value();
   return 0;
 }
 
@@ -306,8 +303,7 @@ void AddParse(CLI::App& app, Action* run) {
   c->add_option("--text-source", f->text_source, "auto | pdf | model: where text/title blocks get their text")
       ->capture_default_str();
   c->add_option("--vl-utils", f->vl_utils,
-                "Extraction to reproduce: 1.2 (mineru-vl-utils 1.2.1 / MinerU 3.x, Pro checkpoints) or 0.1 "
-                "(0.1.17 / MinerU 2.5.4, the 2509 checkpoint's outputs)")
+                "Extraction and files to reproduce: " + pipeline::PipelineVersionChoices())
       ->capture_default_str();
   c->add_flag("--quiet", f->quiet, "No progress output");
   c->add_flag("--json", f->json, "Progress and results as JSON lines on stdout");

@@ -54,7 +54,8 @@ int RunServe(ServeFlags f) {
   f.o.engine.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
   if (f.o.web_dir.empty()) f.o.web_dir = std::string(MINERU_SOURCE_DIR) + "/web/dist";
   if (f.o.port < 0 || f.o.port > 65535) return Fail("--port must be 0..65535");
-  if (f.o.vl_utils != "0.1" && f.o.vl_utils != "1.2") return Fail("--vl-utils must be 1.2 or 0.1");
+  if (auto v = pipeline::PipelineVersionNamed(f.o.vl_utils); !v.ok())
+    return Fail("--vl-utils: " + v.status().message());
   if (!ResolveApiKey(f))
     return Fail("--api-key-file: give it alone, as a readable file whose first line is the key");
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
@@ -170,7 +171,7 @@ void AddDocumentFlags(CLI::App* c, ServeFlags* f) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--vl-utils", f->o.vl_utils,
-                "Document extraction: 0.1 (mineru-vl-utils 0.1.17, 2509 outputs) or 1.2 (1.2.1, MinerU 3.x)")
+                "Extraction and files of document jobs: " + pipeline::PipelineVersionChoices())
       ->capture_default_str();
 }
 

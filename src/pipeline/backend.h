@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 #include "image/image.h"
-#include "pipeline/layout.h"
+#include "pipeline/doc/blocks.h"
 
 namespace mineru::pipeline {
 
@@ -31,7 +31,8 @@ class Backend {
   // Raw layout output (special tokens kept) for the page's layout image. global_page numbers the
   // pages of one run in document order across all inputs. Must be thread-safe: several pages are
   // in flight at once.
-  virtual StatusOr<std::string> Layout(int global_page, const RgbImage& layout_image) = 0;
+  // task: the layout image with the extraction version's layout prompt and sampling (type "").
+  virtual StatusOr<std::string> Layout(int global_page, const RecognitionTask& task) = 0;
   // One raw output per task, in order; a failed task fails only itself. All tasks of a page are
   // submitted together so an engine can batch them.
   virtual std::vector<StatusOr<std::string>> Recognize(int global_page,

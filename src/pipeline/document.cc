@@ -16,15 +16,9 @@
 #include "base/mapped_file.h"
 #include "image/decode.h"
 #include "image/resize.h"
-#include "pipeline/assemble.h"
-#include "pipeline/assemble_v34.h"
-#include "pipeline/crop_geometry.h"
-#include "pipeline/cross_page_table.h"
+#include "pipeline/common/crop_geometry.h"
 #include "pipeline/layout_picture.h"
-#include "pipeline/layout_v12.h"
 #include "pipeline/pdf_text.h"
-#include "pipeline/post_process.h"
-#include "pipeline/post_process_v12.h"
 #include "pipeline/table_images.h"
 
 namespace mineru::pipeline {
@@ -83,66 +77,6 @@ std::string CropFileName(const std::string& span_type, const std::string& page_m
   return Sha256Hex(AssemblyCropHashInput(span_type, page_md5, page_idx, bbox)) + ".jpg";
 }
 
-// The layout of one page and the stage II requests it leads to, per extraction version.
-struct PagePlan {
-  std::vector<LayoutBlock> layout;
-  std::vector<ExtractRequest> requests;  // layout order
-  std::vector<bool> absorbed;            // 1.2: images absorbed by a table
-  std::vector<std::optional<std::string>> recognised;
-};
-
-PagePlan PlanPage(const std::string& raw, const ParseOptions& opt, int page_w, int page_h) {
-  PagePlan p;
-  if (opt.vl_utils == VlUtilsVersion::k1_2) {
-    p.layout = ParseLayoutOutputV12(raw);
-    ExtractPlan e = PlanExtractV12(p.layout, page_w, page_h, opt.image_analysis);
-    p.requests = std::move(e.requests);
-    p.absorbed = std::move(e.absorbed);
-    p.recognised.resize(p.layout.size());
-    return p;
-  }
-  p.layout = ParseLayoutOutput(raw);
-  p.recognised.resize(p.layout.size());
-  for (size_t idx : RecognitionIndices(p.layout)) {
-    const LayoutBlock& b = p.layout[idx];
-    ExtractRequest r;
-    r.index = idx;
-    r.crop = PlanBlockCrop(b.x1, b.y1, b.x2, b.y2, b.angle, page_w, page_h);
-    if (r.crop.empty) {  // 0.1.x: an empty crop gives an empty content, no request
-      p.recognised[idx] = std::string();
-      continue;
-    }
-    r.prompt = std::string(PromptForType(b.type));
-    r.sampling = SamplingForType(b.type);
-    p.requests.push_back(std::move(r));
-  }
-  return p;
-}
-
-// MinerU 2.5.4's assembly (assemble.cc) knows the 2509 types only. Until the 3.4.4 files are
-// reproduced, 1.2 blocks are mapped onto those for middle.json, Markdown and content_list.json
-// (model.json keeps the 1.2 types): titles -> title, index/formula_number -> text, chart -> image,
-// caption/footnote -> image_caption/image_footnote, image_block -> dropped (its images stand alone).
-std::vector<ContentBlock> BridgeTypesForAssembly(std::vector<ContentBlock> blocks) {
-  std::vector<ContentBlock> out;
-  for (auto& b : blocks) {
-    if (b.type == "doc_title" || b.type == "paragraph_title")
-      b.type = "title";
-    else if (b.type == "index" || b.type == "formula_number")
-      b.type = "text";
-    else if (b.type == "chart")
-      b.type = "image";
-    else if (b.type == "caption")
-      b.type = "image_caption";
-    else if (b.type == "footnote")
-      b.type = "image_footnote";
-    else if (b.type == "image_block")
-      continue;
-    out.push_back(std::move(b));
-  }
-  return out;
-}
-
 }  // namespace
 
 int DocumentReport::failed_pages() const {
@@ -166,8 +100,8 @@ namespace {
 // Everything one page produces; the page image itself is dropped before this is kept.
 struct PageResult {
   PageReport report;
-  PageInput input;
-  std::vector<ContentBlock> model_blocks;  // what NAME_model.json holds for the page
+  PageInput input;  // blocks: what NAME_model.json holds for the page
+  Json assembled;   // the writer's assembled page (null: not assembled, e.g. a failed page)
   std::string md5;
 };
 
@@ -177,25 +111,6 @@ InlineImageWriteFn InlineImageWriter(const std::string& images_dir) {
     const std::string path = images_dir + "/" + name;
     if (!FileExists(path)) (void)WriteStringToFile(path, bytes);
   };
-}
-
-// MinerU 3.4.4's files for the 1.2 extraction (model.json blocks as they are after all pages), in
-// its write order: NAME.md, NAME_content_list.json, NAME_content_list_v2.json, NAME_middle.json
-// (md and the content lists normalise middle.json's text spans in place).
-Status WriteOutputsV34(const std::string& base, const std::vector<std::vector<ContentBlock>>& model_pages,
-                       std::vector<PageInput> pages, const ImagePathFn& image_path,
-                       const std::string& images_dir) {
-  for (size_t i = 0; i < pages.size() && i < model_pages.size(); ++i) pages[i].blocks = model_pages[i];
-  AssembleV34Options o;
-  o.image_path = image_path;
-  o.write_inline_image = InlineImageWriter(images_dir);
-  Json middle = MiddleJsonV34(pages, o);
-  const OutputsV34 out = MakeOutputsV34(middle, "images");
-  Status s = WriteStringToFile(base + ".md", out.markdown);
-  if (s.ok()) s = WriteStringToFile(base + "_content_list.json", DumpJson(out.content_list));
-  if (s.ok()) s = WriteStringToFile(base + "_content_list_v2.json", DumpJson(out.content_list_v2));
-  if (s.ok()) s = WriteStringToFile(base + "_middle.json", DumpJson(middle));
-  return s;
 }
 
 // A page's first error is the one reported.
@@ -273,14 +188,13 @@ void RecognizeBlocks(const PageImage& pg, const std::vector<const ExtractRequest
 }
 
 // A crop writer for images/: cuts the span's box (pixel box from box_of) once per file name.
-template <typename BoxOf>
-std::function<std::string(const CropRequest&)> CropWriter(const PageImage& pg, const std::string& md5,
-                                                          const std::string& images_dir, BoxOf box_of) {
-  return [&pg, md5, images_dir, box_of](const CropRequest& c) {
+ImagePathFn CropWriter(const PageImage& pg, const std::string& md5, const std::string& images_dir) {
+  return [&pg, md5, images_dir](const CropRequest& c) {
     std::string name = CropFileName(c.span_type, md5, c.page_idx, c.bbox);
     const std::string path = images_dir + "/" + name;
     if (!FileExists(path)) {
-      PixelBox box = box_of(c.bbox, pg.scale);
+      const PixelBox box =
+          c.round_out ? AssemblyCropBoxV34(c.bbox, pg.scale) : AssemblyCropBox(c.bbox, pg.scale);
       RgbImage crop = Crop(pg.image, box.x0, box.y0, box.x1, box.y1);
       if (crop.width > 0 && crop.height > 0) (void)WriteJpegFile(crop, path, 95);
     }
@@ -288,23 +202,15 @@ std::function<std::string(const CropRequest&)> CropWriter(const PageImage& pg, c
   };
 }
 
-// Crops for images/ (image, table, equation spans; 3.4.4 also chart spans and image_block members
-// with floor/ceil pixel boxes) are cut now, while the page image is here.
-void SaveCrops(const PageResult& res, const PageImage& pg, const ParseOptions& opt,
-               const std::string& images_dir) {
-  if (opt.vl_utils == VlUtilsVersion::k1_2) {
-    AssembleV34Options save34;
-    save34.image_path = CropWriter(pg, res.md5, images_dir, AssemblyCropBoxV34);
-    save34.write_inline_image = InlineImageWriter(images_dir);
-    PageInput raw = res.input;
-    raw.blocks = res.model_blocks;
-    (void)MiddleJsonV34({raw}, save34);
-  } else {
-    AssembleOptions save;
-    save.version_name = opt.version_name;
-    save.image_path = CropWriter(pg, res.md5, images_dir, AssemblyCropBox);
-    (void)PageInfoJson(res.input, save);
-  }
+// The page's assembly by the output writer, while the page image is here: the crops it asks for
+// (its spans' boxes in points, cut from the page image with the writer's pixel rounding) are saved
+// under images/ now.
+Json AssemblePage(const PageResult& res, const PageImage& pg, const ParseOptions& opt,
+                  const std::string& images_dir) {
+  PageMedia media;
+  media.image_path = CropWriter(pg, res.md5, images_dir);
+  media.write_inline_image = InlineImageWriter(images_dir);
+  return opt.version.writer->AssemblePage(res.input, media);
 }
 
 PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, int global_page,
@@ -324,25 +230,21 @@ PageResult ProcessPageOrThrow(const InputDocument& doc, int page, int page_idx, 
   pin.width_pt = pg.width_pt;
   pin.height_pt = pg.height_pt;
   res.md5 = Md5Hex(pg.image.pixels.data(), pg.image.pixels.size());
+  const ExtractionPolicy& policy = *opt.version.extract;
   RgbImage layout_image = ResizeBicubic(pg.image, opt.layout_image_size, opt.layout_image_size);
-  auto raw = backend.Layout(global_page, layout_image);
+  auto raw = backend.Layout(global_page,
+                            {&layout_image, "", std::string(policy.LayoutPrompt()), policy.LayoutSampling()});
   if (!raw.ok()) {
     FailPage(&pr, raw.status().WithPrefix("layout"));
     return res;
   }
-  PagePlan plan = PlanPage(*raw, opt, pg.image.width, pg.image.height);
+  PagePlan plan = policy.PlanPage(*raw, pg.image.width, pg.image.height);
   pr.blocks = static_cast<int>(plan.layout.size());
   const std::vector<const ExtractRequest*> model_reqs = TakeTextFromPdf(doc, page, pg, opt, &plan, &pr);
   std::vector<TableImageTokens> table_tokens(plan.layout.size());
   RecognizeBlocks(pg, model_reqs, global_page, backend, &plan, &table_tokens, &pr);
-  if (opt.vl_utils == VlUtilsVersion::k1_2) {
-    res.model_blocks = PostProcessPageV12(plan.layout, plan.recognised, plan.absorbed, table_tokens);
-    pin.blocks = BridgeTypesForAssembly(res.model_blocks);
-  } else {
-    pin.blocks = PostProcessPage(plan.layout, plan.recognised);
-    res.model_blocks = pin.blocks;
-  }
-  SaveCrops(res, pg, opt, images_dir);
+  pin.blocks = policy.PostProcess(plan, table_tokens);
+  res.assembled = AssemblePage(res, pg, opt, images_dir);
   char name[64];
   std::snprintf(name, sizeof(name), "/page_%04d.png", page + 1);
   if (opt.layout_pictures) {
@@ -395,32 +297,31 @@ DocumentReport ParseDocument(const std::string& input_path, const ParseOptions& 
 
 namespace {
 
-// 1.2.1's cross-page table questions, asked together once every page is done (as the client does
-// at the end of its batch). Pairs must be pages next to each other in the file. An answer becomes
-// cell_merge on the second table, in model.json and in the assembly's input (where that table is
-// still the page's first table); a failed or malformed answer leaves the tables as they were.
-void AskCrossPageTables(const std::vector<PageResult>& results, int first_global, Backend& backend,
-                        std::vector<std::vector<ContentBlock>>* model_pages, std::vector<PageInput>* inputs) {
-  std::vector<CrossPageTask> tasks;
-  for (CrossPageTask& t : CrossPageTableTasks(*model_pages)) {
-    if (results[t.curr_page].report.page == results[t.prev_page].report.page + 1)
-      tasks.push_back(std::move(t));
+// The extraction version's questions about the whole document (1.2.1: cross-page tables), asked
+// together once every page is done (as the client does at the end of its batch). A page whose
+// blocks an answer changed is assembled again by the writer (its part dropped).
+void AskDocumentQuestions(const ExtractionPolicy& policy, int first_global, Backend& backend,
+                          std::vector<PageResult>* results) {
+  std::vector<std::vector<ContentBlock>> pages;
+  std::vector<int> numbers;
+  for (const PageResult& r : *results) {
+    pages.push_back(r.input.blocks);
+    numbers.push_back(r.report.page);
   }
-  if (tasks.empty()) return;
+  const std::vector<DocumentQuestion> questions = policy.DocumentQuestions(pages, numbers);
+  if (questions.empty()) return;
   std::vector<Backend::TextRequest> requests;
-  for (const CrossPageTask& t : tasks)
-    requests.push_back({first_global + t.curr_page, t.prompt, CrossPageSampling()});
+  for (const DocumentQuestion& q : questions)
+    requests.push_back({first_global + q.page, q.prompt, q.sampling});
   const std::vector<StatusOr<std::string>> answers = backend.AskText(requests);
-  for (size_t i = 0; i < tasks.size() && i < answers.size(); ++i) {
-    if (!answers[i].ok()) continue;
-    const CrossPageTask& t = tasks[i];
-    const std::optional<std::vector<int>> cell_merge = CellMergeFromAnswer(t, *answers[i]);
-    if (!cell_merge) continue;
-    (*model_pages)[t.curr_page][t.curr_block].cell_merge = cell_merge;
-    for (ContentBlock& b : (*inputs)[t.curr_page].blocks) {
-      if (b.type != "table") continue;
-      b.cell_merge = cell_merge;
-      break;
+  for (size_t i = 0; i < questions.size() && i < answers.size(); ++i) {
+    if (answers[i].ok()) questions[i].apply(*answers[i], &pages);
+  }
+  for (size_t p = 0; p < results->size(); ++p) {
+    PageResult& r = (*results)[p];
+    if (r.input.blocks != pages[p]) {
+      r.input.blocks = std::move(pages[p]);
+      r.assembled = Json();
     }
   }
 }
@@ -475,35 +376,29 @@ Status RunPages(const InputDocument& doc, const std::vector<int>& pages, int fir
   return Status::Ok();
 }
 
-// Assembly over all pages (cross-page steps) and the document's files; crop names are recomputed
-// from the page digests.
-Status WriteDocument(const DocumentReport& rep, const std::vector<PageResult>& results, int first_global,
+// The document's files from its pages (the writer's assembled parts, kept since each page was done);
+// crop names are recomputed from the page digests for pages assembled again.
+Status WriteDocument(const DocumentReport& rep, std::vector<PageResult>& results, int first_global,
                      const ParseOptions& opt, Backend& backend) {
-  std::vector<std::vector<ContentBlock>> model_pages;
-  std::vector<PageInput> page_inputs;
-  for (const PageResult& r : results) {
-    model_pages.push_back(r.model_blocks);
-    page_inputs.push_back(r.input);
+  AskDocumentQuestions(*opt.version.extract, first_global, backend, &results);
+  std::vector<PageInput> pages;
+  std::vector<Json> parts;
+  std::vector<std::string> md5s;
+  for (PageResult& r : results) {
+    pages.push_back(std::move(r.input));
+    parts.push_back(std::move(r.assembled));
+    md5s.push_back(r.md5);
   }
-  if (opt.vl_utils == VlUtilsVersion::k1_2)
-    AskCrossPageTables(results, first_global, backend, &model_pages, &page_inputs);
-  AssembleOptions names;
-  names.version_name = opt.version_name;
-  const int total = static_cast<int>(results.size());
-  names.image_path = [&](const CropRequest& c) {
+  DocumentFiles files;
+  files.dir = rep.output_dir;
+  files.name = rep.name;
+  const int total = static_cast<int>(md5s.size());
+  files.media.image_path = [&md5s, total](const CropRequest& c) {
     const bool known = c.page_idx >= 0 && c.page_idx < total;
-    return CropFileName(c.span_type, known ? results[c.page_idx].md5 : std::string(), c.page_idx, c.bbox);
+    return CropFileName(c.span_type, known ? md5s[c.page_idx] : std::string(), c.page_idx, c.bbox);
   };
-  const std::string base = rep.output_dir + "/" + rep.name;
-  MINERU_RETURN_IF_ERROR(WriteStringToFile(base + "_model.json", DumpJson(ModelJson(model_pages))));
-  if (opt.vl_utils == VlUtilsVersion::k1_2) {
-    return WriteOutputsV34(base, model_pages, page_inputs, names.image_path, rep.output_dir + "/images");
-  }
-  Json middle = MiddleJson(page_inputs, names);
-  MINERU_RETURN_IF_ERROR(WriteStringToFile(base + "_middle.json", DumpJson(middle)));
-  MINERU_RETURN_IF_ERROR(
-      WriteStringToFile(base + "_content_list.json", DumpJson(ContentListFromMiddle(middle, "images"))));
-  return WriteStringToFile(base + ".md", MarkdownFromMiddle(middle));
+  files.media.write_inline_image = InlineImageWriter(rep.output_dir + "/images");
+  return opt.version.writer->WriteDocument(pages, std::move(parts), files);
 }
 
 void ReportDocument(const ProgressFn& progress, ProgressEvent::Kind kind, const std::string& input,
@@ -523,6 +418,10 @@ DocumentReport ParseDocumentOrThrow(const std::string& input_path, const ParseOp
   rep.input = input_path;
   rep.name = DocumentName(input_path);
   rep.output_dir = opt.output_dir + "/" + rep.name;
+  if (!opt.version.extract || !opt.version.writer) {
+    rep.status = InvalidArgumentError("no extraction policy or output writer chosen");
+    return rep;
+  }
   auto doc = InputDocument::Open(input_path, opt.limits);
   if (!doc.ok()) {
     rep.status = doc.status();

@@ -1,6 +1,8 @@
-// pipeline/document.h — MinerU's two-stage parse of one input file into its output folder:
-//   DIR/NAME/NAME.md, NAME_content_list.json, NAME_middle.json, NAME_model.json,
-//   images/ (crops of image/table/equation spans), layout/page_NNNN.png (one per page).
+// pipeline/document.h — the driver: MinerU's two-stage parse of one input file into its output folder,
+//   DIR/NAME/ with the output version's files (NAME.md, NAME_middle.json, NAME_model.json, ...),
+//   images/ (the crops the writer asks for), layout/page_NNNN.png (one per page).
+// It walks each page through the options' ExtractionPolicy and the document through its
+// OutputWriter (versions.h) without knowing which versions they are.
 // Pages are processed one at a time: only the page in flight is held in memory. A page that fails
 // (render, layout, recognition) is reported and left empty; the rest of the document completes.
 #pragma once
@@ -13,14 +15,11 @@
 
 #include "pipeline/backend.h"
 #include "pipeline/page_source.h"
+#include "pipeline/versions.h"
 
 namespace mineru::pipeline {
 
 enum class TextSource { kModel, kPdf, kAuto };
-
-// Which mineru-vl-utils extraction to reproduce: 0.1.17 (MinerU 2.5.4, the 2509 checkpoint's outputs)
-// or 1.2.1 (MinerU 3.4.4: new block types, Image Analysis requests, 1.2.1 post-processing).
-enum class VlUtilsVersion { k0_1, k1_2 };
 
 struct ParseOptions {
   std::string output_dir = "output";
@@ -30,9 +29,9 @@ struct ParseOptions {
   bool page_images = false;  // also write pages/page_NNNN.png (the page, long side <= 1600 px)
   int layout_image_size = 1036;
   InputLimits limits;
-  std::string version_name = "2.5.4";
-  VlUtilsVersion vl_utils = VlUtilsVersion::k0_1;
-  bool image_analysis = true;  // 1.2 only: send image/chart blocks to "\nImage Analysis:"
+  // Which extraction runs and which MinerU files are written (versions.h); the default is
+  // kDefaultPipelineVersion, the same for every command and API.
+  PipelineVersion version = DefaultPipelineVersion();
 
   // Pages processed concurrently (their requests batch together in the engine). Memory holds at
   // most this many page images at once.

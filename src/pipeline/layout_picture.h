@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "image/image.h"
-#include "pipeline/layout.h"
+#include "pipeline/doc/blocks.h"
 
 namespace mineru::pipeline {
 

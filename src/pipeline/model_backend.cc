@@ -13,9 +13,9 @@ class ModelBackend : public Backend {
  public:
   ModelBackend(Engine* e, const ModelBackendOptions& o) : engine_(e), opt_(o) {}
 
-  StatusOr<std::string> Layout(int, const RgbImage& image) override {
-    auto h = Submit(image, std::string(PromptForTask(Task::kLayout)), SamplingForTask(Task::kLayout),
-                    opt_.max_layout_tokens);
+  StatusOr<std::string> Layout(int, const RecognitionTask& task) override {
+    if (!task.image) return InvalidArgumentError("missing layout image");
+    auto h = Submit(*task.image, task.prompt, task.sampling, opt_.max_layout_tokens);
     if (!h.ok()) return h.status();
     return Collect(**h);
   }

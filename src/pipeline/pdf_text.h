@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "pdf/pdf.h"
-#include "pipeline/layout.h"
+#include "pipeline/doc/blocks.h"
 
 namespace mineru::pipeline {
 

@@ -24,7 +24,7 @@ class ReplayBackend : public Backend {
   ReplayBackend(std::vector<ReplayPage> pages, int delay_ms)
       : pages_(std::move(pages)), delay_ms_(delay_ms) {}
 
-  StatusOr<std::string> Layout(int page, const RgbImage&) override {
+  StatusOr<std::string> Layout(int page, const RecognitionTask&) override {
     if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
     if (page < 0 || page >= static_cast<int>(pages_.size())) {
       return NotFoundError("replay file has no entry for page " + std::to_string(page + 1));

@@ -15,8 +15,7 @@
 #include <vector>
 
 #include "image/image.h"
-#include "pipeline/layout.h"
-#include "pipeline/post_process_v12.h"
+#include "pipeline/doc/blocks.h"
 
 namespace mineru::pipeline {
 

@@ -215,8 +215,14 @@ class StoredOutputs final : public OutputReader {
   std::string id_;
 };
 
-// The MinerU version whose files the server writes: 3.4.4 for the 1.2 extraction, else 2.5.4.
-const char* MinerUVersion(const Server::State& st) { return st.opt.vl_utils == "1.2" ? "3.4.4" : "2.5.4"; }
+// The pipeline version of document jobs (validated when the server starts, as `parse` does).
+pipeline::PipelineVersion VersionOf(const Server::State& st) {
+  StatusOr<pipeline::PipelineVersion> v = pipeline::PipelineVersionNamed(st.opt.vl_utils);
+  return v.ok() ? std::move(v).value() : pipeline::DefaultPipelineVersion();
+}
+
+// The MinerU version whose files the server writes.
+std::string MinerUVersion(const Server::State& st) { return std::string(VersionOf(st).writer->version()); }
 
 // mineru-api's per-document result: file contents as strings (as MinerU's API returns them).
 Json DocumentResult(OutputReader& out, const std::string& name, const ParseRequest& p) {
@@ -251,7 +257,7 @@ pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p
   o.limits.pdf.render_timeout_s = st.opt.page_render_timeout_s;
   o.limits.image.max_pixels = st.opt.max_image_pixels;
   o.page_images = true;
-  o.vl_utils = st.opt.vl_utils == "1.2" ? pipeline::VlUtilsVersion::k1_2 : pipeline::VlUtilsVersion::k0_1;
+  o.version = VersionOf(st);
   o.cancel = &st.draining;
   return o;
 }

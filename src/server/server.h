@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "engine/engine.h"
 #include "pipeline/backend.h"
+#include "pipeline/versions.h"
 #include "server/edge_policy.h"
 #include "server/job_store.h"
 #include "server/metrics.h"
@@ -74,8 +75,9 @@ struct ServerOptions {
   size_t max_connections = 1024;       // open connections; one more is answered 503 at once
   size_t max_waiting_requests = 1024;  // complete requests waiting for an HTTP thread; one more: 503
   int send_buffer_kb = 0;              // per connection; 0: the kernel sizes it (up to net.ipv4.tcp_wmem)
-  std::string vl_utils = "0.1";        // document extraction: "0.1" (0.1.17, 2509 outputs) or "1.2" (1.2.1)
-  std::string replay;                  // document jobs use recorded outputs (tests)
+  // Document extraction and files (pipeline/versions.h): the same default as `parse`.
+  std::string vl_utils = std::string(pipeline::kDefaultPipelineVersion);
+  std::string replay;  // document jobs use recorded outputs (tests)
   int replay_delay_ms = 0;
   std::string web_dir;  // built web page (web/dist)
   // Host names, cross-site origins and proxies the server trusts (server/edge_policy.h); its

@@ -12,7 +12,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto b = mineru::pipeline::MakeReplayBackend(path);
   if (b.ok()) {
     mineru::RgbImage img;
-    (void)(*b)->Layout(0, img);
+    mineru::pipeline::RecognitionTask layout;
+    layout.image = &img;
+    (void)(*b)->Layout(0, layout);
     (void)(*b)->Recognize(0, {});
   }
   return 0;

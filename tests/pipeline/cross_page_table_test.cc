@@ -10,8 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/cross_page_table.h"
-#include "pipeline/py_text.h"
+#include "pipeline/common/py_text.h"
+#include "pipeline/doc/json.h"
+#include "pipeline/extract/vlu_1_2/cross_page_table.h"
 
 namespace mineru::pipeline {
 namespace {

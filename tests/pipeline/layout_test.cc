@@ -2,8 +2,8 @@
 // mineru-vl-utils 0.1.x (parse_layout_output, prepare_for_extract, resize_by_need) and Pillow.
 #include <gtest/gtest.h>
 
-#include "pipeline/crop_geometry.h"
-#include "pipeline/layout.h"
+#include "pipeline/common/crop_geometry.h"
+#include "pipeline/extract/vlu_0_1/layout.h"
 
 namespace mineru::pipeline {
 namespace {

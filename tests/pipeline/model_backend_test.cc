@@ -6,7 +6,7 @@
 #include "../model/golden_util.h"
 #include "engine/chat.h"
 #include "engine/engine.h"
-#include "pipeline/cross_page_table.h"
+#include "pipeline/extract/vlu_1_2/cross_page_table.h"
 #include "pipeline/model_backend.h"
 
 namespace mineru::pipeline {

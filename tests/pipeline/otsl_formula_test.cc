@@ -2,8 +2,8 @@
 // mineru-vl-utils post_process (otsl2html.py, equation_*.py) at the 2509-era chain.
 #include <gtest/gtest.h>
 
-#include "pipeline/formula.h"
-#include "pipeline/otsl.h"
+#include "pipeline/common/formula.h"
+#include "pipeline/common/otsl.h"
 
 namespace mineru::pipeline {
 namespace {

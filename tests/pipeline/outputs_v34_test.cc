@@ -15,9 +15,10 @@
 
 #include <gtest/gtest.h>
 
-#include "pipeline/assemble_v34.h"
-#include "pipeline/crop_geometry.h"
-#include "pipeline/html_dom.h"
+#include "pipeline/common/crop_geometry.h"
+#include "pipeline/common/html_dom.h"
+#include "pipeline/doc/json.h"
+#include "pipeline/write/mineru_3_4/assemble.h"
 
 namespace mineru::pipeline {
 namespace {

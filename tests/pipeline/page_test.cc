@@ -3,8 +3,9 @@
 // Every expectation is derived by hand from the reference code paths named in the comments.
 #include <gtest/gtest.h>
 
-#include "pipeline/assemble.h"
-#include "pipeline/post_process.h"
+#include "pipeline/doc/json.h"
+#include "pipeline/extract/vlu_0_1/post_process.h"
+#include "pipeline/write/mineru_2_5/assemble.h"
 
 namespace mineru::pipeline {
 namespace {

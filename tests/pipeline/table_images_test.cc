@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "image/resize.h"
-#include "pipeline/post_process_v12.h"
+#include "pipeline/extract/vlu_1_2/post_process.h"
 #include "pipeline/table_images.h"
 
 namespace mineru::pipeline {

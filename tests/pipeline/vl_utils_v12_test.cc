@@ -11,9 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/formula.h"
-#include "pipeline/layout_v12.h"
-#include "pipeline/post_process_v12.h"
+#include "pipeline/common/formula.h"
+#include "pipeline/doc/json.h"
+#include "pipeline/extract/vlu_1_2/layout.h"
+#include "pipeline/extract/vlu_1_2/post_process.h"
 
 namespace mineru::pipeline {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "../model/golden_util.h"
 #include "../util/pdf_writer.h"
+#include "../util/run_cli.h"
 #include "../util/sanitizers.h"
 #include "server/base64.h"
 #include "server_harness.h"
@@ -294,6 +295,37 @@ TEST_F(ServerTest, FileParseAndTasks) {
   EXPECT_EQ(cli.Post("/file_parse", junk)->status, 400);
   EXPECT_EQ(cli.Post("/tasks", junk)->status, 400);
   EXPECT_EQ(cli.Post("/file_parse", "{}", "application/json")->status, 400);
+}
+
+// One version setting: with no version flag, `serve`'s document API and `parse` write the same
+// MinerU version's files, byte for byte on the same recorded outputs (issue 36).
+TEST_F(ServerTest, ServeAndParseWriteTheSameMinerUVersionByDefault) {
+  StartServer();
+  const std::string pdf = MakePdf({TextPage("One"), TextPage("Two")});
+  httplib::MultipartFormDataItems form = {{"files", pdf, "report.pdf", "application/pdf"},
+                                          {"return_md", "true", "", ""},
+                                          {"return_middle_json", "true", "", ""}};
+  auto r = srv_.Client().Post("/file_parse", form);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json served = Json::parse(r->body);
+  const Json& doc = served["results"]["report"];
+
+  const std::string in = dir_ + "/report.pdf";
+  ASSERT_TRUE(WriteStringToFile(in, pdf).ok());
+  const mineru::testing::CmdResult cli =
+      mineru::testing::RunCli({"parse", "--quiet", "--replay", replay_, "-o", dir_ + "/cli", in});
+  ASSERT_EQ(cli.code, 0) << cli.err;
+  auto read = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const Json middle = Json::parse(read(dir_ + "/cli/report/report_middle.json"));
+
+  EXPECT_EQ(served["version"], "3.4.4");  // today's MinerU files unless asked for older ones
+  EXPECT_EQ(middle["_version_name"], served["version"]);
+  EXPECT_EQ(Json::parse(doc["middle_json"].get<std::string>())["_version_name"], served["version"]);
+  EXPECT_EQ(doc["md_content"].get<std::string>(), read(dir_ + "/cli/report/report.md"));
 }
 
 TEST_F(ServerTest, JobSurvivesKill9) {
