@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/assemble.h"
-#include "pipeline/cross_page_table.h"
-#include "pipeline/formula.h"
-#include "pipeline/layout.h"
-#include "pipeline/layout_v12.h"
-#include "pipeline/otsl.h"
-#include "pipeline/post_process.h"
-#include "pipeline/post_process_v12.h"
-#include "pipeline/py_text.h"
+#include "pipeline/common/formula.h"
+#include "pipeline/common/otsl.h"
+#include "pipeline/common/py_text.h"
+#include "pipeline/extract/vlu_0_1/layout.h"
+#include "pipeline/extract/vlu_0_1/post_process.h"
+#include "pipeline/extract/vlu_1_2/cross_page_table.h"
+#include "pipeline/extract/vlu_1_2/layout.h"
+#include "pipeline/extract/vlu_1_2/post_process.h"
+#include "pipeline/write/mineru_2_5/assemble.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mineru::pipeline;
