@@ -1,14 +1,13 @@
-// download/download.cc — hub listing, file selection, resumable verified transfers.
+// download/download.cc — the download job: lists a repository's files on Hugging Face or
+// ModelScope, plans what the engine needs, and fetches each file into the model directory,
+// resumed with HTTP Range requests, retried, checked against the size and SHA-256 the hub
+// advertises and renamed into place. Not the names and URLs of hubs, repos and files (hub.cc) nor
+// the files on disk (.part files, hashes, the directory lock: local_files.cc).
 #include "download/download.h"
 #include "base/json_parse.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -18,13 +17,11 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
-#include "base/hash.h"
-#include "base/mapped_file.h"
+#include "download/download_internal.h"
 #include "net/http.h"
 
 namespace mineru {
@@ -36,24 +33,19 @@ using net::HttpResult;
 using net::ResponseHead;
 using net::UrlHost;
 
+using download_internal::DirLock;
+using download_internal::EndsWith;
+using download_internal::FileSize;
+using download_internal::HashFile;
+using download_internal::kIndexName;
+using download_internal::kRequiredSmall;
+using download_internal::kSingleName;
+using download_internal::kSmallFiles;
+using download_internal::Lower;
+using download_internal::PartFile;
+using download_internal::ShardsOfIndex;
+
 namespace {
-
-constexpr const char* kIndexName = "model.safetensors.index.json";
-constexpr const char* kSingleName = "model.safetensors";
-// Small files the engine reads, in download order. The first three are required.
-constexpr const char* kSmallFiles[] = {"config.json",           "preprocessor_config.json",
-                                       "tokenizer.json",        "generation_config.json",
-                                       "tokenizer_config.json", "chat_template.json"};
-constexpr int kRequiredSmall = 3;
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 bool IsHex64(const std::string& s) {
   if (s.size() != 64) return false;
@@ -74,156 +66,10 @@ std::string HumanBytes(uint64_t n) {
   return buf;
 }
 
-// A shard name from an index: a plain file name in the repo root ending in .safetensors.
-bool IsSafeShardName(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name[0] == '.') return false;
-  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos) return false;
-  if (name.find('\0') != std::string::npos) return false;
-  const std::string suffix = ".safetensors";
-  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::optional<uint64_t> FileSize(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  return static_cast<uint64_t>(st.st_size);
-}
-
-// Adds an fd's whole contents (from offset 0) to *h; leaves the offset at the end.
-bool HashFd(int fd, Sha256* h, uint64_t* bytes) {
-  std::vector<char> buf(1 << 20);
-  *bytes = 0;
-  if (::lseek(fd, 0, SEEK_SET) < 0) return false;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    if (n == 0) return true;
-    h->Update(buf.data(), static_cast<size_t>(n));
-    *bytes += static_cast<uint64_t>(n);
-  }
-}
-
-StatusOr<std::string> HashFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot open " + path + ": " + std::strerror(errno));
-  Sha256 h;
-  uint64_t n = 0;
-  const bool ok = HashFd(fd, &h, &n);
-  const int err = errno;
-  ::close(fd);
-  if (!ok) return IoError("cannot read " + path + ": " + std::strerror(err));
-  return h.HexDigest();
-}
-
-// Shard file names listed by an index's weight_map, sorted and unique.
-StatusOr<std::vector<std::string>> ShardsOfIndex(const std::string& index_path) {
-  MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path, size_t(64) << 20));
-  nlohmann::json j;
-  if (!ParseJson(text, {}, &j).ok() || !j.is_object() || !j.contains("weight_map") ||
-      !j["weight_map"].is_object()) {
-    return DataLossError(index_path + " has no weight_map object");
-  }
-  std::set<std::string> names;
-  for (const auto& kv : j["weight_map"].items()) {
-    if (!kv.value().is_string()) return DataLossError(index_path + ": weight_map value is not a file name");
-    const std::string name = kv.value().get<std::string>();
-    if (!IsSafeShardName(name)) return DataLossError(index_path + ": unacceptable shard name '" + name + "'");
-    names.insert(name);
-  }
-  if (names.empty()) return DataLossError(index_path + ": empty weight_map");
-  return std::vector<std::string>(names.begin(), names.end());
-}
-
 struct RemoteFile {
   std::string path;
   std::optional<uint64_t> size;
   std::string sha256;  // lower-case hex, empty when unknown
-};
-
-// The .part file of one download: an fd positioned at its end and the SHA-256 of its contents.
-class PartFile {
- public:
-  ~PartFile() { Close(); }
-  Status Open(const std::string& path) {
-    path_ = path;
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) return IoError("cannot open " + path + ": " + std::strerror(errno));
-    uint64_t n = 0;
-    if (!HashFd(fd_, &hash_, &n)) return IoError("cannot read " + path + ": " + std::strerror(errno));
-    size_ = n;
-    return Status::Ok();
-  }
-  Status Truncate() {
-    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) < 0) {
-      return IoError("cannot truncate " + path_ + ": " + std::strerror(errno));
-    }
-    hash_ = Sha256();
-    size_ = 0;
-    return Status::Ok();
-  }
-  bool Append(const char* p, size_t n) {
-    hash_.Update(p, n);
-    size_ += n;
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        write_errno_ = errno;
-        return false;
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return true;
-  }
-  Status Sync() {
-    if (::fsync(fd_) != 0) return IoError("cannot sync " + path_ + ": " + std::strerror(errno));
-    return Status::Ok();
-  }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  void Remove() {
-    Close();
-    ::unlink(path_.c_str());
-  }
-  std::string Digest() { return hash_.HexDigest(); }
-  uint64_t size() const { return size_; }
-  int write_errno() const { return write_errno_; }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  Sha256 hash_;
-  uint64_t size_ = 0;
-  int write_errno_ = 0;
-};
-
-// flock on the model directory, so two downloads never write the same .part.
-class DirLock {
- public:
-  ~DirLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
-  }
-  Status Acquire(const std::string& dir) {
-    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd_ < 0) return IoError("cannot open " + dir + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) {
-        return Status(StatusCode::kUnavailable,
-                      "another download is writing into " + dir + "; wait for it to finish");
-      }
-      return IoError("cannot lock " + dir + ": " + std::strerror(errno));
-    }
-    return Status::Ok();
-  }
-
- private:
-  int fd_ = -1;
 };
 
 class Job {
@@ -732,151 +578,9 @@ class Job {
 
 }  // namespace
 
-StatusOr<HubSource> ParseHubSource(std::string_view name) {
-  const std::string n = Lower(std::string(name));
-  if (n == "huggingface" || n == "hf" || n == "hugging-face") return HubSource::kHuggingFace;
-  if (n == "modelscope" || n == "ms") return HubSource::kModelScope;
-  return InvalidArgumentError("unknown source '" + std::string(name) + "' (use huggingface or modelscope)");
-}
-
-const char* HubSourceName(HubSource source) {
-  return source == HubSource::kHuggingFace ? "huggingface" : "modelscope";
-}
-
-std::string DefaultRepo(HubSource source) { return *ResolveRepo("", source); }
-
-StatusOr<std::string> ResolveRepo(std::string_view choice, HubSource source) {
-  const std::string c = Lower(std::string(choice));
-  if (choice.find('/') != std::string_view::npos) return std::string(choice);
-  std::string name;
-  if (c.empty() || c == "pro" || c == "pro-2605" || c == "2605")
-    name = "MinerU2.5-Pro-2605-1.2B";
-  else if (c == "pro-2604" || c == "2604")
-    name = "MinerU2.5-Pro-2604-1.2B";
-  else if (c == "2509")
-    name = "MinerU2.5-2509-1.2B";
-  else if (c == "gguf" || c == "pro-2605-gguf")
-    return std::string(kGgufRepo);
-  else
-    return InvalidArgumentError("unknown --repo '" + std::string(choice) +
-                                "' (use pro-2605, pro-2604, 2509, gguf or owner/name)");
-  return (source == HubSource::kHuggingFace ? "opendatalab/" : "OpenDataLab/") + name;
-}
-
-std::string DefaultRevision(HubSource source) {
-  return source == HubSource::kHuggingFace ? "main" : "master";
-}
-
-std::string DefaultModelDir(const std::string& repo) {
-  const std::string r = repo.empty() ? DefaultRepo(HubSource::kHuggingFace) : repo;
-  const size_t slash = r.rfind('/');
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : ".") + "/.cache/mineru-cpp/" +
-         (slash == std::string::npos ? r : r.substr(slash + 1));
-}
-
-StatusOr<std::pair<std::string, std::string>> PickGgufPair(const std::vector<std::string>& names) {
-  std::vector<std::string> lms, projs;
-  for (const std::string& n : names) {
-    if (n.find('/') != std::string::npos || !EndsWith(Lower(n), ".gguf")) continue;
-    (Lower(n).rfind("mmproj", 0) == 0 ? projs : lms).push_back(n);
-  }
-  std::sort(lms.begin(), lms.end());
-  std::sort(projs.begin(), projs.end());
-  auto with = [](const std::vector<std::string>& v, const char* tag) -> std::optional<std::string> {
-    // The tag as a word of the name ("f16" is not "bf16").
-    for (const auto& n : v) {
-      const std::string l = Lower(n);
-      for (size_t at = l.find(tag); at != std::string::npos; at = l.find(tag, at + 1)) {
-        if (at == 0 || !std::isalnum(static_cast<unsigned char>(l[at - 1]))) return n;
-      }
-    }
-    return std::nullopt;
-  };
-  if (projs.empty()) return NotFoundError("has no mmproj-*.gguf vision file");
-  std::optional<std::string> lm = with(lms, "q8_0");
-  if (!lm && lms.size() == 1) lm = lms[0];
-  if (!lm) {
-    std::string all;
-    for (const auto& n : lms) all += (all.empty() ? "" : ", ") + n;
-    return NotFoundError(lms.empty() ? "has no language-model .gguf"
-                                     : "has no Q8_0 language model among " + all);
-  }
-  std::optional<std::string> proj = with(projs, "q8_0");
-  if (!proj) proj = with(projs, "f16");
-  return std::make_pair(*lm, proj ? *proj : projs[0]);
-}
-
-std::string ResolveEndpoint(const DownloadOptions& o) {
-  std::string e = o.endpoint;
-  if (e.empty()) {
-    if (o.source == HubSource::kHuggingFace) {
-      if (const char* v = std::getenv("HF_ENDPOINT"); v && *v)
-        e = v;
-      else
-        e = "https://huggingface.co";
-    } else {
-      if (const char* v = std::getenv("MODELSCOPE_ENDPOINT"); v && *v)
-        e = v;
-      else if (const char* d = std::getenv("MODELSCOPE_DOMAIN"); d && *d)
-        e = d;
-      else
-        e = "https://www.modelscope.cn";
-    }
-  }
-  if (e.find("://") == std::string::npos) e = "https://" + e;
-  while (!e.empty() && e.back() == '/') e.pop_back();
-  return e;
-}
-
-std::string UrlEncode(std::string_view s, bool keep_slash) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
-
-bool IsWantedModelFile(std::string_view path) {
-  for (const char* n : kSmallFiles) {
-    if (path == n) return true;
-  }
-  return path == kSingleName || path == kIndexName;
-}
-
 Status DownloadModel(const DownloadOptions& options, const ProgressFn& progress, DownloadSummary* summary) {
   Job job(options, progress);
   return job.Run(summary);
-}
-
-bool ModelLooksComplete(const std::string& dir) {
-  std::error_code ec;
-  bool lm = false, proj = false;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string n = Lower(e.path().filename().string());
-    if (!EndsWith(n, ".gguf")) continue;
-    (n.rfind("mmproj", 0) == 0 ? proj : lm) = true;
-  }
-  if (lm && proj) return true;
-  for (int i = 0; i < kRequiredSmall; ++i) {
-    if (!FileSize(dir + "/" + kSmallFiles[i])) return false;
-  }
-  if (FileSize(dir + "/" + kSingleName)) return true;
-  if (!FileSize(dir + "/" + kIndexName)) return false;
-  StatusOr<std::vector<std::string>> shards = ShardsOfIndex(dir + "/" + kIndexName);
-  if (!shards.ok()) return false;
-  for (const std::string& s : *shards) {
-    if (!FileSize(dir + "/" + s)) return false;
-  }
-  return true;
 }
 
 }  // namespace mineru
