@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../util/files.h"
 #include "../util/run_cli.h"
 #include "base/gguf.h"
 #include "base/mapped_file.h"
@@ -24,12 +25,10 @@
 
 namespace {
 
-const std::string kFx = MINERU_FIXTURES_DIR;
-
-using CmdResult = mineru::testing::CmdResult;
-using mineru::testing::Quote;
-
-CmdResult Exec(const std::vector<std::string>& args) { return mineru::testing::RunCli(args); }
+using mineru::testing::CmdResult;
+using mineru::testing::kFx;
+using mineru::testing::RunCli;
+using mineru::testing::TestDir;
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -42,14 +41,6 @@ void ExpectCleanFailure(const CmdResult& r, const std::string& what) {
   EXPECT_NE(r.code, 0) << what;
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << what << ": " << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": " << r.err;
-}
-
-std::string TmpDir(const std::string& name) {
-  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
-  ::mkdir(d.c_str(), 0755);
-  d += "/cli_" + name;
-  ::mkdir(d.c_str(), 0755);
-  return d;
 }
 
 struct GoldenCli {
@@ -90,7 +81,7 @@ TEST_P(CliGoldenTest, RawIdsReproduceGreedyIds) {
       args.push_back(kFx + "/" + img);
     }
   }
-  CmdResult r = Exec(args);
+  CmdResult r = RunCli(args);
   ASSERT_EQ(r.code, 0) << r.err;
   std::string expect;
   for (size_t i = 0; i < want.size(); ++i) expect += (i ? " " : "") + std::to_string(want[i]);
@@ -111,48 +102,48 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(CliTest, PromptThroughChatTemplateOnRealTokenizer) {
-  CmdResult r = Exec({"generate", "--model", kFx + "/tinyvocab", "--image", kFx + "/image0.png", "--prompt",
-                      "\nText Recognition:", "--max-new-tokens", "5", "--ignore-eos", "--print-ids"});
+  CmdResult r = RunCli({"generate", "--model", kFx + "/tinyvocab", "--image", kFx + "/image0.png", "--prompt",
+                        "\nText Recognition:", "--max-new-tokens", "5", "--ignore-eos", "--print-ids"});
   ASSERT_EQ(r.code, 0) << r.err;
   std::string ids = Trim(r.out);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), ' '), 4) << ids;
   // The prompt the template produces, tokenized: system turn, image, text, assistant header.
-  CmdResult t = Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text",
-                      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-                      "<|vision_start|><|image_pad|><|vision_end|>\nText Recognition:<|im_end|>\n"
-                      "<|im_start|>assistant\n"});
+  CmdResult t = RunCli({"tokenize", "--model", kFx + "/tinyvocab", "--text",
+                        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+                        "<|vision_start|><|image_pad|><|vision_end|>\nText Recognition:<|im_end|>\n"
+                        "<|im_start|>assistant\n"});
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_EQ(Trim(t.out).rfind("151644 8948 198", 0), 0u) << t.out;
   // And text output decodes without error.
-  CmdResult text = Exec({"generate", "--model", kFx + "/tinyvocab", "--prompt", "Hello", "--max-new-tokens",
-                         "4", "--ignore-eos"});
+  CmdResult text = RunCli({"generate", "--model", kFx + "/tinyvocab", "--prompt", "Hello", "--max-new-tokens",
+                           "4", "--ignore-eos"});
   EXPECT_EQ(text.code, 0) << text.err;
 }
 
 TEST(CliTest, TokenizeRoundTrip) {
-  CmdResult r = Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text", "Hello world 你好"});
+  CmdResult r = RunCli({"tokenize", "--model", kFx + "/tinyvocab", "--text", "Hello world 你好"});
   ASSERT_EQ(r.code, 0) << r.err;
-  CmdResult d = Exec({"tokenize", "--model", kFx + "/tinyvocab", "--decode", Trim(r.out)});
+  CmdResult d = RunCli({"tokenize", "--model", kFx + "/tinyvocab", "--decode", Trim(r.out)});
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_EQ(Trim(d.out), "Hello world 你好");
 }
 
 TEST(CliTest, HostileInputsGiveOneLineErrors) {
-  const std::string d = TmpDir("bad");
+  const std::string d = TestDir("cli_bad");
   const std::string tiny = kFx + "/tiny";
   // Missing model directory.
-  ExpectCleanFailure(Exec({"generate", "--model", d + "/nope", "--raw-ids", "1 2", "--print-ids"}),
+  ExpectCleanFailure(RunCli({"generate", "--model", d + "/nope", "--raw-ids", "1 2", "--print-ids"}),
                      "missing dir");
   // Truncated safetensors.
-  const std::string trunc = TmpDir("trunc");
+  const std::string trunc = TestDir("cli_trunc");
   EXPECT_TRUE(mineru::WriteStringToFile(trunc + "/config.json",
                                         mineru::ReadFileToString(tiny + "/config.json").value())
                   .ok());
   std::string w = mineru::ReadFileToString(tiny + "/model.safetensors").value();
   EXPECT_TRUE(mineru::WriteStringToFile(trunc + "/model.safetensors", w.substr(0, w.size() - 1000)).ok());
-  ExpectCleanFailure(Exec({"generate", "--model", trunc, "--raw-ids", "1 2", "--print-ids"}), "truncated");
+  ExpectCleanFailure(RunCli({"generate", "--model", trunc, "--raw-ids", "1 2", "--print-ids"}), "truncated");
   // Header whose offsets lie.
-  const std::string lie = TmpDir("lie");
+  const std::string lie = TestDir("cli_lie");
   EXPECT_TRUE(
       mineru::WriteStringToFile(lie + "/config.json", mineru::ReadFileToString(tiny + "/config.json").value())
           .ok());
@@ -162,19 +153,19 @@ TEST(CliTest, HostileInputsGiveOneLineErrors) {
   uint64_t n = h.size();
   std::memcpy(&bytes[0], &n, 8);
   EXPECT_TRUE(mineru::WriteStringToFile(lie + "/model.safetensors", bytes + h + std::string(64, '\0')).ok());
-  ExpectCleanFailure(Exec({"generate", "--model", lie, "--raw-ids", "1 2", "--print-ids"}), "lying header");
+  ExpectCleanFailure(RunCli({"generate", "--model", lie, "--raw-ids", "1 2", "--print-ids"}), "lying header");
   // Config with a missing field.
-  const std::string cfg = TmpDir("cfg");
+  const std::string cfg = TestDir("cli_cfg");
   std::string c = mineru::ReadFileToString(tiny + "/config.json").value();
   c.replace(c.find("\"num_hidden_layers\""), std::string("\"num_hidden_layers\"").size(),
             "\"num_hidden_layerz\"");
   EXPECT_TRUE(mineru::WriteStringToFile(cfg + "/config.json", c).ok());
   EXPECT_TRUE(mineru::WriteStringToFile(cfg + "/model.safetensors", w).ok());
-  ExpectCleanFailure(Exec({"generate", "--model", cfg, "--raw-ids", "1 2", "--print-ids"}), "config field");
+  ExpectCleanFailure(RunCli({"generate", "--model", cfg, "--raw-ids", "1 2", "--print-ids"}), "config field");
   // Corrupt image, 1x1 image, an image claiming 60000x60000.
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/corrupt.png", "\x89PNG\r\n\x1a\nthis is not a png").ok());
-  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--image", d + "/corrupt.png", "--raw-ids",
-                           "1 2000 2", "--print-ids"}),
+  ExpectCleanFailure(RunCli({"generate", "--model", tiny, "--image", d + "/corrupt.png", "--raw-ids",
+                             "1 2000 2", "--print-ids"}),
                      "corrupt image");
   // Minimal valid 1x1 RGB PNG.
   const unsigned char one[] = {0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d,
@@ -186,30 +177,30 @@ TEST(CliTest, HostileInputsGiveOneLineErrors) {
   EXPECT_TRUE(
       mineru::WriteStringToFile(d + "/one.png", std::string(reinterpret_cast<const char*>(one), sizeof(one)))
           .ok());
-  ExpectCleanFailure(
-      Exec({"generate", "--model", tiny, "--image", d + "/one.png", "--raw-ids", "1 2000 2", "--print-ids"}),
-      "1x1 image");
+  ExpectCleanFailure(RunCli({"generate", "--model", tiny, "--image", d + "/one.png", "--raw-ids", "1 2000 2",
+                             "--print-ids"}),
+                     "1x1 image");
   std::string big(reinterpret_cast<const char*>(one), sizeof(one));
   // IHDR width/height at bytes 16..23 -> 60000 x 60000 (CRC now wrong too: either error is fine).
   const unsigned char dims[] = {0x00, 0x00, 0xea, 0x60, 0x00, 0x00, 0xea, 0x60};
   big.replace(16, 8, reinterpret_cast<const char*>(dims), 8);
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/big.png", big).ok());
-  ExpectCleanFailure(
-      Exec({"generate", "--model", tiny, "--image", d + "/big.png", "--raw-ids", "1 2000 2", "--print-ids"}),
-      "60000x60000 image");
+  ExpectCleanFailure(RunCli({"generate", "--model", tiny, "--image", d + "/big.png", "--raw-ids", "1 2000 2",
+                             "--print-ids"}),
+                     "60000x60000 image");
   // Invalid UTF-8 text.
-  ExpectCleanFailure(Exec({"generate", "--model", kFx + "/tinyvocab", "--prompt", "bad \xff\xfe utf8"}),
+  ExpectCleanFailure(RunCli({"generate", "--model", kFx + "/tinyvocab", "--prompt", "bad \xff\xfe utf8"}),
                      "invalid utf-8 prompt");
-  ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--text", "\xc3"}),
+  ExpectCleanFailure(RunCli({"tokenize", "--model", kFx + "/tinyvocab", "--text", "\xc3"}),
                      "invalid utf-8 text");
   // Bad flags and ids.
-  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 x 2"}), "bad ids");
-  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 99999", "--print-ids"}),
+  ExpectCleanFailure(RunCli({"generate", "--model", tiny, "--raw-ids", "1 x 2"}), "bad ids");
+  ExpectCleanFailure(RunCli({"generate", "--model", tiny, "--raw-ids", "1 99999", "--print-ids"}),
                      "id past vocab");
-  ExpectCleanFailure(Exec({"generate", "--model", tiny, "--raw-ids", "1 2000 2", "--print-ids"}),
+  ExpectCleanFailure(RunCli({"generate", "--model", tiny, "--raw-ids", "1 2000 2", "--print-ids"}),
                      "image token without image");
-  ExpectCleanFailure(Exec({"generate", "--bogus-flag"}), "unknown flag");
-  ExpectCleanFailure(Exec({"tokenize", "--model", kFx + "/tinyvocab", "--decode", "99999999"}),
+  ExpectCleanFailure(RunCli({"generate", "--bogus-flag"}), "unknown flag");
+  ExpectCleanFailure(RunCli({"tokenize", "--model", kFx + "/tinyvocab", "--decode", "99999999"}),
                      "decode range");
 }
 
@@ -221,20 +212,20 @@ TEST(CliTest, GgufExportRoundTripsThroughGenerate) {
       "generate",         "--image", kFx + "/image1.png", "--prompt",   "\nText Recognition:",
       "--max-new-tokens", "12",      "--ignore-eos",      "--print-ids"};
   for (const std::string q : {"bf16", "q8", "q4"}) {
-    const std::string out = TmpDir("gguf_" + q);
-    CmdResult e = Exec({"quantize", "--model", src, "--format", "gguf", "--quant", q, "-o", out});
+    const std::string out = TestDir("cli_gguf_" + q);
+    CmdResult e = RunCli({"quantize", "--model", src, "--format", "gguf", "--quant", q, "-o", out});
     ASSERT_EQ(e.code, 0) << q << ": " << e.err;
     std::vector<std::string> a = gen, b = gen;
     a.insert(a.end(), {"--model", src, "--quant", q});
     b.insert(b.end(), {"--model", out});
-    CmdResult ra = Exec(a), rb = Exec(b);
+    CmdResult ra = RunCli(a), rb = RunCli(b);
     ASSERT_EQ(ra.code, 0) << ra.err;
     ASSERT_EQ(rb.code, 0) << q << ": " << rb.err;
     EXPECT_EQ(Trim(rb.out), Trim(ra.out)) << q;
     // The exported folder tokenizes as the original (tokenizer rebuilt from GGUF metadata).
     const std::string text = "<|im_start|>user\nTable 1: 价格 $x^2$<|im_end|>";
-    CmdResult ta = Exec({"tokenize", "--model", src, "--text", text}),
-              tb = Exec({"tokenize", "--model", out, "--text", text});
+    CmdResult ta = RunCli({"tokenize", "--model", src, "--text", text}),
+              tb = RunCli({"tokenize", "--model", out, "--text", text});
     EXPECT_EQ(Trim(tb.out), Trim(ta.out)) << q << ": " << tb.err;
   }
 }
@@ -242,7 +233,7 @@ TEST(CliTest, GgufExportRoundTripsThroughGenerate) {
 // A fresh folder of links to the tinyvocab checkpoint's files (without tokenizer.json unless
 // with_tokenizer).
 std::string CheckpointLinks(const std::string& name, bool with_tokenizer) {
-  const std::string d = TmpDir(name);
+  const std::string d = TestDir("cli_" + name);
   for (const char* f : {"config.json", "model.safetensors", "preprocessor_config.json", "tokenizer.json",
                         "chat_template.json"}) {
     ::unlink((d + "/" + f).c_str());
@@ -268,9 +259,9 @@ std::string ExportedLm(const std::string& dir) {
 // say the model has no vocabulary.
 TEST(CliTest, VocabularyLessGgufRunsOnRawIds) {
   const std::string src = CheckpointLinks("novocab_src", false);
-  const std::string out = TmpDir("novocab_gguf");
+  const std::string out = TestDir("cli_novocab_gguf");
   for (const auto& e : std::filesystem::directory_iterator(out)) std::filesystem::remove(e.path());
-  CmdResult e = Exec({"quantize", "--model", src, "--format", "gguf", "--quant", "bf16", "-o", out});
+  CmdResult e = RunCli({"quantize", "--model", src, "--format", "gguf", "--quant", "bf16", "-o", out});
   ASSERT_EQ(e.code, 0) << e.err;
   auto lm = mineru::GgufFile::Open(ExportedLm(out));
   ASSERT_TRUE(lm.ok()) << lm.status().ToString();
@@ -289,7 +280,7 @@ TEST(CliTest, VocabularyLessGgufRunsOnRawIds) {
   std::vector<std::string> a = gen, b = gen;
   a.push_back(src);
   b.push_back(out);
-  CmdResult ra = Exec(a), rb = Exec(b);
+  CmdResult ra = RunCli(a), rb = RunCli(b);
   ASSERT_EQ(ra.code, 0) << ra.err;
   ASSERT_EQ(rb.code, 0) << rb.err;
   EXPECT_EQ(Trim(rb.out), Trim(ra.out));
@@ -298,9 +289,9 @@ TEST(CliTest, VocabularyLessGgufRunsOnRawIds) {
       {"generate", "--model", out, "--prompt", "Hello", "--max-new-tokens", "2"},
       {"generate", "--model", out, "--raw-ids", "1 2", "--max-new-tokens", "2"},
       {"tokenize", "--model", out, "--text", "Hello"},
-      {"parse", "--model", out, "--quiet", "-o", TmpDir("novocab_parse"), kFx + "/image0.png"}};
+      {"parse", "--model", out, "--quiet", "-o", TestDir("cli_novocab_parse"), kFx + "/image0.png"}};
   for (const auto& args : need_text) {
-    CmdResult r = Exec(args);
+    CmdResult r = RunCli(args);
     ExpectCleanFailure(r, args[0] + " " + args[3]);
     EXPECT_NE(r.err.find("has no vocabulary"), std::string::npos) << r.err;
   }
@@ -315,16 +306,16 @@ TEST(CliTest, GgufExportWritesTheChatTemplate) {
       "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
   nlohmann::json j = {{"chat_template", tmpl}};
   ASSERT_TRUE(mineru::WriteStringToFile(src + "/chat_template.json", j.dump()).ok());
-  const std::string out = TmpDir("template_gguf"), again = TmpDir("template_gguf2");
+  const std::string out = TestDir("cli_template_gguf"), again = TestDir("cli_template_gguf2");
   for (const std::string& d : {out, again}) {
     for (const auto& e : std::filesystem::directory_iterator(d)) std::filesystem::remove(e.path());
   }
-  CmdResult e = Exec({"quantize", "--model", src, "--format", "gguf", "--quant", "q8", "-o", out});
+  CmdResult e = RunCli({"quantize", "--model", src, "--format", "gguf", "--quant", "q8", "-o", out});
   ASSERT_EQ(e.code, 0) << e.err;
   auto lm = mineru::GgufFile::Open(ExportedLm(out));
   ASSERT_TRUE(lm.ok()) << lm.status().ToString();
   EXPECT_EQ((*lm)->GetString("tokenizer.chat_template", "").value(), tmpl);
-  CmdResult e2 = Exec({"quantize", "--model", out, "--format", "gguf", "--quant", "q8", "-o", again});
+  CmdResult e2 = RunCli({"quantize", "--model", out, "--format", "gguf", "--quant", "q8", "-o", again});
   ASSERT_EQ(e2.code, 0) << e2.err;
   auto lm2 = mineru::GgufFile::Open(ExportedLm(again));
   ASSERT_TRUE(lm2.ok()) << lm2.status().ToString();
@@ -334,31 +325,31 @@ TEST(CliTest, GgufExportWritesTheChatTemplate) {
 // Hostile or mismatched GGUF input: one error line, no crash.
 TEST(CliTest, BadGgufInputsGiveOneLineErrors) {
   const std::string g = kFx + "/gguf/tinyvocab/";
-  const std::string d = TmpDir("badgguf");
-  ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--raw-ids", "1 2", "--print-ids"}),
+  const std::string d = TestDir("cli_badgguf");
+  ExpectCleanFailure(RunCli({"generate", "--model", g + "model-f32.gguf", "--raw-ids", "1 2", "--print-ids"}),
                      "LM without its mmproj");
-  ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "model-f16.gguf",
-                           "--raw-ids", "1 2", "--print-ids"}),
+  ExpectCleanFailure(RunCli({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "model-f16.gguf",
+                             "--raw-ids", "1 2", "--print-ids"}),
                      "two LM files");
   std::string lm = mineru::ReadFileToString(g + "model-q8_0.gguf").value();
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/cut.gguf", lm.substr(0, lm.size() / 2)).ok());
-  ExpectCleanFailure(Exec({"generate", "--model", d + "/cut.gguf", "--mmproj", g + "mmproj-q8_0.gguf",
-                           "--raw-ids", "1 2", "--print-ids"}),
+  ExpectCleanFailure(RunCli({"generate", "--model", d + "/cut.gguf", "--mmproj", g + "mmproj-q8_0.gguf",
+                             "--raw-ids", "1 2", "--print-ids"}),
                      "truncated GGUF");
-  ExpectCleanFailure(Exec({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf",
-                           "--min-pixels", "0", "--raw-ids", "1 2", "--print-ids"}),
+  ExpectCleanFailure(RunCli({"generate", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf",
+                             "--min-pixels", "0", "--raw-ids", "1 2", "--print-ids"}),
                      "min pixels 0");
-  ExpectCleanFailure(Exec({"quantize", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf",
-                           "--format", "safetensors", "-o", d + "/st"}),
+  ExpectCleanFailure(RunCli({"quantize", "--model", g + "model-f32.gguf", "--mmproj", g + "mmproj-f32.gguf",
+                             "--format", "safetensors", "-o", d + "/st"}),
                      "GGUF to safetensors");
 }
 
 TEST(CliTest, GenModelTinyPresetThenGenerate) {
-  const std::string d = TmpDir("gen");
-  CmdResult g = Exec({"gen-model", "--preset", "tiny", "-o", d});
+  const std::string d = TestDir("cli_gen");
+  CmdResult g = RunCli({"gen-model", "--preset", "tiny", "-o", d});
   ASSERT_EQ(g.code, 0) << g.err;
-  CmdResult r = Exec({"generate", "--model", d, "--image", kFx + "/image2.png", "--prompt", "Hi",
-                      "--max-new-tokens", "3", "--ignore-eos", "--print-ids"});
+  CmdResult r = RunCli({"generate", "--model", d, "--image", kFx + "/image2.png", "--prompt", "Hi",
+                        "--max-new-tokens", "3", "--ignore-eos", "--print-ids"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ' '), 2);
 }

@@ -4,7 +4,6 @@
 // page while the page is held, WriteDocument once with every page's part, pages in order.
 #include <sys/stat.h>
 
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../util/files.h"
 #include "base/mapped_file.h"
 #include "pipeline/document.h"
 #include "pipeline/versions.h"
@@ -19,12 +19,9 @@
 namespace mineru::pipeline {
 namespace {
 
-const std::string kSamples = std::string(MINERU_SOURCE_DIR) + "/samples";
+using ::mineru::testing::ReadAll;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+const std::string kSamples = std::string(MINERU_SOURCE_DIR) + "/samples";
 
 // Writes NAME.blocks.txt: one line per block, "page<TAB>type<TAB>content"; counts its calls.
 class LineWriter final : public OutputWriter {
@@ -77,7 +74,7 @@ TEST(CustomVersion, AMadeUpWriterRunsADocumentThroughTheDriver) {
   EXPECT_EQ(writer->documents_written_, 1);
   EXPECT_EQ(writer->parts_given_, rep.pages.size());
   EXPECT_GE(writer->pages_assembled_, pages);  // once each; again only for pages an answer changed
-  const std::string text = ReadFile(rep.output_dir + "/" + rep.name + ".blocks.txt");
+  const std::string text = ReadAll(rep.output_dir + "/" + rep.name + ".blocks.txt");
   EXPECT_NE(text.find("0\t"), std::string::npos) << text;
   EXPECT_NE(text.find("\ttext\t"), std::string::npos) << text;
   // The driver wrote nothing of another version's files.

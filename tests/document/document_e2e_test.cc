@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../util/files.h"
+#include "../util/json_file.h"
 #include "../util/pdf_writer.h"
 #include "../util/run_cli.h"
 #include "base/mapped_file.h"
@@ -25,34 +27,16 @@
 namespace {
 
 using Json = nlohmann::json;
+using mineru::testing::CmdResult;
+using mineru::testing::EmptyTestDir;
+using mineru::testing::kFx;
+using mineru::testing::LoadJson;
 using mineru::testing::MakePdf;
 using mineru::testing::PdfPage;
-
-const std::string kFx = MINERU_FIXTURES_DIR;
-
-using Result = mineru::testing::CmdResult;
 using mineru::testing::Quote;
-
-Result Exec(const std::vector<std::string>& args) { return mineru::testing::RunCli(args); }
-
-std::string TmpDir(const std::string& name) {
-  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
-  ::mkdir(d.c_str(), 0755);
-  d += "/doc_" + name;
-  std::system(("rm -rf " + Quote(d)).c_str());
-  ::mkdir(d.c_str(), 0755);
-  return d;
-}
+using mineru::testing::RunCli;
 
 bool Exists(const std::string& p) { return mineru::FileExists(p); }
-
-Json LoadJson(const std::string& p) {
-  auto s = mineru::ReadFileToString(p);
-  EXPECT_TRUE(s.ok()) << p;
-  Json j = Json::parse(s.ok() ? *s : std::string("null"), nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << p << " is not valid JSON";
-  return j;
-}
 
 int CountFiles(const std::string& dir, const std::string& suffix) {
   std::string cmd = "ls " + Quote(dir) + " 2>/dev/null | grep -c " + Quote(suffix + "$");
@@ -63,7 +47,8 @@ int CountFiles(const std::string& dir, const std::string& suffix) {
   return n;
 }
 
-PdfPage TextPage(const std::string& title, int lines) {
+// A page with a title, `lines` numbered lines of body text and a grey rectangle (a figure) under them.
+PdfPage TextPageWithFigure(const std::string& title, int lines) {
   PdfPage p;
   p.texts.push_back({72, 50, 20, title});
   for (int i = 0; i < lines; ++i) {
@@ -97,15 +82,15 @@ Json ReplayPage(const std::string& title) {
 }
 
 TEST(DocumentE2E, ReplayTwoPagePdfWritesAllOutputs) {
-  const std::string d = TmpDir("replay");
-  EXPECT_TRUE(
-      mineru::WriteStringToFile(d + "/report.pdf", MakePdf({TextPage("First", 10), TextPage("Second", 5)}))
-          .ok());
+  const std::string d = EmptyTestDir("doc_replay");
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/report.pdf", MakePdf({TextPageWithFigure("First", 10),
+                                                                    TextPageWithFigure("Second", 5)}))
+                  .ok());
   EXPECT_TRUE(mineru::WriteStringToFile(
                   d + "/replay.json", Json::array({ReplayPage("Title One"), ReplayPage("Title Two")}).dump())
                   .ok());
-  Result r = Exec({"parse", d + "/report.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
-                   d + "/replay.json", "--quiet"});
+  CmdResult r = RunCli({"parse", d + "/report.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                        d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string o = d + "/out/report/report";
   ASSERT_TRUE(Exists(o + ".md"));
@@ -150,9 +135,10 @@ TEST(DocumentE2E, ReplayTwoPagePdfWritesAllOutputs) {
 }
 
 TEST(DocumentE2E, PageRangeAndPerPageIsolation) {
-  const std::string d = TmpDir("isolation");
+  const std::string d = EmptyTestDir("doc_isolation");
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf",
-                                        MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)}))
+                                        MakePdf({TextPageWithFigure("A", 3), TextPageWithFigure("B", 3),
+                                                 TextPageWithFigure("C", 3)}))
                   .ok());
   // Page 2's entry has too few block outputs: that page fails, the others complete.
   Json bad = ReplayPage("B");
@@ -160,8 +146,8 @@ TEST(DocumentE2E, PageRangeAndPerPageIsolation) {
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json",
                                         Json::array({ReplayPage("A"), bad, ReplayPage("C")}).dump())
                   .ok());
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
-                   d + "/replay.json", "--json"});
+  CmdResult r = RunCli({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                        d + "/replay.json", "--json"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_FALSE(r.signaled);
   Json model = LoadJson(d + "/out/doc/doc_model.json");
@@ -172,36 +158,38 @@ TEST(DocumentE2E, PageRangeAndPerPageIsolation) {
   EXPECT_NE(r.out.find("\"event\":\"done\""), std::string::npos) << r.out;
 
   // --pages 3: only the third page, which consumes the first replay entry.
-  const std::string d2 = TmpDir("range");
+  const std::string d2 = EmptyTestDir("doc_range");
   EXPECT_TRUE(mineru::WriteStringToFile(d2 + "/doc.pdf",
-                                        MakePdf({TextPage("A", 3), TextPage("B", 3), TextPage("C", 3)}))
+                                        MakePdf({TextPageWithFigure("A", 3), TextPageWithFigure("B", 3),
+                                                 TextPageWithFigure("C", 3)}))
                   .ok());
   EXPECT_TRUE(mineru::WriteStringToFile(d2 + "/replay.json", Json::array({ReplayPage("only")}).dump()).ok());
-  Result r2 = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay",
-                    d2 + "/replay.json", "--pages", "3", "--quiet"});
+  CmdResult r2 = RunCli({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay",
+                         d2 + "/replay.json", "--pages", "3", "--quiet"});
   ASSERT_EQ(r2.code, 0) << r2.err;
   Json m2 = LoadJson(d2 + "/out/doc/doc_model.json");
   ASSERT_EQ(m2.size(), 1u);
   EXPECT_EQ(CountFiles(d2 + "/out/doc/layout", ".png"), 1);
   EXPECT_TRUE(Exists(d2 + "/out/doc/layout/page_0003.png"));
-  Result bad_range = Exec({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay",
-                           d2 + "/replay.json", "--pages", "9-12", "--quiet"});
+  CmdResult bad_range = RunCli({"parse", d2 + "/doc.pdf", "-o", d2 + "/out", "--vl-utils", "0.1", "--replay",
+                                d2 + "/replay.json", "--pages", "9-12", "--quiet"});
   EXPECT_NE(bad_range.code, 0);
 }
 
 // A page poppler would render for seconds fails at --page-render-timeout-s with a clear error; the
 // pages around it complete and the process exits normally (exit code 1: a page failed).
 TEST(DocumentE2E, PageRenderPastItsDeadlineFailsThatPageOnly) {
-  const std::string d = TmpDir("render_deadline");
-  PdfPage slow = TextPage("B", 1);
+  const std::string d = EmptyTestDir("doc_render_deadline");
+  PdfPage slow = TextPageWithFigure("B", 1);
   slow.slow_strokes = 1500;  // ~10 s against a deadline of 2 s; the text pages take tens of ms
-  EXPECT_TRUE(
-      mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("A", 3), slow, TextPage("C", 3)})).ok());
+  EXPECT_TRUE(mineru::WriteStringToFile(
+                  d + "/doc.pdf", MakePdf({TextPageWithFigure("A", 3), slow, TextPageWithFigure("C", 3)}))
+                  .ok());
   EXPECT_TRUE(mineru::WriteStringToFile(
                   d + "/replay.json", Json::array({ReplayPage("A"), ReplayPage("B"), ReplayPage("C")}).dump())
                   .ok());
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
-                   d + "/replay.json", "--page-render-timeout-s", "2", "--json"});
+  CmdResult r = RunCli({"parse", d + "/doc.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                        d + "/replay.json", "--page-render-timeout-s", "2", "--json"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_FALSE(r.signaled);
   EXPECT_NE(r.out.find("took longer than 2 s"), std::string::npos) << r.out;
@@ -213,10 +201,10 @@ TEST(DocumentE2E, PageRenderPastItsDeadlineFailsThatPageOnly) {
 }
 
 TEST(DocumentE2E, FixtureModelParsesGeneratedPdf) {
-  const std::string d = TmpDir("model");
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/page.pdf", MakePdf({TextPage("Model run", 6)})).ok());
-  Result r = Exec({"parse", d + "/page.pdf", "-o", d + "/out", "--model", kFx + "/tinyvocab",
-                   "--max-block-tokens", "24", "--quiet"});
+  const std::string d = EmptyTestDir("doc_model");
+  EXPECT_TRUE(mineru::WriteStringToFile(d + "/page.pdf", MakePdf({TextPageWithFigure("Model run", 6)})).ok());
+  CmdResult r = RunCli({"parse", d + "/page.pdf", "-o", d + "/out", "--model", kFx + "/tinyvocab",
+                        "--max-block-tokens", "24", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string o = d + "/out/page/page";
   for (const char* suffix : {".md", "_model.json", "_middle.json", "_content_list.json"}) {
@@ -229,14 +217,14 @@ TEST(DocumentE2E, FixtureModelParsesGeneratedPdf) {
 }
 
 TEST(DocumentE2E, ImageInputAndDirectory) {
-  const std::string d = TmpDir("images");
+  const std::string d = EmptyTestDir("doc_images");
   ::mkdir((d + "/in").c_str(), 0755);
   EXPECT_TRUE(
       mineru::WriteStringToFile(d + "/in/scan.png", mineru::ReadFileToString(kFx + "/image2.png").value())
           .ok());
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/in/notes.txt", "ignored").ok());
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("Scan")}).dump()).ok());
-  Result r = Exec(
+  CmdResult r = RunCli(
       {"parse", d + "/in", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   Json middle = LoadJson(d + "/out/scan/scan_middle.json");
@@ -245,14 +233,14 @@ TEST(DocumentE2E, ImageInputAndDirectory) {
 }
 
 TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
-  const std::string d = TmpDir("hostile");
+  const std::string d = EmptyTestDir("doc_hostile");
   EXPECT_TRUE(
       mineru::WriteStringToFile(d + "/replay.json", Json::array({ReplayPage("x"), ReplayPage("y")}).dump())
           .ok());
   struct Case {
     std::string name, bytes;
   };
-  std::string pdf = MakePdf({TextPage("ok", 2)});
+  std::string pdf = MakePdf({TextPageWithFigure("ok", 2)});
   std::string corrupt = pdf.substr(0, 60) + std::string(200, '#');
   // Encrypted: a Standard security handler whose empty user password does not authenticate.
   std::string enc = pdf;
@@ -275,8 +263,8 @@ TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
                               "trailer << /Root 1 0 R >>\n%%EOF\n"}};
   for (const Case& c : cases) {
     EXPECT_TRUE(mineru::WriteStringToFile(d + "/" + c.name, c.bytes).ok());
-    Result r = Exec({"parse", d + "/" + c.name, "-o", d + "/out", "--vl-utils", "0.1", "--replay",
-                     d + "/replay.json", "--quiet"});
+    CmdResult r = RunCli({"parse", d + "/" + c.name, "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                          d + "/replay.json", "--quiet"});
     EXPECT_FALSE(r.signaled) << c.name;
     EXPECT_EQ(r.code, 1) << c.name << ": " << r.err;
     EXPECT_NE(r.err.find("error: "), std::string::npos) << c.name << ": " << r.err;
@@ -284,27 +272,28 @@ TEST(DocumentE2E, HostileDocumentsGiveClearErrors) {
   }
   // An enormous page renders capped at 3500 px and completes.
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/huge.pdf", MakePdf({huge})).ok());
-  Result r = Exec({"parse", d + "/huge.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
-                   d + "/replay.json", "--quiet"});
+  CmdResult r = RunCli({"parse", d + "/huge.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                        d + "/replay.json", "--quiet"});
   EXPECT_EQ(r.code, 0) << r.err;
   // One bad file among good ones: the good one is still parsed, the exit code reports the failure.
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/good.pdf", pdf).ok());
-  Result mixed = Exec({"parse", d + "/corrupt.pdf", d + "/good.pdf", "-o", d + "/out2", "--vl-utils", "0.1",
-                       "--replay", d + "/replay.json", "--quiet"});
+  CmdResult mixed = RunCli({"parse", d + "/corrupt.pdf", d + "/good.pdf", "-o", d + "/out2", "--vl-utils",
+                            "0.1", "--replay", d + "/replay.json", "--quiet"});
   EXPECT_EQ(mixed.code, 1);
   EXPECT_TRUE(Exists(d + "/out2/good/good_model.json"));
-  Result missing =
-      Exec({"parse", d + "/nope.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json"});
+  CmdResult missing = RunCli(
+      {"parse", d + "/nope.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay", d + "/replay.json"});
   EXPECT_EQ(missing.code, 1);
-  Result bad_replay = Exec({"parse", d + "/good.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
-                            d + "/hostile_missing.json"});
+  CmdResult bad_replay = RunCli({"parse", d + "/good.pdf", "-o", d + "/out", "--vl-utils", "0.1", "--replay",
+                                 d + "/hostile_missing.json"});
   EXPECT_EQ(bad_replay.code, 1);
   EXPECT_FALSE(bad_replay.signaled);
 }
 
 TEST(DocumentE2E, TextSourcePdfTakesTextLayer) {
-  const std::string d = TmpDir("textsource");
-  EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPage("Hybrid Title", 10)})).ok());
+  const std::string d = EmptyTestDir("doc_textsource");
+  EXPECT_TRUE(
+      mineru::WriteStringToFile(d + "/doc.pdf", MakePdf({TextPageWithFigure("Hybrid Title", 10)})).ok());
   const std::string layout =
       "<|box_start|>100 055 600 100<|box_end|><|ref_start|>title<|ref_end|><|rotate_up|>\n"
       "<|box_start|>100 130 900 330<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
@@ -314,8 +303,8 @@ TEST(DocumentE2E, TextSourcePdfTakesTextLayer) {
                   d + "/replay.json", Json::array({{{"layout", layout}, {"blocks", {"<fcel>x<nl>"}}}}).dump())
                   .ok());
   for (const char* source : {"pdf", "auto"}) {
-    Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_" + source, "--vl-utils", "0.1", "--replay",
-                     d + "/replay.json", "--text-source", source, "--quiet"});
+    CmdResult r = RunCli({"parse", d + "/doc.pdf", "-o", d + "/out_" + source, "--vl-utils", "0.1",
+                          "--replay", d + "/replay.json", "--text-source", source, "--quiet"});
     ASSERT_EQ(r.code, 0) << source << ": " << r.err;
     Json m = LoadJson(d + "/out_" + std::string(source) + "/doc/doc_model.json");
     ASSERT_EQ(m[0].size(), 3u);
@@ -326,8 +315,8 @@ TEST(DocumentE2E, TextSourcePdfTakesTextLayer) {
     EXPECT_EQ(m[0][2]["content"], "<table><tr><td>x</td></tr></table>");
   }
   // model: all three blocks go to the model, and this replay has only one output -> page fails.
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out_model", "--vl-utils", "0.1", "--replay",
-                   d + "/replay.json", "--quiet"});
+  CmdResult r = RunCli({"parse", d + "/doc.pdf", "-o", d + "/out_model", "--vl-utils", "0.1", "--replay",
+                        d + "/replay.json", "--quiet"});
   EXPECT_EQ(r.code, 1);
 }
 
@@ -352,7 +341,7 @@ std::vector<Json> V12GoldenPages(size_t max_pages) {
 // NAME_model.json block by block as 1.2.1 produces it (type, bbox, angle, content, merge_prev,
 // sub_type), with the replay's "blocks" consumed in the order the pipeline issues its requests.
 TEST(DocumentE2E, ReplayV12ModelJsonMatchesReference) {
-  const std::string d = TmpDir("v12");
+  const std::string d = EmptyTestDir("doc_v12");
   ::mkdir((d + "/in").c_str(), 0755);
   const std::vector<Json> pages = V12GoldenPages(20);
   ASSERT_EQ(pages.size(), 20u);
@@ -369,8 +358,8 @@ TEST(DocumentE2E, ReplayV12ModelJsonMatchesReference) {
         {{"layout", pages[i]["layout"]}, {"blocks", pages[i]["outputs"]}, {"merges", Json::array()}});
   }
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
-                   "--no-layout-pictures"});
+  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
+                        "--no-layout-pictures"});
   ASSERT_EQ(r.code, 0) << r.err;
   for (size_t i = 0; i < pages.size(); ++i) {
     char name[32];
@@ -403,15 +392,15 @@ std::string V12Line(const std::string& box, const std::string& type) {
 // answer per sent block, so the answers of the blocks around it stay theirs and no page fails;
 // MinerU 3.4.4 reads the None text as "" (vlm_magic_model.py), an empty text in content_list.json.
 TEST(DocumentE2E, ReplayV12DegenerateCropIsNotSent) {
-  const std::string d = TmpDir("v12_degenerate");
+  const std::string d = EmptyTestDir("doc_v12_degenerate");
   WriteBlankPng(d, "p");
   // x 0.500..0.501 on 278 pixels: round(139.0) == round(139.278), a crop 0 pixels wide.
   const std::string layout = V12Line("100 100 900 200", "text") + V12Line("500 300 501 400", "text") +
                              V12Line("100 500 900 600", "text");
   const Json replay = Json::array({{{"layout", layout}, {"blocks", {"first", "third"}}}});
   ASSERT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
-                   "--no-layout-pictures"});
+  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
+                        "--no-layout-pictures"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json model = LoadJson(d + "/out/p/p_model.json")[0];
   ASSERT_EQ(model.size(), 3u) << model.dump();
@@ -428,15 +417,15 @@ TEST(DocumentE2E, ReplayV12DegenerateCropIsNotSent) {
 // "[Non-Text]" (stripped) drops a text block, leaves a header's box with "" and an equation with
 // its placeholder (bracketed like any equation).
 TEST(DocumentE2E, ReplayV12NonTextAnswer) {
-  const std::string d = TmpDir("v12_non_text");
+  const std::string d = EmptyTestDir("doc_v12_non_text");
   WriteBlankPng(d, "p");
   const std::string layout = V12Line("100 020 900 060", "header") + V12Line("100 100 900 200", "text") +
                              V12Line("100 300 900 400", "text") + V12Line("100 500 900 600", "equation");
   const Json replay = Json::array(
       {{{"layout", layout}, {"blocks", {" [Non-Text] ", "first", "  [Non-Text]\n", "[Non-Text]"}}}});
   ASSERT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
-                   "--no-layout-pictures"});
+  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
+                        "--no-layout-pictures"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json model = LoadJson(d + "/out/p/p_model.json")[0];
   ASSERT_EQ(model.size(), 3u) << model.dump();
@@ -451,9 +440,10 @@ TEST(DocumentE2E, ReplayV12NonTextAnswer) {
 // done; the replay's "merges" of the second table's page answer, and a well-formed answer becomes
 // cell_merge on that table in NAME_model.json (a malformed one leaves the table as it was).
 TEST(DocumentE2E, ReplayV12CrossPageTableGetsCellMerge) {
-  const std::string d = TmpDir("v12_cross_page");
+  const std::string d = EmptyTestDir("doc_v12_cross_page");
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/doc.pdf",
-                                        MakePdf({TextPage("A", 1), TextPage("B", 1), TextPage("C", 1)}))
+                                        MakePdf({TextPageWithFigure("A", 1), TextPageWithFigure("B", 1),
+                                                 TextPageWithFigure("C", 1)}))
                   .ok());
   const std::string table = "<|ref_start|>table<|ref_end|><|rotate_up|>";
   // Different rows on each page: identical leading rows would be taken for a repeated header.
@@ -474,8 +464,8 @@ TEST(DocumentE2E, ReplayV12CrossPageTableGetsCellMerge) {
                     {"blocks", {cells3}},
                     {"merges", {"[1, 0, 1]"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  Result r = Exec({"parse", d + "/doc.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
-                   "--no-layout-pictures"});
+  CmdResult r = RunCli({"parse", d + "/doc.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
+                        "--no-layout-pictures"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json model = LoadJson(d + "/out/doc/doc_model.json");
   ASSERT_EQ(model.size(), 3u);
@@ -490,10 +480,10 @@ TEST(DocumentE2E, ReplayV12CrossPageTableGetsCellMerge) {
 // flowchart image analysed as Mermaid, a table crossing the page break (cell_merge, then merged in
 // the files), a paragraph continued in the next column, a list.
 TEST(DocumentE2E, SampleReportShowsTheNewContent) {
-  const std::string d = TmpDir("sample_report");
+  const std::string d = EmptyTestDir("doc_sample_report");
   const std::string src = MINERU_SOURCE_DIR;
-  Result r = Exec({"parse", src + "/samples/report.pdf", "-o", d + "/out", "--replay",
-                   src + "/samples/report_replay.json", "--quiet"});
+  CmdResult r = RunCli({"parse", src + "/samples/report.pdf", "-o", d + "/out", "--replay",
+                        src + "/samples/report_replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string stem = d + "/out/report/report";
   const Json model = LoadJson(stem + "_model.json");
@@ -517,7 +507,7 @@ TEST(DocumentE2E, SampleReportShowsTheNewContent) {
 // first image of the layout's first block, table_images.h) and the table model's copy of it comes
 // back as an <img> with the image's JPEG; the image block itself is dropped, as 1.2.1 drops it.
 TEST(DocumentE2E, ReplayV12TableImageComesBackAsImg) {
-  const std::string d = TmpDir("v12_table_image");
+  const std::string d = EmptyTestDir("doc_v12_table_image");
   ::mkdir((d + "/in").c_str(), 0755);
   mineru::RgbImage page;
   page.width = 400;
@@ -530,7 +520,7 @@ TEST(DocumentE2E, ReplayV12TableImageComesBackAsImg) {
                      "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
                     {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json model = LoadJson(d + "/out/page/page_model.json")[0];
   ASSERT_EQ(model.size(), 1u);
@@ -544,7 +534,7 @@ TEST(DocumentE2E, ReplayV12TableImageComesBackAsImg) {
 // NAME_content_list_v2.json, and the table's inline data-URI image decoded into images/ (its html
 // then points at the file, in middle.json by name and in md / content lists under images/).
 TEST(DocumentE2E, ReplayV12WritesMinerU344Files) {
-  const std::string d = TmpDir("v12_344");
+  const std::string d = EmptyTestDir("doc_v12_344");
   ::mkdir((d + "/in").c_str(), 0755);
   mineru::RgbImage page;
   page.width = 400;
@@ -557,7 +547,7 @@ TEST(DocumentE2E, ReplayV12WritesMinerU344Files) {
                      "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
                     {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  Result r = Exec({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string o = d + "/out/page/page";
   const Json middle = LoadJson(o + "_middle.json");

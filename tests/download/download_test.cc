@@ -35,6 +35,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "../util/files.h"
+#include "../util/run_cli.h"
 #include "base/hash.h"
 #include "base/mapped_file.h"
 #include "download/download.h"
@@ -50,17 +52,14 @@ namespace mineru {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CmdResult;
+using testing::ReadAll;
+using testing::RunCli;
 
 // What `download` fetches by default (MinerU 3.3+'s checkpoint); a FakeHub serves this repo unless
 // told otherwise (set_repo).
 const std::string kHfRepo = "opendatalab/MinerU2.5-Pro-2605-1.2B";
 const std::string kMsRepo = "OpenDataLab/MinerU2.5-Pro-2605-1.2B";
-
-std::string ReadAll(const std::string& path) {
-  StatusOr<std::string> s = ReadFileToString(path);
-  EXPECT_TRUE(s.ok()) << path << ": " << s.status().ToString();
-  return s.ok() ? *s : std::string();
-}
 
 struct FakeFile {
   std::shared_ptr<const std::string> data;  // bytes served
@@ -931,46 +930,30 @@ TEST_F(DownloadTest, GgufRepositoryFetchesTheQ8PairOnly) {
 
 // --- the CLI, when `download` is registered in the binary ---------------------------------------
 
-struct RunResult {
-  int code = -1;
-  std::string out, err;
-};
-
-RunResult RunCli(const std::string& args, const std::string& tmp) {
-  const std::string out_path = tmp + "/stdout.txt", err_path = tmp + "/stderr.txt";
-  const std::string cmd = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp " + args + " </dev/null >" +
-                          out_path + " 2>" + err_path;
-  const int st = std::system(cmd.c_str());
-  RunResult r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = ReadAll(out_path);
-  r.err = ReadAll(err_path);
-  return r;
-}
-
 TEST_F(DownloadTest, CliDownloadsAndFailsWithOneLine) {
   const std::string bin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
   ASSERT_TRUE(FileExists(bin)) << bin;
-  ASSERT_NE(RunCli("--help", root_).out.find("\n  download "), std::string::npos)
+  ASSERT_NE(RunCli({"--help"}).out.find("\n  download "), std::string::npos)
       << "mineru-cpp has no download subcommand";
   FakeHub hub;
   hub.PutFixtureDir(fixture_);
-  RunResult r = RunCli("download --endpoint " + hub.endpoint() + " -o " + dir_, root_);
+  CmdResult r = RunCli({"download", "--endpoint", hub.endpoint(), "-o", dir_});
   EXPECT_EQ(r.code, 0) << r.err;
   ExpectEngineFilesIdentical();
   EXPECT_NE(r.err.find("downloaded 4 file(s)"), std::string::npos) << r.err;  // not a tty: no bar
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
 
-  r = RunCli("download --quiet --source modelscope --endpoint " + hub.endpoint() + " --model " + dir_, root_);
+  r = RunCli(
+      {"download", "--quiet", "--source", "modelscope", "--endpoint", hub.endpoint(), "--model", dir_});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
 
-  r = RunCli("download --endpoint http://no-such-host.invalid -o " + dir_ + "2", root_);
+  r = RunCli({"download", "--endpoint", "http://no-such-host.invalid", "-o", dir_ + "2"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err.rfind("error: cannot reach no-such-host.invalid", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 
-  r = RunCli("download --source github", root_);
+  r = RunCli({"download", "--source", "github"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("unknown source"), std::string::npos) << r.err;
 }

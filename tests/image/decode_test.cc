@@ -16,13 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "../util/files.h"
 #include "base/mapped_file.h"
 #include "image/decode.h"
 
 namespace mineru {
 namespace {
 
-const std::string kFx = MINERU_FIXTURES_DIR;
+using testing::kFx;
+using testing::ReadAll;
 
 // ---------------------------------------------------------------------------------------------
 // PNG writer for arbitrary color types / depths (samples given one per channel, unpacked).
@@ -506,12 +508,6 @@ TEST(Webp, AlphaDroppedAndLossy) {
 
 // ---------------------------------------------------------------------------------------------
 // TIFF
-
-std::string ReadAll(const std::string& path) {
-  auto s = ReadFileToString(path);
-  EXPECT_TRUE(s.ok());
-  return s.ok() ? *s : std::string();
-}
 
 std::string MakeTiff(int w, int h, int spp, int bps, int photometric, const std::vector<uint8_t>& bytes,
                      bool tiled = false, uint16_t* cmap = nullptr, bool jpeg_ycbcr = false) {

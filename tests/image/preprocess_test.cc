@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../util/files.h"
+#include "../util/json_file.h"
 #include "base/mapped_file.h"
 #include "base/safetensors.h"
 #include "image/decode.h"
@@ -16,13 +18,8 @@
 namespace mineru {
 namespace {
 
-const std::string kFx = MINERU_FIXTURES_DIR;
-
-nlohmann::json LoadJson(const std::string& path) {
-  auto text = ReadFileToString(path);
-  EXPECT_TRUE(text.ok()) << text.status().ToString();
-  return nlohmann::json::parse(text.ok() ? *text : std::string("null"));
-}
+using testing::kFx;
+using testing::LoadJson;
 
 TEST(SmartResize, MatchesTransformersTable) {
   nlohmann::json table = LoadJson(kFx + "/smart_resize.json");
@@ -70,14 +67,14 @@ TEST(SmartResize, EdgeCases) {
   EXPECT_GE(c->first, 28);
 }
 
-struct Golden {
+struct ImageGolden {
   std::vector<float> pil, proc;
   std::vector<int64_t> grid;  // [images, 3]
   int64_t rows = 0, cols = 0;
 };
 
-Golden LoadGolden(const std::string& name) {
-  Golden g;
+ImageGolden LoadGolden(const std::string& name) {
+  ImageGolden g;
   auto f = SafetensorsFile::Open(kFx + "/tiny/golden_" + name + ".safetensors");
   EXPECT_TRUE(f.ok()) << f.status().ToString();
   if (!f.ok()) return g;
@@ -98,7 +95,7 @@ Golden LoadGolden(const std::string& name) {
 
 void CheckGolden(const std::string& name) {
   nlohmann::json meta = LoadJson(kFx + "/tiny/golden_" + name + ".json");
-  Golden g = LoadGolden(name);
+  ImageGolden g = LoadGolden(name);
   ASSERT_GT(g.rows, 0);
   ASSERT_EQ(g.cols, 1176);
   PreprocessConfig cfg;

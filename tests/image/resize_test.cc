@@ -5,12 +5,13 @@
 
 #include <string>
 
+#include "../util/files.h"
 #include "image/decode.h"
 
 namespace mineru {
 namespace {
 
-const std::string kFx = MINERU_FIXTURES_DIR;
+using testing::kFx;
 
 RgbImage Load(const std::string& path) {
   auto img = DecodeImageFile(path);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../util/files.h"
 #include "../util/sanitizers.h"
 #include "base/gguf.h"
 #include "base/mapped_file.h"
@@ -31,10 +32,9 @@ namespace {
 
 using testing::FixturePath;
 using testing::Golden;
+using testing::ReadAll;
 
 std::string Gguf(const std::string& name) { return FixturePath("gguf/tinyvocab/" + name); }
-
-std::string ReadAll(const std::string& path) { return ReadFileToString(path).value(); }
 
 // A file holding bytes, removed when the object goes (a temporary: at the end of the full
 // expression; a file opened from it keeps its mapping). Converts to its path.
@@ -314,7 +314,7 @@ std::vector<float> LastLogits(const Qwen2VLModel& m, const std::vector<int32_t>&
   return logits;
 }
 
-CaseRun RunCase(const Qwen2VLModel& m, const std::string& golden_case) {
+CaseRun RunGoldenCase(const Qwen2VLModel& m, const std::string& golden_case) {
   Golden g("tinyvocab", golden_case);
   std::vector<int32_t> ids;
   for (int64_t id : g.I64("input_ids")) ids.push_back(static_cast<int32_t>(id));
@@ -385,7 +385,7 @@ Distances QuantDistances(const std::string& lm, const std::string& mmproj, const
   Distances d;
   if (!ref.ok() || !st.ok() || !gg.ok()) return d;
   for (const char* c : {"one_image", "two_images", "text_only"}) {
-    CaseRun r = RunCase(**ref, c), a = RunCase(**st, c), b = RunCase(**gg, c);
+    CaseRun r = RunGoldenCase(**ref, c), a = RunGoldenCase(**st, c), b = RunGoldenCase(**gg, c);
     d.ours = std::max(d.ours, MaxAbsDiff(a.logits, r.logits));
     d.gguf = std::max(d.gguf, MaxAbsDiff(b.logits, r.logits));
     d.between = std::max(d.between, MaxAbsDiff(a.logits, b.logits));

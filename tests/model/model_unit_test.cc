@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../util/files.h"
 #include "base/mapped_file.h"
 #include "base/safetensors.h"
 #include "base/thread_pool.h"
@@ -28,19 +29,11 @@ namespace {
 
 using Json = nlohmann::json;
 using testing::FixturePath;
-
-std::string TempDir(const std::string& name) {
-  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
-  ::mkdir(d.c_str(), 0755);
-  d += "/" + name;
-  ::mkdir(d.c_str(), 0755);
-  return d;
-}
-
-std::string Slurp(const std::string& p) { return ReadFileToString(p).value(); }
+using testing::ReadAll;
+using testing::TestDir;
 
 void CopyFile(const std::string& from, const std::string& to) {
-  ASSERT_TRUE(WriteStringToFile(to, Slurp(from)).ok());
+  ASSERT_TRUE(WriteStringToFile(to, ReadAll(from)).ok());
 }
 
 // Greedy ids of the tiny model on its text-only golden prompt.
@@ -70,7 +63,7 @@ TEST(ConfigTest, ParsesFlatFixtureConfig) {
 }
 
 TEST(ConfigTest, ParsesNestedTextConfigAndInChannels) {
-  Json flat = Json::parse(Slurp(FixturePath("tinyvocab/config.json")));
+  Json flat = Json::parse(ReadAll(FixturePath("tinyvocab/config.json")));
   Json nested = {{"model_type", "qwen2_vl"},
                  {"image_token_id", 151655},
                  {"vision_start_token_id", 151652},
@@ -97,7 +90,7 @@ TEST(ConfigTest, ParsesNestedTextConfigAndInChannels) {
 }
 
 TEST(ConfigTest, MissingOrBadFieldsAreErrors) {
-  Json base = Json::parse(Slurp(FixturePath("tiny/config.json")));
+  Json base = Json::parse(ReadAll(FixturePath("tiny/config.json")));
   for (const char* field :
        {"hidden_size", "num_hidden_layers", "vocab_size", "vision_config", "rope_scaling"}) {
     Json j = base;
@@ -141,7 +134,7 @@ std::string HeaderFile(const std::string& header_json, size_t data_bytes) {
 }
 
 TEST(SafetensorsTest, RejectsLyingHeaders) {
-  const std::string dir = TempDir("st");
+  const std::string dir = TestDir("st");
   struct Bad {
     const char* name;
     std::string bytes;
@@ -171,7 +164,7 @@ TEST(SafetensorsTest, RejectsLyingHeaders) {
 }
 
 TEST(SafetensorsTest, WriteThenRead) {
-  const std::string p = TempDir("st") + "/ok.safetensors";
+  const std::string p = TestDir("st") + "/ok.safetensors";
   std::string bytes(12, '\0');
   float v[3] = {1.5f, -2.0f, 3.25f};
   std::memcpy(&bytes[0], v, 12);
@@ -187,9 +180,9 @@ TEST(SafetensorsTest, WriteThenRead) {
 // ---- weights ----
 
 TEST(WeightsTest, TruncatedModelFileIsAnError) {
-  const std::string dir = TempDir("truncated");
+  const std::string dir = TestDir("truncated");
   CopyFile(FixturePath("tiny/config.json"), dir + "/config.json");
-  std::string w = Slurp(FixturePath("tiny/model.safetensors"));
+  std::string w = ReadAll(FixturePath("tiny/model.safetensors"));
   ASSERT_TRUE(WriteStringToFile(dir + "/model.safetensors", w.substr(0, w.size() / 2)).ok());
   auto m = Qwen2VLModel::Load(dir);
   ASSERT_FALSE(m.ok());
@@ -198,7 +191,7 @@ TEST(WeightsTest, TruncatedModelFileIsAnError) {
 
 TEST(WeightsTest, MissingDirAndMissingWeights) {
   EXPECT_EQ(Qwen2VLModel::Load("/nonexistent/model").status().code(), StatusCode::kNotFound);
-  const std::string dir = TempDir("noweights");
+  const std::string dir = TestDir("noweights");
   CopyFile(FixturePath("tiny/config.json"), dir + "/config.json");
   ::unlink((dir + "/model.safetensors").c_str());
   EXPECT_FALSE(Qwen2VLModel::Load(dir).ok());
@@ -207,7 +200,7 @@ TEST(WeightsTest, MissingDirAndMissingWeights) {
 // Rewrites the tiny checkpoint with a tensor transform; returns the directory.
 std::string RewriteTiny(const std::string& name,
                         const std::function<void(std::vector<TensorToWrite>*)>& edit) {
-  std::string dir = TempDir(name);
+  std::string dir = TestDir(name);
   CopyFile(FixturePath("tiny/config.json"), dir + "/config.json");
   auto f = SafetensorsFile::Open(FixturePath("tiny/model.safetensors")).value();
   std::vector<TensorToWrite> ts;
@@ -263,7 +256,7 @@ TEST(WeightsTest, NewerNamingSchemeAndBf16GiveSameModel) {
 TEST(WeightsTest, ShardedCheckpointWithIndex) {
   auto ref = Qwen2VLModel::Load(FixturePath("tiny")).value();
   const std::vector<int32_t> want = GreedyIds(*ref, 8);
-  const std::string dir = TempDir("sharded");
+  const std::string dir = TestDir("sharded");
   CopyFile(FixturePath("tiny/config.json"), dir + "/config.json");
   ::unlink((dir + "/model.safetensors").c_str());
   auto f = SafetensorsFile::Open(FixturePath("tiny/model.safetensors")).value();
@@ -332,7 +325,7 @@ TEST(DecoderTest, LongPrefillEqualsItsHalvesBitForBit) {
 }
 
 TEST(GenModelTest, TinyPresetLoadsAndRuns) {
-  const std::string dir = TempDir("genmodel");
+  const std::string dir = TestDir("genmodel");
   GenModelOptions o;
   o.preset = "tiny";
   ASSERT_TRUE(GenerateRandomModel(dir, o).ok());

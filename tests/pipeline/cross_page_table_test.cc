@@ -3,13 +3,12 @@
 // (tests/fixtures/cross_page_121.json): the tasks it builds (pair, prompt, segments, columns), and
 // the cell_merge its answer turns into on each block. Plus the pieces on their own: the answer
 // parser, Python's repr and span attributes.
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../util/json_file.h"
 #include "pipeline/common/py_text.h"
 #include "pipeline/doc/json.h"
 #include "pipeline/extract/vlu_1_2/cross_page_table.h"
@@ -18,16 +17,7 @@ namespace mineru::pipeline {
 namespace {
 
 using Json = nlohmann::json;
-
-const Json& Goldens() {
-  static const Json j = [] {
-    std::ifstream f(std::string(MINERU_FIXTURES_DIR) + "/cross_page_121.json");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return Json::parse(ss.str());
-  }();
-  return j;
-}
+using ::mineru::testing::FixtureJson;
 
 std::vector<std::vector<ContentBlock>> Pages(const Json& pages) {
   std::vector<std::vector<ContentBlock>> out;
@@ -46,7 +36,7 @@ std::vector<std::vector<ContentBlock>> Pages(const Json& pages) {
 }
 
 TEST(CrossPageTable, TasksAndCellMergeMatchTheReference) {
-  const Json& cases = Goldens()["cases"];
+  const Json& cases = FixtureJson("cross_page_121.json")["cases"];
   ASSERT_GE(cases.size(), 20u);
   for (const Json& c : cases) {
     SCOPED_TRACE(c["name"].get<std::string>());

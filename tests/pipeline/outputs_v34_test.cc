@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../util/json_file.h"
 #include "pipeline/common/crop_geometry.h"
 #include "pipeline/common/html_dom.h"
 #include "pipeline/doc/json.h"
@@ -23,15 +24,7 @@
 namespace mineru::pipeline {
 namespace {
 
-const Json& Goldens() {
-  static const Json j = [] {
-    std::ifstream f(std::string(MINERU_FIXTURES_DIR) + "/mineru344_outputs.json");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return Json::parse(ss.str());
-  }();
-  return j;
-}
+using ::mineru::testing::FixtureJson;
 
 ContentBlock BlockFromJson(const Json& j) {
   ContentBlock b;
@@ -99,7 +92,7 @@ std::string FirstDiff(const Json& ours, const Json& want) {
 class OutputsV34 : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(OutputsV34, MatchesReference) {
-  const Json& c = Goldens()["cases"][GetParam()];
+  const Json& c = FixtureJson<Json>("mineru344_outputs.json")["cases"][GetParam()];
   SCOPED_TRACE(c["name"].get<std::string>());
   std::vector<std::string> inline_images;
   const bool table_merge = c.contains("table_merge") && c["table_merge"].get<bool>();
@@ -117,9 +110,9 @@ constexpr size_t kCases =
 INSTANTIATE_TEST_SUITE_P(Cases, OutputsV34, ::testing::Range<size_t>(0, kCases));
 
 TEST(OutputsV34Fixture, HasAllCases) {
-  EXPECT_EQ(Goldens()["cases"].size(), kCases);
+  EXPECT_EQ(FixtureJson<Json>("mineru344_outputs.json")["cases"].size(), kCases);
   size_t merged = 0;
-  for (const auto& c : Goldens()["cases"])
+  for (const auto& c : FixtureJson<Json>("mineru344_outputs.json")["cases"])
     merged += c.contains("table_merge") && c["table_merge"].get<bool>();
   EXPECT_EQ(merged, 86u);
 }

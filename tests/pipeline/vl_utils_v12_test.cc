@@ -2,15 +2,14 @@
 // mineru-vl-utils 1.2.1 itself by tests/tools/record_vl_utils_121.py (tests/fixtures/vl_utils_121.json):
 // per page the parsed layout, the requests (index, prompt, penalties, final crop size) and the
 // post-processed blocks as model.json writes them; per function input/output pairs.
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../util/json_file.h"
 #include "pipeline/common/formula.h"
 #include "pipeline/doc/json.h"
 #include "pipeline/extract/vlu_1_2/layout.h"
@@ -19,15 +18,7 @@
 namespace mineru::pipeline {
 namespace {
 
-const nlohmann::json& Goldens() {
-  static const nlohmann::json j = [] {
-    std::ifstream f(std::string(MINERU_FIXTURES_DIR) + "/vl_utils_121.json");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return nlohmann::json::parse(ss.str());
-  }();
-  return j;
-}
+using ::mineru::testing::FixtureJson;
 
 // The Mermaid repetition detector is not reproduced (post_process_v12.h); the recorder checks that
 // its flowcharts do not trigger it, so no page is skipped any more.
@@ -48,7 +39,7 @@ nlohmann::json ParsedJson(const std::vector<LayoutBlock>& blocks) {
 
 TEST(VlUtilsV12, LayoutParsingMatchesReference) {
   int n = 0;
-  for (const auto& page : Goldens()["pages"]) {
+  for (const auto& page : FixtureJson("vl_utils_121.json")["pages"]) {
     const std::string raw = page["layout"];
     std::vector<std::string> warnings;
     const auto blocks = ParseLayoutOutputV12(raw, &warnings);
@@ -65,7 +56,7 @@ TEST(VlUtilsV12, LayoutParsingMatchesReference) {
 }
 
 TEST(VlUtilsV12, RequestsMatchReference) {
-  for (const auto& page : Goldens()["pages"]) {
+  for (const auto& page : FixtureJson("vl_utils_121.json")["pages"]) {
     const std::string raw = page["layout"];
     auto blocks = ParseLayoutOutputV12(raw);
     const ExtractPlan plan = PlanExtractV12(blocks, page["page_size"][0], page["page_size"][1]);
@@ -93,7 +84,7 @@ TEST(VlUtilsV12, RequestsMatchReference) {
 
 TEST(VlUtilsV12, PostProcessedPagesMatchReference) {
   int compared = 0;
-  for (const auto& page : Goldens()["pages"]) {
+  for (const auto& page : FixtureJson("vl_utils_121.json")["pages"]) {
     bool skip = false;
     for (const auto& o : page["outputs"]) skip = skip || UsesUnportedRepair(o.get<std::string>());
     if (skip) continue;
@@ -163,7 +154,7 @@ TEST(VlUtilsV12, FunctionsMatchReference) {
        }},
   };
   int compared = 0;
-  for (const auto& c : Goldens()["functions"]) {
+  for (const auto& c : FixtureJson("vl_utils_121.json")["functions"]) {
     const std::string fn = c["fn"], in = c["input"];
     auto it = checks.find(fn);
     if (it == checks.end()) {

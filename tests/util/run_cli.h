@@ -34,7 +34,7 @@ inline CmdResult RunCli(const std::vector<std::string>& args) {
                            "_" + std::to_string(counter++);
   std::string cmd = Quote(bin);
   for (const auto& a : args) cmd += " " + Quote(a);
-  cmd += " 2>" + Quote(errf);
+  cmd += " </dev/null 2>" + Quote(errf);  // nothing to read: a prompt would end, not wait
   CmdResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
