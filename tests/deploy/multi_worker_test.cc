@@ -29,6 +29,8 @@
 #include "../server/server_harness.h"
 #include "../util/nginx_conf.h"
 #include "../util/pdf_writer.h"
+#include "../util/process.h"
+#include "../util/replay.h"
 #include "job_store_contract.h"
 
 namespace mineru::testing {
@@ -46,52 +48,6 @@ std::string Env(const char* name, const std::string& def) {
 }
 
 bool Executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
-
-// Starts args with stdout/stderr appended to log, as uid/gid (-1: unchanged). Returns the pid.
-// cwd: a directory to start in (empty: unchanged).
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log, uid_t uid = static_cast<uid_t>(-1),
-            gid_t gid = static_cast<gid_t>(-1), const std::string& cwd = "") {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    if (gid != static_cast<gid_t>(-1)) {
-      if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0) ::_exit(126);
-    }
-    if (uid != static_cast<uid_t>(-1) && ::setuid(uid) != 0) ::_exit(126);
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int WaitExit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
-}
-
-// Sends sig, waits up to deadline_s for the exit, then SIGKILL.
-void StopProcess(pid_t pid, int sig, double deadline_s) {
-  if (pid <= 0) return;
-  ::kill(pid, sig);
-  const auto end = Clock::now() + std::chrono::duration<double>(deadline_s);
-  int status = 0;
-  while (Clock::now() < end) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-}
 
 // PostgreSQL in a temporary directory on a free loopback port.
 class Postgres {
@@ -205,92 +161,6 @@ class Postgres {
   gid_t gid_ = static_cast<gid_t>(-1);
   PGconn* db_ = nullptr;
 };
-
-// nginx from deploy/nginx.conf, in front of the given worker ports, listening on a free port.
-class Nginx {
- public:
-  bool Start(const std::string& dir, int port_a, int port_b, std::string* err) {
-    const std::string bin = FindNginx();
-    if (bin.empty()) {
-      *err = "nginx not found (install Debian's nginx: scripts/setup.sh; or set MINERU_NGINX)";
-      return false;
-    }
-    auto tmpl = ReadFileToString(std::string(MINERU_SOURCE_DIR) + "/deploy/nginx.conf");
-    if (!tmpl.ok()) {
-      *err = "cannot read deploy/nginx.conf";
-      return false;
-    }
-    std::string conf = *tmpl;
-    port_ = FreePort();
-    if (!RewriteNginxConf(&conf, dir, {port_a, port_b}, port_, err)) return false;
-    const std::string path = dir + "/nginx.conf";
-    if (!WriteStringToFile(path, conf).ok()) {
-      *err = "cannot write " + path;
-      return false;
-    }
-    log_ = dir + "/nginx.out";
-    const int t = WaitExit(Spawn({bin, "-t", "-p", dir + "/", "-c", path}, log_));
-    if (!WIFEXITED(t) || WEXITSTATUS(t) != 0) {
-      *err = "nginx -t rejected the configuration: " + Log();
-      return false;
-    }
-    pid_ = Spawn({bin, "-p", dir + "/", "-c", path, "-g", "daemon off;"}, log_);
-    const auto end = Clock::now() + std::chrono::seconds(30);
-    while (Clock::now() < end) {
-      httplib::Client c("127.0.0.1", port_);
-      c.set_connection_timeout(1, 0);
-      auto r = c.Get("/health");
-      if (r && r->status == 200) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        auto error_log = ReadFileToString(dir + "/error.log");
-        *err = "nginx exited: " + Log() + (error_log.ok() ? *error_log : "");
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a condition, with a deadline
-    }
-    *err = "nginx did not answer /health within 30 s: " + Log();
-    return false;
-  }
-  int port() const { return port_; }
-  std::string Log() const { return ReadFileToString(log_).ok() ? *ReadFileToString(log_) : ""; }
-  httplib::Client Client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(60, 0);
-    c.set_connection_timeout(5, 0);
-    return c;
-  }
-  ~Nginx() { StopProcess(pid_, SIGQUIT, 10); }
-
- private:
-  int port_ = 0;
-  pid_t pid_ = -1;
-  std::string log_;
-};
-
-PdfPage TextPage(const std::string& title) {
-  PdfPage p;
-  p.texts.push_back({72, 50, 20, title});
-  p.texts.push_back({72, 120, 10, "Body text of the page."});
-  return p;
-}
-
-std::string WriteReplay(const std::string& dir, int pages) {
-  const char* layout =
-      "<|box_start|>100 050 900 090<|box_end|><|ref_start|>title<|ref_end|><|rotate_up|>\n"
-      "<|box_start|>100 100 900 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
-      "<|box_start|>100 400 900 600<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>";
-  Json j = Json::array();
-  for (int i = 0; i < pages; ++i) {
-    j.push_back(
-        {{"layout", layout},
-         {"blocks", {"Page Title " + std::to_string(i + 1), "Some \\(x^2\\) text.", "<fcel>A<fcel>B<nl>"}}});
-  }
-  const std::string p = dir + "/replay.json";
-  EXPECT_TRUE(WriteStringToFile(p, j.dump()).ok());
-  return p;
-}
 
 // A server's job-owner id, from its start-up log line (/health does not show it: it carries a
 // random nonce). "" when absent.

@@ -11,30 +11,15 @@
 #include <chrono>
 #include <string>
 
-#include "../model/golden_util.h"
+#include "../util/files.h"
 #include "base/mapped_file.h"
 #include "engine/engine.h"
 
 namespace mineru {
 namespace {
 
-using testing::FixturePath;
-
-// A private copy of the fixture model that the test may damage.
-std::string CopyModel(const std::string& model, const std::string& name) {
-  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
-  ::mkdir(d.c_str(), 0755);
-  d += "/engine_fault_" + name + "_" + std::to_string(::getpid());
-  ::mkdir(d.c_str(), 0755);
-  for (const char* f : {"config.json", "preprocessor_config.json", "model.safetensors"}) {
-    auto bytes = ReadFileToString(FixturePath(model + "/" + f));
-    EXPECT_TRUE(bytes.ok()) << f;
-    if (bytes.ok()) {
-      EXPECT_TRUE(WriteStringToFile(d + "/" + f, *bytes).ok());
-    }
-  }
-  return d;
-}
+using testing::CopyModel;
+using testing::TempDir;
 
 EngineRequest LongRequest() {
   EngineRequest r;
@@ -45,7 +30,7 @@ EngineRequest LongRequest() {
 }
 
 TEST(EngineFaultTest, WeightsTruncatedWhileRunning) {
-  const std::string dir = CopyModel("tiny", "running");
+  const std::string dir = CopyModel("tiny", TempDir("engine_fault_running"));
   const std::string weights = dir + "/model.safetensors";
   auto model = Qwen2VLModel::Load(dir);  // as stored: the matrices stay in the mapping
   ASSERT_TRUE(model.ok()) << model.status().ToString();
@@ -94,7 +79,7 @@ TEST(EngineFaultTest, WeightsTruncatedWhileRunning) {
 }
 
 TEST(EngineFaultTest, WeightsRewrittenInPlaceRefuseNewRequests) {
-  const std::string dir = CopyModel("tiny", "rewritten");
+  const std::string dir = CopyModel("tiny", TempDir("engine_fault_rewritten"));
   auto model = Qwen2VLModel::Load(dir, "q8");  // quantized copies: no fault, only the fstat check
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   EngineConfig cfg;
@@ -121,7 +106,7 @@ TEST(EngineFaultTest, WeightsRewrittenInPlaceRefuseNewRequests) {
 }
 
 TEST(EngineFaultTest, WeightsTruncatedBeforeLoadAreAOneLineError) {
-  const std::string dir = CopyModel("tiny", "atload");
+  const std::string dir = CopyModel("tiny", TempDir("engine_fault_atload"));
   const std::string weights = dir + "/model.safetensors";
   struct stat st {};
   ASSERT_EQ(::stat(weights.c_str(), &st), 0);

@@ -2,20 +2,20 @@
 // mineru-vl-utils 0.1.x (parse_layout_output, prepare_for_extract, resize_by_need) and Pillow.
 #include <gtest/gtest.h>
 
+#include "../util/replay.h"
 #include "pipeline/common/crop_geometry.h"
 #include "pipeline/extract/vlu_0_1/layout.h"
 
 namespace mineru::pipeline {
 namespace {
 
-std::string Line(const char* coords, const char* type, const char* tail = "<|rotate_up|>") {
-  return std::string("<|box_start|>") + coords + "<|box_end|><|ref_start|>" + type + "<|ref_end|>" + tail;
-}
+using ::mineru::testing::LayoutLine;
 
 TEST(Layout, MultiColumnPageKeepsReadingOrderAndScalesBoxes) {
-  const std::string raw = Line("060 030 940 050", "header") + "\n" + Line("100 070 900 100", "title") + "\n" +
-                          Line("060 110 480 500", "text") + "\n" + Line("520 110 940 500", "text") + "\n" +
-                          Line("480 950 520 970", "page_number");
+  const std::string raw =
+      LayoutLine("060 030 940 050", "header") + "\n" + LayoutLine("100 070 900 100", "title") + "\n" +
+      LayoutLine("060 110 480 500", "text") + "\n" + LayoutLine("520 110 940 500", "text") + "\n" +
+      LayoutLine("480 950 520 970", "page_number");
   const auto blocks = ParseLayoutOutput(raw);
   ASSERT_EQ(blocks.size(), 5u);
   // The list order is the reading order: left column before right column.
@@ -35,19 +35,19 @@ TEST(Layout, MultiColumnPageKeepsReadingOrderAndScalesBoxes) {
 
 TEST(Layout, MalformedOutOfRangeSwappedDegenerateUnknownLines) {
   std::vector<std::string> lines = {
-      "garbage before the layout",                                        // no match: skipped
-      Line("100 200 1001 300", "text"),                                   // 1001 > 1000: skipped
-      Line("900 800 100 200", "Table"),                                   // swapped + uppercase: kept
-      Line("100 200 100 300", "text"),                                    // x1 == x2: degenerate, skipped
-      Line("100 200 300 200", "text"),                                    // y1 == y2: degenerate, skipped
-      Line("100 200 300 400", "figure"),                                  // unknown type: skipped
-      Line("100 200 300 400", "text2"),                                   // unknown type: skipped
-      " " + Line("100 200 300 400", "text"),                              // re.match anchors at ^: skipped
-      Line("100 200 300 400", "text", ""),                                // no rotation token: angle None
-      Line("100 200 300 400", "text", "<|rotate_left|><|rotate_up|>"),    // up is tested first -> 0
-      Line("100 200 300 400", "table", "<|rotate_right|>"),               // 90
-      Line("100 200 300 400", "text", "<|rotate_down|>\r"),               // CR stays in the tail: 180
-      Line("100 200 300 400", "text", "<|rotate_left|> trailing words"),  // extra text ignored: 270
+      "garbage before the layout",                  // no match: skipped
+      LayoutLine("100 200 1001 300", "text"),       // 1001 > 1000: skipped
+      LayoutLine("900 800 100 200", "Table"),       // swapped + uppercase: kept
+      LayoutLine("100 200 100 300", "text"),        // x1 == x2: degenerate, skipped
+      LayoutLine("100 200 300 200", "text"),        // y1 == y2: degenerate, skipped
+      LayoutLine("100 200 300 400", "figure"),      // unknown type: skipped
+      LayoutLine("100 200 300 400", "text2"),       // unknown type: skipped
+      " " + LayoutLine("100 200 300 400", "text"),  // re.match anchors at ^: skipped
+      LayoutLine("100 200 300 400", "text", ""),    // no rotation token: angle None
+      LayoutLine("100 200 300 400", "text", "<|rotate_left|><|rotate_up|>"),    // up is tested first -> 0
+      LayoutLine("100 200 300 400", "table", "<|rotate_right|>"),               // 90
+      LayoutLine("100 200 300 400", "text", "<|rotate_down|>\r"),               // CR stays in the tail: 180
+      LayoutLine("100 200 300 400", "text", "<|rotate_left|> trailing words"),  // extra text ignored: 270
       "<|box_start|>100 200 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>",  // 3 numbers
       "",                                                                              // empty line
   };
@@ -73,11 +73,12 @@ TEST(Layout, MalformedOutOfRangeSwappedDegenerateUnknownLines) {
 }
 
 TEST(Layout, TabsBetweenCoordinatesAndTwoElementsOnOneLine) {
-  const auto tabs = ParseLayoutOutput(Line("100\t200  300 400", "code"));
+  const auto tabs = ParseLayoutOutput(LayoutLine("100\t200  300 400", "code"));
   ASSERT_EQ(tabs.size(), 1u);
   EXPECT_EQ(tabs[0].type, "code");
   // 0.1.x splits on "\n" only: a second element on the same line is swallowed by the first one's tail.
-  const auto joined = ParseLayoutOutput(Line("001 001 002 002", "text") + Line("003 003 004 004", "title"));
+  const auto joined =
+      ParseLayoutOutput(LayoutLine("001 001 002 002", "text") + LayoutLine("003 003 004 004", "title"));
   ASSERT_EQ(joined.size(), 1u);
   EXPECT_EQ(joined[0].type, "text");
   EXPECT_TRUE(ParseLayoutOutput("").empty());
@@ -122,8 +123,9 @@ TEST(Layout, RecognitionDecisionsPromptsAndSampling) {
   EXPECT_FLOAT_EQ(layout.frequency_penalty, 0.0f);
   EXPECT_EQ(layout.no_repeat_ngram_size, 100);
 
-  const auto blocks = ParseLayoutOutput(Line("0 0 10 10", "text") + "\n" + Line("0 0 10 10", "image") + "\n" +
-                                        Line("0 0 10 10", "table") + "\n" + Line("0 0 10 10", "list"));
+  const auto blocks =
+      ParseLayoutOutput(LayoutLine("0 0 10 10", "text") + "\n" + LayoutLine("0 0 10 10", "image") + "\n" +
+                        LayoutLine("0 0 10 10", "table") + "\n" + LayoutLine("0 0 10 10", "list"));
   EXPECT_EQ(RecognitionIndices(blocks), (std::vector<size_t>{0, 2}));
 }
 

@@ -3,6 +3,7 @@
 // Every expectation is derived by hand from the reference code paths named in the comments.
 #include <gtest/gtest.h>
 
+#include "../util/replay.h"
 #include "pipeline/doc/json.h"
 #include "pipeline/extract/vlu_0_1/post_process.h"
 #include "pipeline/write/mineru_2_5/assemble.h"
@@ -10,31 +11,31 @@
 namespace mineru::pipeline {
 namespace {
 
-std::string Line(const char* coords, const char* type, const char* rot = "<|rotate_up|>") {
-  return std::string("<|box_start|>") + coords + "<|box_end|><|ref_start|>" + type + "<|ref_end|>" + rot +
-         "\n";
+// A layout answer line (LayoutLine) ending in a newline, so that lines add up to an answer.
+std::string LayoutLineNl(const char* coords, const char* type, const char* rot = "<|rotate_up|>") {
+  return ::mineru::testing::LayoutLine(coords, type, rot) + "\n";
 }
 
 // Page 0 of the replay: 18 layout elements, in reading order.
 std::string Page0Layout() {
-  return Line("060 030 940 050", "header") +                        // 0
-         Line("100 070 900 100", "title") +                         // 1
-         Line("060 110 480 300", "text") +                          // 2 left column
-         Line("100 310 900 420", "equation_block") +                // 3 (not recognised)
-         Line("120 315 880 360", "equation") +                      // 4 inside 3
-         Line("120 365 880 410", "equation") +                      // 5 inside 3
-         Line("200 430 800 470", "equation") +                      // 6 standalone, \tag
-         Line("100 480 900 495", "table_caption") +                 // 7
-         Line("100 500 900 600", "table") +                         // 8
-         Line("520 110 940 290", "image") +                         // 9 right column (not recognised)
-         Line("520 292 940 305", "image_caption") +                 // 10
-         Line("100 610 900 700", "code") +                          // 11
-         Line("100 710 900 800", "list") +                          // 12 (not recognised)
-         Line("110 715 890 750", "text") +                          // 13 inside the list
-         Line("110 755 890 795", "text") +                          // 14 inside the list
-         Line("480 950 520 970", "page_number") +                   // 15
-         Line("060 975 940 990", "footer") +                        // 16
-         Line("010 200 040 800", "aside_text", "<|rotate_left|>");  // 17 rotated margin text
+  return LayoutLineNl("060 030 940 050", "header") +                        // 0
+         LayoutLineNl("100 070 900 100", "title") +                         // 1
+         LayoutLineNl("060 110 480 300", "text") +                          // 2 left column
+         LayoutLineNl("100 310 900 420", "equation_block") +                // 3 (not recognised)
+         LayoutLineNl("120 315 880 360", "equation") +                      // 4 inside 3
+         LayoutLineNl("120 365 880 410", "equation") +                      // 5 inside 3
+         LayoutLineNl("200 430 800 470", "equation") +                      // 6 standalone, \tag
+         LayoutLineNl("100 480 900 495", "table_caption") +                 // 7
+         LayoutLineNl("100 500 900 600", "table") +                         // 8
+         LayoutLineNl("520 110 940 290", "image") +                         // 9 right column (not recognised)
+         LayoutLineNl("520 292 940 305", "image_caption") +                 // 10
+         LayoutLineNl("100 610 900 700", "code") +                          // 11
+         LayoutLineNl("100 710 900 800", "list") +                          // 12 (not recognised)
+         LayoutLineNl("110 715 890 750", "text") +                          // 13 inside the list
+         LayoutLineNl("110 755 890 795", "text") +                          // 14 inside the list
+         LayoutLineNl("480 950 520 970", "page_number") +                   // 15
+         LayoutLineNl("060 975 940 990", "footer") +                        // 16
+         LayoutLineNl("010 200 040 800", "aside_text", "<|rotate_left|>");  // 17 rotated margin text
 }
 
 // Recognition outputs, one per recognised block in layout order (the replay "blocks" list).
@@ -112,8 +113,9 @@ TEST(PostProcess, ModelJsonOfTheReplayedPage) {
 }
 
 TEST(PostProcess, OptionsAndAngleNone) {
-  const auto layout = ParseLayoutOutput(Line("0 0 10 10", "header", "") + Line("0 0 10 10", "list") +
-                                        Line("0 0 10 10", "equation_block") + Line("0 0 10 10", "text"));
+  const auto layout =
+      ParseLayoutOutput(LayoutLineNl("0 0 10 10", "header", "") + LayoutLineNl("0 0 10 10", "list") +
+                        LayoutLineNl("0 0 10 10", "equation_block") + LayoutLineNl("0 0 10 10", "text"));
   const std::vector<std::optional<std::string>> rec = {std::string("h"), std::nullopt, std::nullopt,
                                                        std::string("t")};
   PostProcessOptions opt;
@@ -163,7 +165,7 @@ Json BuildMiddle(Recorder& rec) {
   p0.height_pt = 792.0;
   p0.page_idx = 0;
   PageInput p1;
-  const auto layout1 = ParseLayoutOutput(Line("100 100 900 200", "text"));
+  const auto layout1 = ParseLayoutOutput(LayoutLineNl("100 100 900 200", "text"));
   p1.blocks = PostProcessPage(layout1, {std::string("Second page text.")});
   p1.width_pt = 595.3;  // A4: int() truncates to 595 x 841
   p1.height_pt = 841.9;
@@ -344,10 +346,10 @@ TEST(Assemble, CaptionsAttachByDistanceAndLeftoversBecomeText) {
   // 20 pt below the upper one, so it goes with the lower table. A table footnote far below the lower
   // table still attaches to its nearest table in the second pass. An image caption with no image is
   // left out of every group and becomes a text block.
-  const auto layout =
-      ParseLayoutOutput(Line("100 100 900 300", "table") + Line("100 325 900 340", "table_caption") +
-                        Line("100 345 900 600", "table") + Line("100 700 900 720", "table_footnote") +
-                        Line("100 800 900 820", "image_caption"));
+  const auto layout = ParseLayoutOutput(
+      LayoutLineNl("100 100 900 300", "table") + LayoutLineNl("100 325 900 340", "table_caption") +
+      LayoutLineNl("100 345 900 600", "table") + LayoutLineNl("100 700 900 720", "table_footnote") +
+      LayoutLineNl("100 800 900 820", "image_caption"));
   std::vector<std::optional<std::string>> rec = {std::string("<fcel>u<nl>"), std::string("Table 2"),
                                                  std::string("<fcel>v<nl>"), std::string("note"),
                                                  std::string("orphan caption")};
@@ -374,9 +376,9 @@ TEST(Assemble, CaptionsAttachByDistanceAndLeftoversBecomeText) {
 }
 
 TEST(Assemble, CodeWithInlineMathAndAlgorithm) {
-  const auto layout =
-      ParseLayoutOutput(Line("100 100 900 300", "algorithm") + Line("100 400 900 600", "code") +
-                        Line("100 610 900 630", "code_caption"));
+  const auto layout = ParseLayoutOutput(LayoutLineNl("100 100 900 300", "algorithm") +
+                                        LayoutLineNl("100 400 900 600", "code") +
+                                        LayoutLineNl("100 610 900 630", "code_caption"));
   std::vector<std::optional<std::string>> rec = {std::string("Input: \\(n\\)\nfor i in 1..n"),
                                                  std::string("```\nint main() { return 0; }\n```"),
                                                  std::string("Listing 1")};
@@ -406,8 +408,9 @@ TEST(Assemble, CodeWithInlineMathAndAlgorithm) {
 TEST(Assemble, TextCleaningAndInlineSplitRules) {
   // clean_content: balanced "\[ \]" in text become "[ ]" before the inline split; unbalanced "\("
   // leaves the text in one span; a formula across a newline is not matched by `.+?`.
-  const auto layout = ParseLayoutOutput(Line("100 100 900 200", "text") + Line("100 300 900 400", "text") +
-                                        Line("100 500 900 600", "title") + Line("100 700 900 800", "text"));
+  const auto layout =
+      ParseLayoutOutput(LayoutLineNl("100 100 900 200", "text") + LayoutLineNl("100 300 900 400", "text") +
+                        LayoutLineNl("100 500 900 600", "title") + LayoutLineNl("100 700 900 800", "text"));
   std::vector<std::optional<std::string>> rec = {
       std::string("see \\[a+b\\] and \\(x\\)"), std::string("open \\(x only"),
       std::string("2 Method \\(\\alpha\\)"), std::string("\\(a\nb\\) \\(c\\)")};

@@ -632,59 +632,6 @@ TEST_F(EdgeServer, FileParseTakesAFewFilesPerRequest) {
 
 // ---- smuggling through nginx (deploy/nginx.conf, upstream keepalive) ------------------------
 
-// nginx from deploy/nginx.conf in front of one server, on a loopback port (the server's + 1000
-// would collide; the listener is taken from a socket bound to port 0 and closed).
-class Nginx {
- public:
-  bool Start(const std::string& dir, int upstream_port, std::string* err) {
-    const std::string bin = FindNginx();
-    if (bin.empty())
-      return (*err = "nginx not found (scripts/setup.sh installs it; or set MINERU_NGINX)", false);
-    auto conf = ReadFileToString(std::string(MINERU_SOURCE_DIR) + "/deploy/nginx.conf");
-    if (!conf.ok()) return (*err = "cannot read deploy/nginx.conf", false);
-    port_ = FreePort();
-    std::string c = *conf;
-    if (!RewriteNginxConf(&c, dir, {upstream_port}, port_, err)) return false;
-    if (!WriteStringToFile(dir + "/nginx.conf", c).ok()) return (*err = "cannot write nginx.conf", false);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open((dir + "/nginx.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execl(bin.c_str(), bin.c_str(), "-p", (dir + "/").c_str(), "-c", (dir + "/nginx.conf").c_str(), "-g",
-              "daemon off;", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < end) {
-      httplib::Client cl("127.0.0.1", port_);
-      cl.set_connection_timeout(1, 0);
-      auto r = cl.Get("/health");
-      if (r && r->status == 200) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        auto out = ReadFileToString(dir + "/nginx.out");
-        return (*err = "nginx exited: " + (out.ok() ? *out : std::string()), false);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a condition, with a deadline
-    }
-    return (*err = "nginx did not answer within 30 s", false);
-  }
-  int port() const { return port_; }
-  ~Nginx() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-
- private:
-  int port_ = 0;
-  pid_t pid_ = -1;
-};
-
 // An attacker sends a GET with a body that begins another request's head; nginx forwards it on a
 // kept-alive upstream connection. The next client's request (with its API key) must get its own
 // answer, never complete the attacker's head (which would run /v1/models as that client).

@@ -17,11 +17,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <functional>
 
 #include <nlohmann/json.hpp>
 
+#include "../util/eventually.h"
 #include "../util/pdf_writer.h"
+#include "../util/process.h"
+#include "../util/replay.h"
 #include "../util/sanitizers.h"
 #include "edge_socket.h"
 #include "server/job_store.h"
@@ -34,16 +36,6 @@ using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr uid_t kNobody = 65534;
-
-// Polls cond (every 20 ms) until it holds or deadline_s passes.
-bool Eventually(const std::function<bool()>& cond, double deadline_s) {
-  const auto end = Clock::now() + std::chrono::duration<double>(deadline_s);
-  while (Clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
-}
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
@@ -74,26 +66,6 @@ Json JsonOf(const httplib::Result& r) {
   return ::testing::AssertionSuccess() << r->body;
 }
 
-// The value of one Prometheus series (e.g. `name{label="x"}`), 0 when absent.
-double Metric(const std::string& text, const std::string& series) {
-  const size_t at = text.find("\n" + series + " ");
-  return at == std::string::npos ? 0 : std::atof(text.c_str() + at + series.size() + 2);
-}
-
-const char* kLayout =
-    "<|box_start|>100 050 900 090<|box_end|><|ref_start|>title<|ref_end|><|rotate_up|>\n"
-    "<|box_start|>100 100 900 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>";
-
-std::string WriteReplay(const std::string& dir, int pages) {
-  Json j = Json::array();
-  for (int i = 0; i < pages; ++i) {
-    j.push_back({{"layout", kLayout}, {"blocks", {"Title " + std::to_string(i + 1), "Some text."}}});
-  }
-  const std::string p = dir + "/replay.json";
-  EXPECT_TRUE(WriteStringToFile(p, j.dump()).ok());
-  return p;
-}
-
 std::string Pdf(int pages) {
   std::vector<PdfPage> v(static_cast<size_t>(pages));
   for (int i = 0; i < pages; ++i) v[i].texts.push_back({72, 50, 20, "Page " + std::to_string(i + 1)});
@@ -112,8 +84,6 @@ bool LimitFileSize(pid_t pid, rlim_t bytes) {
   return ::prlimit(pid, RLIMIT_FSIZE, &lim, nullptr) == 0;
 }
 
-bool Alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
-
 // The first directory on path's way that other users cannot enter ("" when there is none).
 std::string ClosedToOthers(const std::string& path) {
   std::string cur;
@@ -130,7 +100,7 @@ class FaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = TempDir(std::string("fault_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    replay_ = WriteReplay(dir_, 6);
+    replay_ = WriteTitleTextReplay(dir_, 6);
     data_ = dir_ + "/data";
   }
   void TearDown() override {

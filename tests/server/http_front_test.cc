@@ -10,10 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include "../util/eventually.h"
 #include "server/http_front.h"
 
 namespace mineru::server {
 namespace {
+
+using ::mineru::testing::Eventually;
 
 class Latch {
  public:
@@ -32,16 +35,6 @@ class Latch {
   std::condition_variable cv_;
   bool open_ = false;
 };
-
-// Polls cond up to 30 s (a loaded machine is slow, never wrong): true once it holds.
-template <typename F>
-bool Eventually(F cond) {
-  for (int i = 0; i < 3000; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 TEST(HttpFrontQueue, FullQueueIsRefusedAtOnceAndHealthStillAnswers) {
   HttpFront http;

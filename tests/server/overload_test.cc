@@ -23,15 +23,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A counter or gauge from /metrics (0 when absent: counters appear at their first increment).
-double Metric(ServerProcess& srv, const std::string& name) {
-  auto m = srv.Client().Get("/metrics");
-  if (!m) return -1;
-  const std::string key = "\n" + name + " ";
-  const size_t at = m->body.find(key);
-  return at == std::string::npos ? 0 : std::atof(m->body.c_str() + at + key.size());
-}
-
 std::string Deterministic(int max_tokens) {
   return Json{{"messages", {{{"role", "user"}, {"content", "Count to many."}}}},
               {"temperature", 0.0},

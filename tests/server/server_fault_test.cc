@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../util/files.h"
+#include "../util/process.h"
 #include "../util/run_cli.h"
 #include "../util/sanitizers.h"
 #include "server/base64.h"
@@ -23,22 +25,6 @@ namespace mineru::testing {
 namespace {
 
 using Json = nlohmann::json;
-
-// A private copy of a fixture model that the test may damage.
-std::string CopyModel(const std::string& model, const std::string& dir) {
-  const std::string d = dir + "/model";
-  ::mkdir(d.c_str(), 0755);
-  for (const char* f : {"config.json", "preprocessor_config.json", "model.safetensors", "tokenizer.json"}) {
-    EXPECT_TRUE(WriteStringToFile(d + "/" + f, ReadFileToString(kFx + "/" + model + "/" + f).value()).ok())
-        << f;
-  }
-  return d;
-}
-
-bool Alive(pid_t pid) {
-  int status = 0;
-  return pid > 0 && ::waitpid(pid, &status, WNOHANG) == 0;
-}
 
 Json ChatBody(const std::string& image_url, int max_tokens, bool stream) {
   Json content = Json::array();

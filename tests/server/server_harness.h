@@ -1,5 +1,5 @@
 // tests/server/server_harness.h — starts the real `mineru-cpp serve` on a free loopback port and
-// stops it; a tiny HTTP client on top of cpp-httplib.
+// stops it; a tiny HTTP client on top of cpp-httplib, and the values of its /metrics.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,12 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include "../util/files.h"
 #include "base/mapped_file.h"
 
 namespace mineru::testing {
 
 inline const std::string kBin = std::string(MINERU_BINARY_DIR) + "/src/cli/mineru-cpp";
-inline const std::string kFx = MINERU_FIXTURES_DIR;
 
 // A "<field>: N kB" line of /proc/<pid>/status (VmRSS, VmSize, ...); -1 if unreadable.
 inline long ProcStatusKb(pid_t pid, const std::string& field) {
@@ -31,15 +31,6 @@ inline long ProcStatusKb(pid_t pid, const std::string& field) {
   if (!s.ok()) return -1;
   const size_t at = s->find(field + ":");
   return at == std::string::npos ? -1 : std::atol(s->c_str() + at + field.size() + 1);
-}
-
-inline std::string TempDir(const std::string& name) {
-  std::string d = std::string(MINERU_BINARY_DIR) + "/test_tmp";
-  ::mkdir(d.c_str(), 0755);
-  d += "/srv_" + name + "_" + std::to_string(::getpid());
-  std::system(("rm -rf '" + d + "'").c_str());
-  ::mkdir(d.c_str(), 0755);
-  return d;
 }
 
 class ServerProcess {
@@ -135,5 +126,18 @@ class ServerProcess {
   std::string log_;
   std::string health_body_;
 };
+
+// The value of one Prometheus series (e.g. `name{label="x"}`) in a /metrics text that starts with a
+// newline, 0 when absent (counters appear at their first increment).
+inline double Metric(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? 0 : std::atof(text.c_str() + at + series.size() + 2);
+}
+
+// The series' value on the server's /metrics now: -1 when it does not answer.
+inline double Metric(const ServerProcess& srv, const std::string& series) {
+  auto m = srv.Client().Get("/metrics");
+  return m ? Metric("\n" + m->body, series) : -1;
+}
 
 }  // namespace mineru::testing

@@ -13,6 +13,7 @@
 
 #include "../model/golden_util.h"
 #include "../util/pdf_writer.h"
+#include "../util/replay.h"
 #include "../util/run_cli.h"
 #include "../util/sanitizers.h"
 #include "server/base64.h"
@@ -25,30 +26,6 @@ using Json = nlohmann::json;
 
 std::string DataUrl(const std::string& png_path) {
   return "data:image/png;base64," + server::Base64Encode(ReadFileToString(png_path).value());
-}
-
-PdfPage TextPage(const std::string& title) {
-  PdfPage p;
-  p.texts.push_back({72, 50, 20, title});
-  p.texts.push_back({72, 120, 10, "Body text of the page."});
-  return p;
-}
-
-const char* kLayout =
-    "<|box_start|>100 050 900 090<|box_end|><|ref_start|>title<|ref_end|><|rotate_up|>\n"
-    "<|box_start|>100 100 900 300<|box_end|><|ref_start|>text<|ref_end|><|rotate_up|>\n"
-    "<|box_start|>100 400 900 600<|box_end|><|ref_start|>table<|ref_end|><|rotate_up|>";
-
-std::string WriteReplay(const std::string& dir, int pages) {
-  Json j = Json::array();
-  for (int i = 0; i < pages; ++i) {
-    j.push_back(
-        {{"layout", kLayout},
-         {"blocks", {"Page Title " + std::to_string(i + 1), "Some \\(x^2\\) text.", "<fcel>A<fcel>B<nl>"}}});
-  }
-  const std::string p = dir + "/replay.json";
-  EXPECT_TRUE(WriteStringToFile(p, j.dump()).ok());
-  return p;
 }
 
 // Parses an SSE body into its JSON events (without [DONE]); *done set when [DONE] was seen.

@@ -1,16 +1,25 @@
 // tests/util/nginx_conf.h — what the e2e tests need to run the shipped deploy/nginx.conf on loopback:
-// the nginx binary, a free port, and the config rewritten for a test directory.
+// the nginx binary, a free port, the config rewritten for a test directory, and nginx started from
+// it in front of the test's servers (Nginx; its includer defines MINERU_SOURCE_DIR).
 #pragma once
 
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include "base/mapped_file.h"
+#include "process.h"
 
 namespace mineru::testing {
 
@@ -76,5 +85,77 @@ inline bool RewriteNginxConf(std::string* conf, const std::string& dir, const st
   }
   return true;
 }
+
+// nginx from deploy/nginx.conf, in front of one or two upstream ports on loopback, listening on a
+// free port; stopped (SIGQUIT, then SIGKILL after 10 s) when it goes.
+class Nginx {
+ public:
+  bool Start(const std::string& dir, int upstream, std::string* err) { return Launch(dir, {upstream}, err); }
+  bool Start(const std::string& dir, int upstream_a, int upstream_b, std::string* err) {
+    return Launch(dir, {upstream_a, upstream_b}, err);
+  }
+  int port() const { return port_; }
+  // What nginx wrote to stdout/stderr.
+  std::string Log() const { return ReadFileToString(log_).ok() ? *ReadFileToString(log_) : ""; }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    c.set_connection_timeout(5, 0);
+    return c;
+  }
+  ~Nginx() { StopProcess(pid_, SIGQUIT, 10); }
+
+ private:
+  // Writes dir/nginx.conf, checks it (nginx -t), starts nginx and waits (up to 30 s) until /health
+  // answers through it. False with *err saying why.
+  bool Launch(const std::string& dir, const std::vector<int>& upstreams, std::string* err) {
+    const std::string bin = FindNginx();
+    if (bin.empty()) {
+      *err = "nginx not found (install Debian's nginx: scripts/setup.sh; or set MINERU_NGINX)";
+      return false;
+    }
+    auto tmpl = ReadFileToString(std::string(MINERU_SOURCE_DIR) + "/deploy/nginx.conf");
+    if (!tmpl.ok()) {
+      *err = "cannot read deploy/nginx.conf";
+      return false;
+    }
+    std::string conf = *tmpl;
+    port_ = FreePort();
+    if (!RewriteNginxConf(&conf, dir, upstreams, port_, err)) return false;
+    const std::string path = dir + "/nginx.conf";
+    if (!WriteStringToFile(path, conf).ok()) {
+      *err = "cannot write " + path;
+      return false;
+    }
+    log_ = dir + "/nginx.out";
+    const int t = WaitExit(Spawn({bin, "-t", "-p", dir + "/", "-c", path}, log_));
+    if (!WIFEXITED(t) || WEXITSTATUS(t) != 0) {
+      *err = "nginx -t rejected the configuration: " + Log();
+      return false;
+    }
+    pid_ = Spawn({bin, "-p", dir + "/", "-c", path, "-g", "daemon off;"}, log_);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < end) {
+      httplib::Client c("127.0.0.1", port_);
+      c.set_connection_timeout(1, 0);
+      auto r = c.Get("/health");
+      if (r && r->status == 200) return true;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        auto error_log = ReadFileToString(dir + "/error.log");
+        *err = "nginx exited: " + Log() + (error_log.ok() ? *error_log : "");
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a condition, with a deadline
+    }
+    *err = "nginx did not answer /health within 30 s: " + Log();
+    return false;
+  }
+
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string log_;
+};
 
 }  // namespace mineru::testing

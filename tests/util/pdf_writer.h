@@ -81,4 +81,12 @@ inline std::string MakePdf(const std::vector<PdfPage>& pages) {
   return out;
 }
 
+// A page with a title (20 pt) and one line of body text under it.
+inline PdfPage TextPage(const std::string& title) {
+  PdfPage p;
+  p.texts.push_back({72, 50, 20, title});
+  p.texts.push_back({72, 120, 10, "Body text of the page."});
+  return p;
+}
+
 }  // namespace mineru::testing
