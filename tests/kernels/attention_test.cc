@@ -39,8 +39,8 @@ AttentionShape ShapeOf(const Case& c) {
   return s;
 }
 
-void RunCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f, float rel = 1e-5f,
-             bool int8_qk = false, bool int8_pv = false) {
+void RunAttentionCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f, float rel = 1e-5f,
+                      bool int8_qk = false, bool int8_pv = false) {
   AttentionShape s = ShapeOf(c);
   s.int8_qk = int8_qk;
   s.int8_pv = int8_pv;
@@ -93,7 +93,7 @@ TEST_P(AttentionTest, SmallAndOddShapes) {
       {2, 40, 14, 2, 64, true, false}, {1, 129, 2, 1, 24, false, false}, {5, 300, 7, 7, 17, true, false},
   };
   uint32_t seed = 1;
-  for (const Case& c : cases) RunCase(c, nullptr, seed++);
+  for (const Case& c : cases) RunAttentionCase(c, nullptr, seed++);
 }
 
 TEST_P(AttentionTest, ManyTilesAndBlocksWithPool) {
@@ -104,15 +104,15 @@ TEST_P(AttentionTest, ManyTilesAndBlocksWithPool) {
       {130, 130, 4, 1, 40, true, false},   // MQA
   };
   uint32_t seed = 50;
-  for (const Case& c : cases) RunCase(c, &pool, seed++);
+  for (const Case& c : cases) RunAttentionCase(c, &pool, seed++);
 }
 
 TEST_P(AttentionTest, DecodeKeySplitsMerge) {
   // 2 KV heads and 4 workers: decode splits the keys and merges the partial softmaxes.
   ThreadPool pool(4);
-  RunCase({1, 1500, 14, 2, 64, true, false}, &pool, 77);
-  RunCase({1, 1000, 4, 1, 80, false, false}, &pool, 78);
-  RunCase({2, 2000, 2, 1, 64, true, false}, &pool, 79);
+  RunAttentionCase({1, 1500, 14, 2, 64, true, false}, &pool, 77);
+  RunAttentionCase({1, 1000, 4, 1, 80, false, false}, &pool, 78);
+  RunAttentionCase({2, 2000, 2, 1, 64, true, false}, &pool, 79);
 }
 
 // Int8 Q Kᵀ (vision with q8 weights): the kernel and its twin quantize with the same functions,
@@ -124,7 +124,7 @@ TEST_P(AttentionTest, Int8QkMatchesItsTwin) {
                         {1, 129, 2, 1, 24, false, false},  {300, 300, 2, 2, 80, false, true},
                         {1, 1000, 4, 1, 80, false, false}, {50, 50, 2, 2, 80, true, false}};
   uint32_t seed = 300;
-  for (const Case& c : cases) RunCase(c, &pool, seed++, 1.0f, 1e-5f, /*int8_qk=*/true);
+  for (const Case& c : cases) RunAttentionCase(c, &pool, seed++, 1.0f, 1e-5f, /*int8_qk=*/true);
 }
 
 // The int8 attention's quantizers as each target runs them give the scalar twins' bytes and
@@ -186,8 +186,8 @@ TEST_P(AttentionTest, Int8PvMatchesItsTwin) {
       {50, 50, 2, 2, 80, true, false},   {5, 257, 2, 2, 80, false, false}};  // a tile + 1 key
   uint32_t seed = 400;
   for (const Case& c : cases) {
-    RunCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/true, /*int8_pv=*/true);
-    RunCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/false, /*int8_pv=*/true);
+    RunAttentionCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/true, /*int8_pv=*/true);
+    RunAttentionCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/false, /*int8_pv=*/true);
   }
 }
 
@@ -308,8 +308,8 @@ TEST_P(AttentionTest, PeakedSoftmaxIsStable) {
   // Logits with a spread of ~±40: the online max rescaling must not overflow or lose the
   // peak. The result is ill-conditioned (a 1e-7 relative change of a logit of 40 moves its
   // weight by 4e-6), so the bound scales with the logit size.
-  RunCase({40, 300, 2, 2, 64, false, false}, nullptr, 90, 6.0f, 2e-4f);
-  RunCase({40, 300, 2, 1, 64, true, false}, nullptr, 91, 6.0f, 2e-4f);
+  RunAttentionCase({40, 300, 2, 2, 64, false, false}, nullptr, 90, 6.0f, 2e-4f);
+  RunAttentionCase({40, 300, 2, 1, 64, true, false}, nullptr, 91, 6.0f, 2e-4f);
 }
 
 // A case's shape with dense row strides and random q [n_q, heads * hd], k and v [n_kv,

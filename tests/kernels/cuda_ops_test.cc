@@ -110,16 +110,6 @@ TEST_F(CudaOpsTest, LayerNormLargeMean) {
   ASSERT_NO_FATAL_FAILURE(CheckNorms<float>(stream(), 33, 1280, 96.0f, 104.0f, kNormF32, kLargeMeanF32));
 }
 
-// Activation inputs in [-12, 12), the first ones replaced by extremes (exp overflowing and
-// underflowing, signed zeros, tiny values), as the CPU kernels' tests use.
-std::vector<float> ActivationInputs(size_t n, uint32_t seed) {
-  std::vector<float> x = RandomVec(n, seed, -12.0f, 12.0f);
-  const float extremes[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 100.0f, -100.0f,
-                            88.0f, -60.0f, 5e4f,   -5e4f,   0.5f,   -3.0f};
-  for (size_t i = 0; i < n && i < sizeof(extremes) / sizeof(extremes[0]); ++i) x[i] = extremes[i];
-  return x;
-}
-
 // QuickGelu, GeluErf, SiluMul (out of place, and in place over gate) and AddInPlace over n values.
 // add_tol: fp32 sums are one IEEE addition in both, so they must agree exactly.
 template <typename T>

@@ -1,20 +1,21 @@
 // tests/kernels/cuda_test_util.h — what the CUDA kernel tests share: Status assertions, device
 // copies of host values as fp32 or bf16 (one element past the allocation's start, so that no kernel
-// may assume more than the element's own alignment), tolerant comparison with the scalar twins, and
-// the fixture that skips, naming why, where no usable CUDA device is present.
+// may assume more than the element's own alignment), and the fixture that skips, naming why, where no
+// usable CUDA device is present. Random data and tolerant comparison are the CPU tests'
+// (kernel_test_util.h).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/bf16.h"
 #include "base/status.h"
+#include "kernel_test_util.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
@@ -25,6 +26,10 @@ namespace cuda_test {
 
 namespace cu = ::mineru::kernels::cuda;
 using cu::Bf16;
+using ::mineru::kernels::testing::ActivationInputs;
+using ::mineru::kernels::testing::ExpectNear;
+using ::mineru::kernels::testing::RandomVec;
+using ::mineru::kernels::testing::Tol;
 
 #define CUDA_TEST_ASSERT_OK(expr)                                     \
   do {                                                                \
@@ -37,18 +42,6 @@ using cu::Bf16;
   ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.status().ToString(); \
   lhs = std::move(tmp).value()
 #define CUDA_TEST_ASSIGN(lhs, expr) CUDA_TEST_ASSIGN_IMPL(MINERU_CONCAT(_cuda_test_, __LINE__), lhs, expr)
-
-struct Tol {
-  float rel, abs;
-};
-
-inline std::vector<float> RandomVec(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // Host values as element type T and back.
 template <typename T>
@@ -108,19 +101,6 @@ inline StatusOr<cu::DeviceBuffer> IntsToDevice(const std::vector<int32_t>& value
   MINERU_ASSIGN_OR_RETURN(cu::DeviceBuffer buf, cu::DeviceBuffer::Allocate(values.size() * sizeof(int32_t)));
   MINERU_RETURN_IF_ERROR(buf.CopyFromHost(values.data(), values.size() * sizeof(int32_t)));
   return buf;
-}
-
-inline void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, Tol tol,
-                       const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= tol.rel * std::fabs(want[i]) + tol.abs)) {
-      if (++bad <= 5) ADD_FAILURE() << what << " at " << i << ": got " << got[i] << " want " << want[i];
-    }
-  }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " outside rel " << tol.rel << " abs "
-                    << tol.abs;
 }
 
 template <typename T>

@@ -14,22 +14,12 @@ namespace mineru {
 namespace kernels {
 namespace {
 
+using testing::ActivationInputs;
 using testing::DenseWeights;
+using testing::ExpectNear;
 using testing::RandomVec;
 
 class ElementwiseTest : public testing::PerTarget {};
-
-void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float rel, float abs,
-                const std::string& what) {
-  ASSERT_EQ(got.size(), want.size());
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!(std::fabs(got[i] - want[i]) <= rel * std::fabs(want[i]) + abs)) {
-      if (++bad <= 5) ADD_FAILURE() << what << " at " << i << ": got " << got[i] << " want " << want[i];
-    }
-  }
-  EXPECT_EQ(bad, 0) << what;
-}
 
 TEST_P(ElementwiseTest, RmsNormAndLayerNorm) {
   ThreadPool pool(2);
@@ -44,24 +34,16 @@ TEST_P(ElementwiseTest, RmsNormAndLayerNorm) {
       std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
       ref::RmsNorm(x, m, n, w.data(), 1e-6f, want.data());
       cpu::RmsNorm(x, m, n, w.data(), 1e-6f, got.data(), m > 3 ? &pool : nullptr);
-      ExpectNear(got, want, 2e-6f, 1e-6f, "rms " + what);
+      ExpectNear(got, want, {2e-6f, 1e-6f}, "rms " + what);
       ref::LayerNorm(x, m, n, w.data(), b.data(), 1e-6f, want.data());
       cpu::LayerNorm(x, m, n, w.data(), b.data(), 1e-6f, got.data(), m > 3 ? &pool : nullptr);
-      ExpectNear(got, want, 1e-5f, 2e-6f, "ln " + what);
+      ExpectNear(got, want, {1e-5f, 2e-6f}, "ln " + what);
       // In place.
       std::vector<float> inplace(x, x + m * n);
       cpu::LayerNorm(inplace.data(), m, n, w.data(), b.data(), 1e-6f, inplace.data(), nullptr);
-      ExpectNear(inplace, want, 1e-5f, 2e-6f, "ln in place " + what);
+      ExpectNear(inplace, want, {1e-5f, 2e-6f}, "ln in place " + what);
     }
   }
-}
-
-std::vector<float> ActivationInputs(size_t n, uint32_t seed) {
-  std::vector<float> x = RandomVec(n, seed, -12.0f, 12.0f);
-  const float extremes[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 100.0f, -100.0f,
-                            88.0f, -60.0f, 5e4f,   -5e4f,   0.5f,   -3.0f};
-  for (size_t i = 0; i < std::min(n, std::size(extremes)); ++i) x[i] = extremes[i];
-  return x;
 }
 
 TEST_P(ElementwiseTest, ActivationsMatchReference) {
@@ -74,7 +56,7 @@ TEST_P(ElementwiseTest, ActivationsMatchReference) {
     ref::QuickGelu(want.data(), static_cast<int64_t>(n));
     std::vector<float> gb = base;
     cpu::QuickGelu(gb.data() + 1, static_cast<int64_t>(n), p);
-    ExpectNear(std::vector<float>(gb.begin() + 1, gb.end()), want, 2e-6f, 1e-30f, "quick_gelu " + what);
+    ExpectNear(std::vector<float>(gb.begin() + 1, gb.end()), want, {2e-6f, 1e-30f}, "quick_gelu " + what);
 
     want.assign(base.begin() + 1, base.end());
     ref::GeluErf(want.data(), static_cast<int64_t>(n));
@@ -82,7 +64,7 @@ TEST_P(ElementwiseTest, ActivationsMatchReference) {
     cpu::GeluErf(gb.data() + 1, static_cast<int64_t>(n), p);
     // The SIMD form evaluates x * erfc(|x|/sqrt2) / 2 for x < 0, so where the reference's
     // 1 + erf() cancels to 0 (x < -5.5) it returns the tiny true value instead of -0.
-    ExpectNear(std::vector<float>(gb.begin() + 1, gb.end()), want, 2e-6f, 1e-7f, "gelu_erf " + what);
+    ExpectNear(std::vector<float>(gb.begin() + 1, gb.end()), want, {2e-6f, 1e-7f}, "gelu_erf " + what);
 
     const std::vector<float> up = RandomVec(n, 9);
     std::vector<float> gate(base.begin() + 1, base.end());
@@ -90,9 +72,9 @@ TEST_P(ElementwiseTest, ActivationsMatchReference) {
     got.assign(n, 0.0f);
     ref::SiluMul(gate.data(), up.data(), static_cast<int64_t>(n), want.data());
     cpu::SiluMul(gate.data(), up.data(), static_cast<int64_t>(n), got.data(), p);
-    ExpectNear(got, want, 2e-6f, 1e-30f, "silu_mul " + what);
+    ExpectNear(got, want, {2e-6f, 1e-30f}, "silu_mul " + what);
     cpu::SiluMul(gate.data(), up.data(), static_cast<int64_t>(n), gate.data(), p);  // out == gate
-    ExpectNear(gate, want, 2e-6f, 1e-30f, "silu_mul in place " + what);
+    ExpectNear(gate, want, {2e-6f, 1e-30f}, "silu_mul in place " + what);
 
     // Sums are exact in both: the twins must agree bit for bit.
     std::vector<float> sum(base.begin() + 1, base.end());
@@ -111,7 +93,7 @@ TEST_P(ElementwiseTest, RopeRotateHalf) {
     std::vector<float> want(xb.begin() + 1, xb.end());
     ref::RopeRotateHalf(want.data(), hd, c.data(), s.data());
     cpu::RopeRotateHalf(xb.data() + 1, hd, c.data(), s.data());
-    ExpectNear(std::vector<float>(xb.begin() + 1, xb.end()), want, 1e-6f, 1e-7f,
+    ExpectNear(std::vector<float>(xb.begin() + 1, xb.end()), want, {1e-6f, 1e-7f},
                "rope hd=" + std::to_string(hd));
   }
 }
@@ -127,7 +109,7 @@ TEST_P(ElementwiseTest, RopeRotateHalfRowsMatchesPerHeadCalls) {
     std::vector<float> want = x;
     ref::RopeRotateHalfRows(want.data(), n, stride, heads, hd, c.data(), s.data());
     RopeRotateHalfRows(x.data(), n, stride, heads, hd, c.data(), s.data(), &pool);
-    ExpectNear(x, want, 1e-6f, 1e-7f, "rope rows hd=" + std::to_string(hd));
+    ExpectNear(x, want, {1e-6f, 1e-7f}, "rope rows hd=" + std::to_string(hd));
   }
 }
 

@@ -1,6 +1,7 @@
-// tests/kernels/kernel_test_util.h — helpers shared by the kernel tests: deterministic
-// random data, dense weight storage in any dtype (optionally misaligned), and the fixture
-// that runs a test once per compiled SIMD target supported by this CPU.
+// tests/kernels/kernel_test_util.h — helpers shared by the kernel tests (CPU and CUDA): deterministic
+// random data, activation inputs with extremes, tolerant comparison with the scalar twins, dense
+// weight storage in any dtype (optionally misaligned), and the fixture that runs a test once per
+// compiled SIMD target supported by this CPU.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -28,6 +29,35 @@ inline std::vector<float> RandomVec(size_t n, uint32_t seed, float lo = -1.0f, f
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+// Activation inputs in [-12, 12), the first ones replaced by extremes (exp overflowing and
+// underflowing, signed zeros, tiny values).
+inline std::vector<float> ActivationInputs(size_t n, uint32_t seed) {
+  std::vector<float> x = RandomVec(n, seed, -12.0f, 12.0f);
+  const float extremes[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 100.0f, -100.0f,
+                            88.0f, -60.0f, 5e4f,   -5e4f,   0.5f,   -3.0f};
+  for (size_t i = 0; i < n && i < sizeof(extremes) / sizeof(extremes[0]); ++i) x[i] = extremes[i];
+  return x;
+}
+
+// A tolerance: |got - want| <= rel * |want| + abs.
+struct Tol {
+  float rel, abs;
+};
+
+// Every element within tol; names up to five offenders and how many there were.
+inline void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, Tol tol,
+                       const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= tol.rel * std::fabs(want[i]) + tol.abs)) {
+      if (++bad <= 5) ADD_FAILURE() << what << " at " << i << ": got " << got[i] << " want " << want[i];
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " outside rel " << tol.rel << " abs "
+                    << tol.abs;
 }
 
 // A dense weight matrix stored as `dtype`, starting `misalign` elements into its buffer.

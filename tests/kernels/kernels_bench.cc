@@ -3,7 +3,7 @@
 // GB/s of weights or KV read where memory-bound) as Google Benchmark counters.
 //
 //   kernels_bench [--benchmark_filter=REGEX]   threads: MINERU_THREADS (default: all cores)
-//   MatMul/shape:S/w:W/m:M/tgt:T  S indexes kShapes, W: 0 bf16 1 q8_0 2 q4_0 3 q4_g128,
+//   MatMul/shape:S/w:W/m:M/tgt:T  S indexes kLinearShapes, W: 0 bf16 1 q8_0 2 q4_0 3 q4_g128,
 //       T: 0 best SIMD target, 1 capped at AVX2 (+ AVX-VNNI where the CPU has it), 2 the scalar
 //       reference twin, 3 capped at AVX3 (AVX-512 without VNNI), 4 the integer path
 //       (cpu::MatMulQuantInt) at any m, 5 with the integer panels packed beforehand (as the
@@ -49,7 +49,9 @@ ThreadPool& Pool() {
   return *pool;
 }
 
-std::vector<float> RandomVec(size_t n, uint32_t seed, float scale = 1.0f) {
+// Normally distributed values, N(0, scale) (weights and activations look like this; the tests'
+// RandomVec is uniform).
+std::vector<float> RandomNormalVec(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, scale);
   std::vector<float> v(n);
@@ -57,12 +59,12 @@ std::vector<float> RandomVec(size_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
-struct Shape {
+struct LinearShape {
   const char* name;
   int64_t n, k;  // W [n, k]
 };
 // Linear layers of the ViT (E=1280, MLP 5120), the merger and the Qwen2-0.5B decoder.
-const Shape kShapes[] = {
+const LinearShape kLinearShapes[] = {
     {"vit_qkv", 3840, 1280},    {"vit_proj", 1280, 1280},  {"vit_fc1", 5120, 1280},  {"vit_fc2", 1280, 5120},
     {"merger_fc1", 5120, 5120}, {"merger_fc2", 896, 5120}, {"dec_q", 896, 896},      {"dec_kv", 128, 896},
     {"dec_gate", 4864, 896},    {"dec_down", 896, 4864},   {"lm_head", 151936, 896},
@@ -84,8 +86,9 @@ Weights& GetWeights(int shape, int wtype) {
   auto& slot = cache[{shape, wtype}];
   if (!slot) {
     slot = std::make_unique<Weights>();
-    const Shape& s = kShapes[shape];
-    std::vector<float> v = RandomVec(static_cast<size_t>(s.n * s.k), static_cast<uint32_t>(shape), 0.02f);
+    const LinearShape& s = kLinearShapes[shape];
+    std::vector<float> v =
+        RandomNormalVec(static_cast<size_t>(s.n * s.k), static_cast<uint32_t>(shape), 0.02f);
     if (wtype == kF32) {
       slot->f32 = std::move(v);
       slot->view = WeightView{DType::kF32, slot->f32.data(), s.n, s.k};
@@ -128,7 +131,7 @@ void BM_MatMul(benchmark::State& state) {
   const int shape = static_cast<int>(state.range(0)), wtype = static_cast<int>(state.range(1));
   const int64_t m = state.range(2);
   TargetScope scope(static_cast<int>(state.range(3)));
-  const Shape& s = kShapes[shape];
+  const LinearShape& s = kLinearShapes[shape];
   Weights& weights = GetWeights(shape, wtype);
   WeightView view = weights.view;
   if (state.range(3) == 5) {
@@ -140,8 +143,8 @@ void BM_MatMul(benchmark::State& state) {
     view.panels = weights.panels.data();
   }
   const Weights& w = weights;
-  const std::vector<float> x = RandomVec(static_cast<size_t>(m * s.k), 7);
-  const std::vector<float> bias = RandomVec(static_cast<size_t>(s.n), 8);
+  const std::vector<float> x = RandomNormalVec(static_cast<size_t>(m * s.k), 7);
+  const std::vector<float> bias = RandomNormalVec(static_cast<size_t>(s.n), 8);
   std::vector<float> y(static_cast<size_t>(m * s.n));
   const bool int_path = state.range(3) == 4;
   for (auto _ : state) {
@@ -161,9 +164,9 @@ void BM_MatMul(benchmark::State& state) {
 }
 
 void MatMulArgs(benchmark::internal::Benchmark* b) {
-  for (int shape = 0; shape < static_cast<int>(std::size(kShapes)); ++shape) {
+  for (int shape = 0; shape < static_cast<int>(std::size(kLinearShapes)); ++shape) {
     for (int64_t m : {1, 16, 256, 1369}) {
-      if (std::string(kShapes[shape].name) == "lm_head" && m > 16) continue;
+      if (std::string(kLinearShapes[shape].name) == "lm_head" && m > 16) continue;
       for (int wt : {kBf16, kQ8, kQ4, kQ4G128}) b->Args({shape, wt, m, 0});
       b->Args({shape, kBf16, m, 1});  // the same on AVX2 (for machines with AVX-512)
       b->Args({shape, kQ8, m, 3});    // int8 without VNNI (for machines with it)
@@ -211,14 +214,14 @@ void BM_Attention(benchmark::State& state) {
   std::vector<float> q, kv, out(static_cast<size_t>(n_q * heads * hd));
   const float *qp, *kp, *vp;
   if (!causal && n_q == n_kv && heads == kv_heads) {  // vision layout
-    q = RandomVec(static_cast<size_t>(n_q * 3 * heads * hd), 1);
+    q = RandomNormalVec(static_cast<size_t>(n_q * 3 * heads * hd), 1);
     qp = q.data();
     kp = qp + heads * hd;
     vp = qp + 2 * heads * hd;
     s.q_stride = s.kv_stride = 3 * heads * hd;
   } else {
-    q = RandomVec(static_cast<size_t>(n_q * heads * hd), 1);
-    kv = RandomVec(static_cast<size_t>(2 * n_kv * kv_heads * hd), 2);
+    q = RandomNormalVec(static_cast<size_t>(n_q * heads * hd), 1);
+    kv = RandomNormalVec(static_cast<size_t>(2 * n_kv * kv_heads * hd), 2);
     qp = q.data();
     kp = kv.data();
     vp = kv.data() + n_kv * kv_heads * hd;
@@ -259,8 +262,9 @@ void BM_Elementwise(benchmark::State& state) {
   const int op = static_cast<int>(state.range(0));
   const int64_t m = 1369, n = op == 0 ? 1280 * 4 : 1280;
   TargetScope scope(static_cast<int>(state.range(1)));
-  std::vector<float> x = RandomVec(static_cast<size_t>(m * n), 3), y(x.size());
-  const std::vector<float> w = RandomVec(static_cast<size_t>(n), 4), b = RandomVec(static_cast<size_t>(n), 5);
+  std::vector<float> x = RandomNormalVec(static_cast<size_t>(m * n), 3), y(x.size());
+  const std::vector<float> w = RandomNormalVec(static_cast<size_t>(n), 4),
+                           b = RandomNormalVec(static_cast<size_t>(n), 5);
   const std::vector<float> x0 = x;
   for (auto _ : state) {
     if (op == 0) {
@@ -291,7 +295,7 @@ void BM_Quantize(benchmark::State& state) {
   const QuantType qt = static_cast<QuantType>(state.range(0));
   const int64_t n = 4864, k = 896;
   std::vector<uint16_t> wb(static_cast<size_t>(n * k));
-  const std::vector<float> v = RandomVec(wb.size(), 3, 0.02f);
+  const std::vector<float> v = RandomNormalVec(wb.size(), 3, 0.02f);
   for (size_t i = 0; i < wb.size(); ++i) wb[i] = F32ToBf16(v[i]);
   const WeightView w{DType::kBF16, wb.data(), n, k};
   for (auto _ : state) benchmark::DoNotOptimize(Quantize(w, qt, &Pool()).data());

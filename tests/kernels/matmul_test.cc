@@ -31,8 +31,9 @@ std::vector<float> AbsDot(const float* x, int64_t m, const WeightView& w, const 
   return out;
 }
 
-void ExpectClose(const std::vector<float>& got, const std::vector<float>& want,
-                 const std::vector<float>& scale, float rel, const char* what) {
+// Each |got - want| within rel * scale (its own bound, AbsDot) + 1e-6; names up to five offenders.
+void ExpectCloseScaled(const std::vector<float>& got, const std::vector<float>& want,
+                       const std::vector<float>& scale, float rel, const char* what) {
   ASSERT_EQ(got.size(), want.size());
   int bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -48,8 +49,8 @@ struct Case {
   int64_t m, n, k;
 };
 
-void RunCase(const Case& c, DType dtype, bool with_bias, ThreadPool* pool, cpu::MatMulPath path,
-             uint32_t seed) {
+void RunMatMulCase(const Case& c, DType dtype, bool with_bias, ThreadPool* pool, cpu::MatMulPath path,
+                   uint32_t seed) {
   // Misaligned x (+1 float) and W (+1 element).
   std::vector<float> xbuf = RandomVec(static_cast<size_t>(c.m * c.k + 1), seed);
   const float* x = xbuf.data() + 1;
@@ -63,7 +64,7 @@ void RunCase(const Case& c, DType dtype, bool with_bias, ThreadPool* pool, cpu::
   const std::string what = "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
                            " k=" + std::to_string(c.k) + " dtype=" + DTypeName(dtype) +
                            " path=" + std::to_string(static_cast<int>(path));
-  ExpectClose(got, want, AbsDot(x, c.m, w.view(), b), 5e-6f, what.c_str());
+  ExpectCloseScaled(got, want, AbsDot(x, c.m, w.view(), b), 5e-6f, what.c_str());
 }
 
 TEST_P(MatMulTest, OddSizesAllPathsMatchReference) {
@@ -76,7 +77,7 @@ TEST_P(MatMulTest, OddSizesAllPathsMatchReference) {
       for (int64_t n : ns) {
         for (int64_t k : ks) {
           for (cpu::MatMulPath path : {cpu::MatMulPath::kDot, cpu::MatMulPath::kPacked}) {
-            RunCase({m, n, k}, dt, (seed & 1) != 0, nullptr, path, seed);
+            RunMatMulCase({m, n, k}, dt, (seed & 1) != 0, nullptr, path, seed);
             ++seed;
           }
         }
@@ -94,7 +95,7 @@ TEST_P(MatMulTest, PanelAndDepthBlockingWithPool) {
   for (const Case& c : cases) {
     for (DType dt : {DType::kF32, DType::kBF16}) {
       for (cpu::MatMulPath path : {cpu::MatMulPath::kAuto, cpu::MatMulPath::kDot, cpu::MatMulPath::kPacked}) {
-        RunCase(c, dt, true, &pool, path, seed++);
+        RunMatMulCase(c, dt, true, &pool, path, seed++);
       }
     }
   }
@@ -108,7 +109,7 @@ TEST_P(MatMulTest, PublicEntryPointMatchesReference) {
   std::vector<float> want(static_cast<size_t>(c.m * c.n)), got(want.size());
   ref::MatMul(x.data(), c.m, w.view(), nullptr, want.data(), nullptr);
   MatMul(x.data(), c.m, w.view(), nullptr, got.data(), &pool);
-  ExpectClose(got, want, AbsDot(x.data(), c.m, w.view(), nullptr), 5e-6f, "public");
+  ExpectCloseScaled(got, want, AbsDot(x.data(), c.m, w.view(), nullptr), 5e-6f, "public");
 }
 
 MINERU_INSTANTIATE_PER_TARGET(MatMulTest);
