@@ -223,8 +223,12 @@ StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes
 Status WriteStringToFile(const std::string& path, const std::string& data) {
   // POSIX writes, checked to the end (close included): a full disk or a file size limit must be an
   // error here, not a silently truncated file (std::ofstream reports a failed final flush nowhere).
+  // A full disk, quota or file size limit is StorageFull (IoErrorFromErrno), other failures IoError.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("cannot write " + path + ": " + std::strerror(errno));
+  if (fd < 0) {
+    const int err = errno;
+    return IoErrorFromErrno("cannot write " + path, err);
+  }
   size_t off = 0;
   while (off < data.size()) {
     const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
@@ -233,14 +237,14 @@ Status WriteStringToFile(const std::string& path, const std::string& data) {
       const int err = n < 0 ? errno : ENOSPC;
       ::close(fd);
       ::unlink(path.c_str());  // no truncated file left behind
-      return IoError("cannot write " + path + ": " + std::strerror(err));
+      return IoErrorFromErrno("cannot write " + path, err);
     }
     off += static_cast<size_t>(n);
   }
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(path.c_str());
-    return IoError("cannot write " + path + ": " + std::strerror(err));
+    return IoErrorFromErrno("cannot write " + path, err);
   }
   return Status::Ok();
 }

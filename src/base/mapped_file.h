@@ -70,6 +70,8 @@ uint64_t MappedFileFaultCount();
 
 // Reads a whole (small) file into a string; for configs and JSON.
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes = size_t(1) << 30);
+// Writes the whole file (no truncated file is left behind on failure). Errors: StorageFull when
+// the disk, a quota or the file size limit has no room, else IoError.
 Status WriteStringToFile(const std::string& path, const std::string& data);
 bool FileExists(const std::string& path);
 // Creates path and its missing parents (like mkdir -p). Ok if it exists as a directory; otherwise

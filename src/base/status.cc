@@ -1,5 +1,8 @@
 #include "base/status.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace mineru {
 
 const char* StatusCodeName(StatusCode code) {
@@ -28,8 +31,21 @@ const char* StatusCodeName(StatusCode code) {
       return "unavailable";
     case StatusCode::kInternal:
       return "internal error";
+    // The later kinds refine an older one and print as it did (ToString below), so logs, reports
+    // and job errors read as before; the message says the rest.
+    case StatusCode::kBusy:
+      return "limit exceeded";
+    case StatusCode::kStorageFull:
+      return "I/O error";
   }
   return "unknown";
+}
+
+bool IsStorageFullErrno(int err) { return err == ENOSPC || err == EDQUOT || err == EFBIG; }
+
+Status IoErrorFromErrno(const std::string& what, int err) {
+  std::string m = what + ": " + std::strerror(err);
+  return IsStorageFullErrno(err) ? StorageFullError(std::move(m)) : IoError(std::move(m));
 }
 
 std::string Status::ToString() const {

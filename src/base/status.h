@@ -19,12 +19,15 @@ enum class StatusCode {
   kIoError,            // the OS refused a read or write
   kDataLoss,           // a file is truncated or its contents lie
   kUnimplemented,      // a valid input we do not support (yet)
-  kResourceExhausted,  // a limit (pixels, tokens, pages, queue) was exceeded
+  kResourceExhausted,  // too large: over a limit of one request or input (pixels, tokens, pages)
   kOutOfMemory,        // an allocation failed (std::bad_alloc); the request may succeed later or smaller
   kCancelled,
   kDeadlineExceeded,
-  kUnavailable,
+  kUnavailable,  // the service cannot serve now (loading, shutting down, degraded, unreachable)
   kInternal,
+  // Added later (at the end: the values are sent between processes, see pdf/render_child.cc).
+  kBusy,         // at capacity now (a full queue, a shared budget in use): the same request may pass shortly
+  kStorageFull,  // a write found no room: a full disk or quota (ENOSPC, EDQUOT), the file size limit (EFBIG)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -63,6 +66,14 @@ inline Status OutOfMemoryError(const std::string& what) {
   return {StatusCode::kOutOfMemory, "out of memory " + what};
 }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status BusyError(std::string m) { return {StatusCode::kBusy, std::move(m)}; }
+inline Status StorageFullError(std::string m) { return {StatusCode::kStorageFull, std::move(m)}; }
+
+// True for the errno values that say a write found no room: ENOSPC, EDQUOT, EFBIG.
+bool IsStorageFullErrno(int err);
+// "what: strerror(err)": StorageFull when IsStorageFullErrno(err), else IoError. For every failed
+// write or create, so that callers tell a full disk from other I/O failures by kind, not by text.
+Status IoErrorFromErrno(const std::string& what, int err);
 
 // Holds either a value or a non-OK Status.
 template <typename T>

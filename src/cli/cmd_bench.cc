@@ -125,7 +125,7 @@ StatusOr<Batch> RunAll(Engine& e, std::vector<EngineRequest> reqs) {
   }
   for (auto& h : hs) {
     Completion c = h->Wait();
-    if (c.finish_reason == "error") return InternalError(c.error);
+    if (c.finish_reason == FinishReason::kError) return InternalError(c.error);
     b.done.push_back(std::move(c));
   }
   b.wall_s = Now() - t0;

@@ -91,9 +91,9 @@ int RunChat(const ChatFlags& f) {
         stderr,
         "[turn %zu: %.2f s, first token %.2f s, %lld prompt tokens (%lld cached), %zu generated, %s%s]\n",
         turn + 1, c.total_s, c.ttft_s, static_cast<long long>(c.prompt_tokens),
-        static_cast<long long>(c.cached_prompt_tokens), c.ids.size(), c.finish_reason.c_str(),
+        static_cast<long long>(c.cached_prompt_tokens), c.ids.size(), FinishReasonName(c.finish_reason),
         c.image_cache_hit ? ", image cached" : "");
-    if (c.finish_reason == "error") {
+    if (c.finish_reason == FinishReason::kError) {
       rc = 1;
       break;
     }

@@ -105,8 +105,8 @@ int RunGenerate(const GenerateFlags& f) {
   }
   std::fprintf(stderr,
                "[%lld prompt tokens, %zu generated, finish=%s; vision %.2fs, prefill %.2fs, decode %.2fs]\n",
-               static_cast<long long>(r->prompt_tokens), r->ids.size(), r->finish_reason.c_str(), r->vision_s,
-               r->prefill_s, r->decode_s);
+               static_cast<long long>(r->prompt_tokens), r->ids.size(), FinishReasonName(r->finish_reason),
+               r->vision_s, r->prefill_s, r->decode_s);
   return 0;
 }
 

@@ -151,7 +151,7 @@ Status Engine::Enqueue(std::unique_ptr<Sequence> s, double wait_s) {
     }
     if (stop_) return Status(StatusCode::kUnavailable, "engine is shutting down");
     if (live_ >= cfg_.max_queued) {
-      return ResourceExhaustedError("too many requests in flight (" + std::to_string(live_) + ")");
+      return BusyError("too many requests in flight (" + std::to_string(live_) + ")");
     }
     ++live_;
     ++stats_.submitted;
@@ -166,7 +166,7 @@ EngineStats Engine::Stats() const {
   return stats_;
 }
 
-void Engine::Finish(Sequence& s, const std::string& reason, const std::string& error) {
+void Engine::Finish(Sequence& s, FinishReason reason, const std::string& error) {
   SealCompletion(s, reason, error, Now());
   if (sched_->Contains(s.id)) {
     s.comp.cached_prompt_tokens = std::max(s.comp.cached_prompt_tokens, sched_->CachedPrefixTokens(s.id));
@@ -186,13 +186,13 @@ void Engine::Finish(Sequence& s, const std::string& reason, const std::string& e
 }
 
 void Engine::FailAll(const std::string& error) {
-  for (auto& [id, s] : seqs_) Finish(*s, "error", error);
+  for (auto& [id, s] : seqs_) Finish(*s, FinishReason::kError, error);
   seqs_.clear();
 }
 
 void Engine::AdmitNew(std::vector<std::unique_ptr<Sequence>>* fresh) {
   if (Status h = Health(); !h.ok()) {
-    for (auto& s : *fresh) Finish(*s, "error", h.message());
+    for (auto& s : *fresh) Finish(*s, FinishReason::kError, h.message());
     fresh->clear();
     return;
   }
@@ -208,7 +208,7 @@ void Engine::AdmitNew(std::vector<std::unique_ptr<Sequence>>* fresh) {
     s->comp.vision_s = vision_s;
     s->comp.queue_s = Now() - s->t_submit;
     if (!errors[si].empty()) {
-      Finish(*s, "error", errors[si]);
+      Finish(*s, FinishReason::kError, errors[si]);
       continue;
     }
     sched_->Add(s->id, s->keys, s->priority);
@@ -223,7 +223,7 @@ bool Engine::RunStep() {
   for (int64_t id : plan.rejected) {
     auto it = seqs_.find(id);
     if (it != seqs_.end()) {
-      Finish(*it->second, "error", "request does not fit in the KV cache");
+      Finish(*it->second, FinishReason::kError, "request does not fit in the KV cache");
       seqs_.erase(it);
     }
   }
@@ -242,7 +242,7 @@ bool Engine::RunStep() {
     for (const ScheduledSeq& p : plan.seqs) {
       auto it = seqs_.find(p.id);
       if (it == seqs_.end()) continue;
-      Finish(*it->second, "error", error);
+      Finish(*it->second, FinishReason::kError, error);
       seqs_.erase(it);
     }
     return true;
@@ -290,11 +290,11 @@ void Engine::SampleAndEmit(const std::vector<int64_t>& sample_ids) {
         sched_->Append(s.id, static_cast<uint64_t>(sampled[k]));
         break;
       case TokenOutcome::kStop:
-        Finish(s, "stop");
+        Finish(s, FinishReason::kStop);
         seqs_.erase(sample_ids[k]);
         break;
       case TokenOutcome::kLength:
-        Finish(s, "length");
+        Finish(s, FinishReason::kLength);
         seqs_.erase(sample_ids[k]);
         break;
     }
@@ -325,10 +325,10 @@ void Engine::ExpireSequences() {
   for (auto it = seqs_.begin(); it != seqs_.end();) {
     Sequence& s = *it->second;
     if (s.handle->cancelled()) {
-      Finish(s, "cancelled");
+      Finish(s, FinishReason::kCancelled);
       it = seqs_.erase(it);
     } else if (s.deadline > 0 && now > s.deadline) {
-      Finish(s, "cancelled", "deadline exceeded");
+      Finish(s, FinishReason::kCancelled, "deadline exceeded");
       it = seqs_.erase(it);
     } else {
       ++it;
@@ -358,7 +358,7 @@ void Engine::FailStalled() {
   auto it = seqs_.find(sched_->StalledVictim());
   if (it == seqs_.end()) it = seqs_.begin();
   const bool oom = blocks_->alloc_failures() != kv_alloc_failures_seen_;
-  Finish(*it->second, "error",
+  Finish(*it->second, FinishReason::kError,
          oom ? OutOfMemoryError("allocating KV cache blocks").message()
              : std::string("could not be scheduled (KV cache exhausted)"));
   seqs_.erase(it);
@@ -374,7 +374,7 @@ void Engine::Loop() {
       if (!fresh.empty()) AdmitNew(&fresh);
     } catch (const std::exception& e) {
       for (auto& s : fresh) {
-        if (s) Finish(*s, "error", std::string("internal error: ") + e.what());
+        if (s) Finish(*s, FinishReason::kError, std::string("internal error: ") + e.what());
       }
     }
     ExpireSequences();
@@ -397,8 +397,8 @@ void Engine::Loop() {
       incoming_.pop_front();
     }
   }
-  for (auto& s : rest) Finish(*s, "cancelled", "engine shut down");
-  for (auto& [id, s] : seqs_) Finish(*s, "cancelled", "engine shut down");
+  for (auto& s : rest) Finish(*s, FinishReason::kCancelled, "engine shut down");
+  for (auto& [id, s] : seqs_) Finish(*s, FinishReason::kCancelled, "engine shut down");
   seqs_.clear();
 }
 

@@ -26,6 +26,7 @@
 #include "base/thread_pool.h"
 #include "engine/block_pool.h"
 #include "engine/chat.h"
+#include "engine/finish_reason.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "model/qwen2vl.h"
@@ -70,14 +71,14 @@ struct EngineRequest {
   double timeout_s = 0;  // 0 = none
   int priority = 0;      // admission order: lower first (vLLM's convention; see scheduler.h)
   // When max_queued requests are already in flight, Submit waits up to this long for one to
-  // finish before refusing with ResourceExhausted (overload is a queue, not an error).
+  // finish before refusing with Busy (overload is a queue, not an error).
   double admission_wait_s = 0;
 };
 
 struct Completion {
-  std::vector<int32_t> ids;   // generated ids (a final stop token included)
-  std::string text;           // decoded generated text (stop token excluded)
-  std::string finish_reason;  // stop | length | cancelled | error
+  std::vector<int32_t> ids;  // generated ids (a final stop token included)
+  std::string text;          // decoded generated text (stop token excluded)
+  FinishReason finish_reason = FinishReason::kNone;
   std::string error;
   int64_t prompt_tokens = 0;
   int64_t cached_prompt_tokens = 0;  // served from the prefix cache
@@ -132,12 +133,13 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Errors: the request's own (InvalidArgument, ResourceExhausted), OutOfMemory when preparing it
-  // (tokens, image preprocessing) could not allocate, Unavailable when the engine is degraded.
+  // (tokens, image preprocessing) could not allocate, Busy when max_queued requests are still in
+  // flight after admission_wait_s, Unavailable when the engine is degraded or shutting down.
   StatusOr<std::shared_ptr<RequestHandle>> Submit(EngineRequest request);
   // Ok while the engine can serve. Once a weight file changed on disk while mapped (checked here
   // with one fstat per file, at every Submit, and after every step of the loop; see
   // ModelWeights::CheckFiles), the engine is degraded for good: the requests in flight finish with
-  // finish_reason "error" and the reason, new ones are refused with Unavailable and the reason
+  // FinishReason::kError and the reason, new ones are refused with Unavailable and the reason
   // ("model file X changed on disk while mapped (...); restart or reload").
   Status Health();
   EngineStats Stats() const;
@@ -163,8 +165,8 @@ class Engine {
   void SampleAndEmit(const std::vector<int64_t>& sample_ids);
   void PublishStats();
   void FailStalled();
-  void Finish(Sequence& s, const std::string& reason, const std::string& error = "");
-  // Finishes the sequences of `ids` (all admitted ones when null) with finish_reason "error".
+  void Finish(Sequence& s, FinishReason reason, const std::string& error = "");
+  // Finishes the sequences of `ids` (all admitted ones when null) with FinishReason::kError.
   void FailAll(const std::string& error);
   Sequence& Seq(int64_t id) { return *seqs_.at(id); }
 

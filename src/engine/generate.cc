@@ -84,17 +84,17 @@ StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<i
   SequenceSampler sampler(options.sampling, prompt_ids);
   int64_t next_pos = pos.next_position;
   std::vector<float> emb(H), h1(H);
-  res.finish_reason = "length";
+  res.finish_reason = FinishReason::kLength;
   for (int step = 0; step < options.max_new_tokens; ++step) {
     const int32_t tok = sampler.Sample(logits.data(), static_cast<int32_t>(V));
     sampler.Accept(tok);
     res.ids.push_back(tok);
     if (on_token && !on_token(tok)) {
-      res.finish_reason = "cancelled";
+      res.finish_reason = FinishReason::kCancelled;
       break;
     }
     if (!options.ignore_eos && std::find(stops.begin(), stops.end(), tok) != stops.end()) {
-      res.finish_reason = "stop";
+      res.finish_reason = FinishReason::kStop;
       break;
     }
     if (step + 1 == options.max_new_tokens) break;

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "engine/finish_reason.h"
 #include "engine/sampler.h"
 #include "model/qwen2vl.h"
 
@@ -32,8 +33,8 @@ struct GenerateOptions {
 };
 
 struct GenerateResult {
-  std::vector<int32_t> ids;   // generated tokens (a final stop token included)
-  std::string finish_reason;  // "stop", "length" or "cancelled"
+  std::vector<int32_t> ids;                          // generated tokens (a final stop token included)
+  FinishReason finish_reason = FinishReason::kNone;  // then kStop, kLength or kCancelled
   int64_t prompt_tokens = 0;
   double vision_s = 0, prefill_s = 0, decode_s = 0;
 };

@@ -39,7 +39,7 @@ TokenOutcome EmitToken(Sequence& s, int32_t tok, double now) {
   return TokenOutcome::kContinue;
 }
 
-void SealCompletion(Sequence& s, const std::string& reason, const std::string& error, double now) {
+void SealCompletion(Sequence& s, FinishReason reason, const std::string& error, double now) {
   if (s.detok) {
     std::string tail = s.detok->Flush();
     s.comp.text += tail;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/finish_reason.h"
 #include "engine/sequence.h"
 
 namespace mineru {
@@ -19,9 +20,9 @@ TokenOutcome EmitToken(Sequence& s, int32_t tok, double now);
 
 // Completes the sequence's output in two halves around the engine's bookkeeping, so that a
 // caller woken by the handle already sees the sequence's resources returned:
-// SealCompletion flushes the detokenizer's tail and fills the completion (reason: stop | length
-// | cancelled | error); DeliverCompletion hands it to the handle and wakes every waiter.
-void SealCompletion(Sequence& s, const std::string& reason, const std::string& error, double now);
+// SealCompletion flushes the detokenizer's tail and fills the completion (its reason and error);
+// DeliverCompletion hands it to the handle and wakes every waiter.
+void SealCompletion(Sequence& s, FinishReason reason, const std::string& error, double now);
 void DeliverCompletion(Sequence& s);
 
 }  // namespace mineru

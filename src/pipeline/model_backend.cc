@@ -79,8 +79,9 @@ class ModelBackend : public Backend {
 
   static StatusOr<std::string> Collect(RequestHandle& h) {
     Completion c = h.Wait();
-    if (c.finish_reason == "error" || c.finish_reason == "cancelled") {
-      return InternalError(c.error.empty() ? "request " + c.finish_reason : c.error);
+    if (c.finish_reason == FinishReason::kError || c.finish_reason == FinishReason::kCancelled) {
+      return InternalError(c.error.empty() ? std::string("request ") + FinishReasonName(c.finish_reason)
+                                           : c.error);
     }
     return c.text;  // stop tokens are never part of the text
   }

@@ -25,8 +25,7 @@ StatusOr<int64_t> ImageBudget::Reserve() {
     int64_t take = 0;
     do {
       take = std::min(limit, (server_limit_ - used) / kBytesPerPixel);
-      if (take <= 0)
-        return Status(StatusCode::kUnavailable, "the server is decoding too many images; retry shortly");
+      if (take <= 0) return BusyError("the server is decoding too many images; retry shortly");
     } while (!server_->compare_exchange_weak(used, used + take * kBytesPerPixel));
     server_limited_ = take < limit;
     limit = take;
@@ -52,8 +51,7 @@ void ImageBudget::Settle(int64_t pixels) {
 
 Status ImageBudget::Explain(const Status& e) const {
   if (e.code() != StatusCode::kResourceExhausted) return e;
-  if (server_limited_)
-    return Status(StatusCode::kUnavailable, "the server is decoding too many images; retry shortly");
+  if (server_limited_) return BusyError("the server is decoding too many images; retry shortly");
   if (lim_.max_pixels - pixels_ < lim_.max_image_pixels) {
     return ResourceExhaustedError("the images of one request have more than " +
                                   std::to_string(lim_.max_pixels) + " pixels together");

@@ -6,7 +6,7 @@
 // its pixels exist: the decoder is given the smaller of the per-image limit, what is left of the
 // request's pixel budget and what is left of the server-wide decoded-image memory, and refuses a
 // header that claims more (no allocation happens). Past the request's budget (count or pixels):
-// ResourceExhausted (413); past the server's memory budget: Unavailable (429, retry later).
+// ResourceExhausted (413); past the server's memory budget: Busy (429, retry later).
 #pragma once
 
 #include <atomic>

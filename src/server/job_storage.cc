@@ -75,15 +75,15 @@ Status StoreCharge::Take() {
   const int64_t quota = static_cast<int64_t>(std::min<size_t>(st_.opt.max_store_mb, size_t(1) << 40) << 20);
   if (quota > 0) {
     if (need_ > quota) {
-      return ResourceExhaustedError("the upload is larger than the server's whole job storage (" +
-                                    std::to_string(quota >> 20) + " MB, --max-store-mb)");
+      return StorageFullError("the upload is larger than the server's whole job storage (" +
+                              std::to_string(quota >> 20) + " MB, --max-store-mb)");
     }
     std::lock_guard<std::mutex> lock(st_.store_mu);
     Status error;
     if (!ExpireUntilFits(st_, need_, quota, &error)) {
       if (!error.ok()) return error;
-      return ResourceExhaustedError("the server's job storage is full (" + std::to_string(quota >> 20) +
-                                    " MB, --max-store-mb) with unfinished jobs; try again later");
+      return StorageFullError("the server's job storage is full (" + std::to_string(quota >> 20) +
+                              " MB, --max-store-mb) with unfinished jobs; try again later");
     }
   }
   st_.store_bytes += need_;

@@ -173,6 +173,8 @@ std::string StorageHint(sqlite3* db) {
   return "";
 }
 
+// A failed statement: StorageFull when the store's files found no room (SQLITE_FULL, or the OS's
+// errno or StorageHint says so), IoError for other storage failures, else Internal.
 Status DbError(sqlite3* db, const std::string& what) {
   const int code = sqlite3_errcode(db);
   std::string msg = what + ": " + sqlite3_errmsg(db);
@@ -180,13 +182,17 @@ Status DbError(sqlite3* db, const std::string& what) {
     // The OS's reason ("No space left on device", "File too large", "Permission denied") is what
     // an operator needs; SQLite's own text is only "disk I/O error". Its errno is not always kept.
     const int sys = sqlite3_system_errno(db);
+    bool full = code == SQLITE_FULL || IsStorageFullErrno(sys);
     std::string why;
     for (int e : {ENOSPC, EFBIG, EDQUOT, EROFS, EACCES, EPERM, EIO}) {
       if (sys == e) why = std::strerror(e);
     }
-    if (why.empty() && code != SQLITE_READONLY) why = StorageHint(db);
+    if (why.empty() && code != SQLITE_READONLY) {
+      why = StorageHint(db);  // names a full disk or the file size limit only
+      full = full || !why.empty();
+    }
     if (!why.empty()) msg += " (" + why + ")";
-    return IoError("job store " + msg);
+    return full ? StorageFullError("job store " + msg) : IoError("job store " + msg);
   }
   return InternalError("job store " + msg);
 }

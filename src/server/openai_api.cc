@@ -138,7 +138,8 @@ StatusOr<RgbImage> DecodeDataUrlWithin(const std::string& url, const ServerOptio
   return DecodeImageBytes(*bytes, limits);
 }
 
-// Parses a chat-completion body into an engine request. Errors are the client's (400/413).
+// Parses a chat-completion body into an engine request. Errors are the client's (400/413), or the
+// server's image memory in use (Busy: 429).
 Status ParseChatRequest(const Json& body, const ServerOptions& opt, EngineRequest* out, bool* stream,
                         ImageBudget* budget) {
   if (!body.is_object()) return InvalidArgumentError("the body must be a JSON object");
@@ -353,13 +354,6 @@ struct Reply {
   bool return_ids;
   const char* labels;  // metric labels of the endpoint
 
-  // "error" (with the message next to it) when the engine failed the request, e.g. because the
-  // model file changed on disk or memory ran out mid-way.
-  static std::string FinishReason(const Completion& c) {
-    if (c.finish_reason == "error") return "error";
-    return c.finish_reason == "stop" ? "stop" : "length";
-  }
-
   void Finished(const Completion& c) const {
     st.metrics.Observe("mineru_request_latency_seconds", Now() - t0, labels);
     st.metrics.Inc("mineru_http_generated_tokens_total", labels, double(c.ids.size()));
@@ -416,9 +410,9 @@ struct Reply {
     }
     Completion c = handle->Wait();
     Json last = base;
-    last["choices"] = Json::array({StreamChoice("", {}, FinishReason(c))});
+    last["choices"] = Json::array({StreamChoice("", {}, OpenAiFinishReason(c.finish_reason))});
     last["usage"] = Usage(c);
-    if (c.finish_reason == "error") last["error"] = {{"message", c.error}};
+    if (c.finish_reason == FinishReason::kError) last["error"] = {{"message", c.error}};
     send(last);
     const std::string done = "data: [DONE]\n\n";
     sink.write(done.data(), done.size());
@@ -443,10 +437,10 @@ struct Reply {
       }
     }
     Json out;
-    if (c.finish_reason == "error") {
+    if (c.finish_reason == FinishReason::kError) {
       out = {{"object", "error"}, {"error", {{"message", c.error}, {"type", "server_error"}, {"code", 500}}}};
     } else {
-      Json choice = {{"index", 0}, {"finish_reason", FinishReason(c)}};
+      Json choice = {{"index", 0}, {"finish_reason", OpenAiFinishReason(c.finish_reason)}};
       if (kind == Kind::kChat)
         choice["message"] = {{"role", "assistant"}, {"content", c.text}};
       else
@@ -476,12 +470,11 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
   bool shared = false;
   auto h = share ? st.retry->Acquire(*share, submit, &shared) : submit();
   if (!h.ok()) {
-    int code = HttpStatusFor(h.status());
-    // A prompt that can never fit is the client's problem; a full queue is ours (429).
-    if (h.status().code() == StatusCode::kResourceExhausted &&
-        h.status().message().find("too many") == std::string::npos) {
-      code = 400;
-    }
+    // A prompt over the engine's limits can never run: the client's problem, a bad request as
+    // OpenAI answers it (not 413). A full engine is ours: Busy (429).
+    const Status refused = h.status();
+    const int code = HttpStatusFor(
+        refused.code() == StatusCode::kResourceExhausted ? InvalidArgumentError(refused.message()) : refused);
     st.metrics.Inc("mineru_requests_rejected_total", "code=\"" + std::to_string(code) + "\"");
     SendError(res, code, h.status().message());
     // Still full after the admission wait: MinerU's client (httpx-retries) honours Retry-After.
@@ -506,6 +499,10 @@ void Answer(Server::State& st, httplib::Response& res, EngineRequest er, bool st
   });
 }
 }  // namespace
+
+const char* OpenAiFinishReason(FinishReason r) {
+  return FinishReasonName(r == FinishReason::kStop || r == FinishReason::kError ? r : FinishReason::kLength);
+}
 
 Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out,
                                bool* stream) {
@@ -565,13 +562,8 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
       } catch (const std::bad_alloc&) {
         ps = OutOfMemoryError("reading the request (" + std::to_string(text.size()) + " bytes)");
       }
-      if (!ps.ok()) {
-        const int code = ps.code() == StatusCode::kResourceExhausted ? 413
-                         : ps.code() == StatusCode::kUnavailable     ? 429  // the server's image memory
-                         : ps.code() == StatusCode::kOutOfMemory     ? 507
-                                                                     : 400;
-        return SendError(res, code, ps.message());
-      }
+      // Too large: 413; the server's image memory in use: 429; out of memory: 507; else 400.
+      if (!ps.ok()) return SendError(res, HttpStatusFor(AsRequestError(ps)), ps.message());
       const bool return_ids = body.contains("return_token_ids") && body["return_token_ids"].is_boolean() &&
                               body["return_token_ids"].get<bool>();
       std::optional<RetryShare::Key> share;

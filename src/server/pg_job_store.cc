@@ -142,8 +142,10 @@ class Conn {
     const std::string what = sql.substr(0, 48) + ": " + ConnError(c_);
     if (PQstatus(c_) != CONNECTION_OK) return Unavailable(what);
     const char* state = raw ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
-    // Class 53: insufficient resources (disk full, out of memory, too many connections).
-    if (state && std::string(state).rfind("53", 0) == 0) return IoError("job store " + what);
+    // Class 53: insufficient resources: 53100 disk full, else out of memory, too many connections.
+    const std::string sqlstate = state ? state : "";
+    if (sqlstate == "53100") return StorageFullError("job store " + what);
+    if (sqlstate.rfind("53", 0) == 0) return IoError("job store " + what);
     return InternalError("job store " + what);
   }
 

@@ -57,7 +57,8 @@ void Worker(Fetches& f) {
   net::HttpClient client(ho);
   for (size_t i = f.next++; i < f.urls.size(); i = f.next++) {
     // Nothing may escape a thread (std::terminate): out of memory is that URL's failure.
-    StatusOr<std::string> got = UnavailableError("no HTTP client");
+    // No client (libcurl could not allocate one): the server's condition for now, as 429 says.
+    StatusOr<std::string> got = BusyError("no HTTP client");
     try {
       if (client.ok()) got = FetchOne(client, f.urls[i], f);
     } catch (const std::bad_alloc&) {

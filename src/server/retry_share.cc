@@ -11,7 +11,9 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-bool Failed(const Completion& c) { return c.finish_reason == "cancelled" || c.finish_reason == "error"; }
+bool Failed(const Completion& c) {
+  return c.finish_reason == FinishReason::kCancelled || c.finish_reason == FinishReason::kError;
+}
 
 }  // namespace
 

@@ -35,29 +35,6 @@ void SendError(httplib::Response& res, int status, const std::string& message) {
            {{"object", "error"}, {"error", {{"message", message}, {"type", type}, {"code", status}}}});
 }
 
-int HttpStatusFor(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kOk:
-      return 200;
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kDataLoss:
-    case StatusCode::kUnimplemented:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kResourceExhausted:
-      return 429;
-    case StatusCode::kOutOfMemory:
-      return 507;  // the server's condition, not the request's form
-    case StatusCode::kUnavailable:
-      return 503;
-    case StatusCode::kDeadlineExceeded:
-      return 504;
-    default:
-      return 500;
-  }
-}
-
 Server::Server(ServerOptions options) : opt_(std::move(options)), st_(std::make_unique<State>()) {
   st_->opt = opt_;
   st_->retry = std::make_unique<RetryShare>(opt_.retry_grace_s);

@@ -86,6 +86,12 @@ struct ServerOptions {
   EngineConfig engine;
 };
 
+// A choice's "finish_reason" in the OpenAI API: "stop" or "length" as OpenAI's, "error" (with the
+// message next to it) when the engine failed the request, e.g. because the model file changed on
+// disk or memory ran out mid-way. OpenAI has no "cancelled": a request cut short (its deadline,
+// the engine shutting down) answers "length".
+const char* OpenAiFinishReason(FinishReason r);
+
 // Parses a /v1/chat/completions body (exposed for the fuzz target and tests).
 Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt, EngineRequest* out,
                                bool* stream);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/qwen2vl.h"
+#include "server/http_status.h"
 #include "server/retry_share.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
@@ -60,8 +61,6 @@ struct Server::State {
 // Writes an OpenAI-style error body {"object":"error","error":{"message","type","code"}}.
 void SendError(httplib::Response& res, int status, const std::string& message);
 void SendJson(httplib::Response& res, int status, const Json& body);
-// The HTTP status for a Status from the engine or the pipeline.
-int HttpStatusFor(const Status& s);
 
 void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st);
 void RegisterDocumentRoutes(httplib::Server& http, Server::State& st);
@@ -75,8 +74,8 @@ void RetentionSweep(Server::State& st);
 // Sets st.store_bytes to what data_dir/jobs and the store's own files hold now.
 void MeasureJobStorage(Server::State& st);
 // `need` bytes of a new job charged to --max-store-mb: Take() expires the oldest finished jobs
-// first when they would not fit (ResourceExhausted, 507 at the edge, when unfinished jobs fill
-// it or need alone is over the quota); the charge is given back at destruction unless Keep().
+// first when they would not fit (StorageFull, 507 at the edge, when unfinished jobs fill it or
+// need alone is over the quota); the charge is given back at destruction unless Keep().
 class StoreCharge {
  public:
   StoreCharge(Server::State& st, int64_t need) : st_(st), need_(need) {}

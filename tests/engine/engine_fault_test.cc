@@ -53,7 +53,7 @@ TEST(EngineFaultTest, WeightsTruncatedWhileRunning) {
   bool done = false;
   while (!done && std::chrono::steady_clock::now() < deadline) done = (*h)->WaitFor(0.5, &c);
   ASSERT_TRUE(done) << "the request did not finish after its weights were truncated";
-  EXPECT_EQ(c.finish_reason, "error");
+  EXPECT_EQ(c.finish_reason, FinishReason::kError);
   EXPECT_LT(c.ids.size(), 16000u);
   for (const std::string& want : std::vector<std::string>{
            "model file " + weights, "changed on disk while mapped", "restart or reload"}) {
@@ -90,7 +90,7 @@ TEST(EngineFaultTest, WeightsRewrittenInPlaceRefuseNewRequests) {
   small.max_new_tokens = 2;
   auto ok = (*engine)->Submit(small);
   ASSERT_TRUE(ok.ok());
-  EXPECT_EQ((*ok)->Wait().finish_reason, "length");
+  EXPECT_EQ((*ok)->Wait().finish_reason, FinishReason::kLength);
   // Same size, new contents and modification time.
   const std::string weights = dir + "/model.safetensors";
   std::string bytes = ReadFileToString(weights).value();

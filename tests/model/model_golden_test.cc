@@ -177,7 +177,7 @@ TEST_P(ModelGoldenTest, GreedyGenerationMatches) {
   std::vector<int64_t> want = golden_->I64("generated_ids");
   std::vector<int64_t> got(r->ids.begin(), r->ids.end());
   EXPECT_EQ(got, want);
-  EXPECT_EQ(r->finish_reason, "length");
+  EXPECT_EQ(r->finish_reason, FinishReason::kLength);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelGoldenTest,

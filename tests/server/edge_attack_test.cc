@@ -182,7 +182,7 @@ TEST(ImageBudget, ServerWideMemoryIsSharedAndGivenBack) {
   EXPECT_LE(*rb, (limit_bytes - 8000000 * 3) / 3);  // b may decode only what is left
   b.Settle(*rb);
   auto rc = server::ImageBudget(lim, &held, limit_bytes).Reserve();
-  EXPECT_EQ(rc.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(rc.status().code(), StatusCode::kBusy);
   a.reset();  // a's request ended: its pixels are free again
   server::ImageBudget d(lim, &held, limit_bytes);
   EXPECT_TRUE(d.Reserve().ok());

@@ -196,7 +196,7 @@ TEST_F(FaultTest, SqliteStoreReportsAFullDiskAndRecovers) {
     OwnFileSizeLimit full(1);
     ASSERT_TRUE(full.ok());
     Status ins = (*store)->Insert(job("during"), nullptr, nullptr);
-    EXPECT_EQ(ins.code(), StatusCode::kIoError) << ins.ToString();
+    EXPECT_EQ(ins.code(), StatusCode::kStorageFull) << ins.ToString();
     EXPECT_NE(ins.message().find(std::strerror(EFBIG)), std::string::npos) << ins.ToString();
     auto fin = (*store)->Finish("before", "w", true, "", "", {});
     EXPECT_FALSE(fin.ok());
