@@ -10,6 +10,7 @@
 #include <exception>
 #include <new>
 
+#include "base/version.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "pdf/pdf.h"
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
     }
     CLI::App app{"mineru-cpp: MinerU2.5 document parsing and inference, natively"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "mineru-cpp 0.1.0");
+    app.set_version_flag("--version", std::string("mineru-cpp ") + mineru::kMineruCppVersion);
     Action run;
     AddGenerate(app, &run);
     AddTokenize(app, &run);
