@@ -22,7 +22,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libpoppler-cpp-dev libcpp-httplib-dev libcli11-dev libxxhash-dev libsqlite3-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libcurl4-openssl-dev poppler-utils chromium clang clang-format-14 clang-tidy-14 libclang-rt-14-dev \
-  postgresql libpq-dev nginx
+  postgresql libpq-dev nginx python3-jsonschema
 # Node.js + npm for web/ (the page build and its browser test). A NodeSource nodejs already
 # includes npm and conflicts with Debian's npm package; Debian 12's own nodejs 18 is enough.
 if ! command -v npm >/dev/null 2>&1; then

@@ -54,8 +54,13 @@ int RunServe(ServeFlags f) {
   f.o.engine.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
   if (f.o.web_dir.empty()) f.o.web_dir = std::string(MINERU_SOURCE_DIR) + "/web/dist";
   if (f.o.port < 0 || f.o.port > 65535) return Fail("--port must be 0..65535");
-  if (auto v = pipeline::PipelineVersionNamed(f.o.vl_utils); !v.ok())
-    return Fail("--vl-utils: " + v.status().message());
+  auto version = pipeline::PipelineVersionNamed(f.o.vl_utils);
+  if (!version.ok()) return Fail("--vl-utils: " + version.status().message());
+  // The 3.x document routes answer with MinerU 3.x/2.5 file names; MinerU 4's files belong to the
+  // 4.x Tasks API, which serve does not have yet.
+  if (version->name == "4") {
+    return Fail("--vl-utils 4: serve's document API writes MinerU 3.4.4 or 2.5.4 files (1.2 or 0.1)");
+  }
   if (!ResolveApiKey(f))
     return Fail("--api-key-file: give it alone, as a readable file whose first line is the key");
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.

@@ -392,6 +392,7 @@ Status WriteDocument(const DocumentReport& rep, std::vector<PageResult>& results
   DocumentFiles files;
   files.dir = rep.output_dir;
   files.name = rep.name;
+  files.full_document = opt.pages.empty();
   const int total = static_cast<int>(md5s.size());
   files.media.image_path = [&md5s, total](const CropRequest& c) {
     const bool known = c.page_idx >= 0 && c.page_idx < total;

@@ -5,6 +5,8 @@
 //   "1.2" (the default): mineru-vl-utils 1.2.1's extraction, MinerU 3.4.4's files.
 //   "0.1":               mineru-vl-utils 0.1.17's extraction, MinerU 2.5.4's files (the 2509
 //                        checkpoint's reference outputs).
+//   "4":                 mineru-vl-utils 1.2.1's extraction, MinerU 4's files (Middle JSON 2.0;
+//                        becomes the default once the 4.x files are complete).
 // The MinerU versions name the same pairs: "3.4", "3.4.4" and "2.5", "2.5.4".
 #pragma once
 

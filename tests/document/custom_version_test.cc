@@ -97,6 +97,12 @@ TEST(CustomVersion, TheOneSettingNamesBothAxesAndRefusesUnknownNames) {
     EXPECT_EQ(v->extract->name(), "0.1.17");
     EXPECT_EQ(v->writer->version(), "2.5.4");
   }
+  for (const char* name : {"4", "4.x"}) {
+    auto v = PipelineVersionNamed(name);
+    ASSERT_TRUE(v.ok()) << name;
+    EXPECT_EQ(v->extract->name(), "1.2.1");
+    EXPECT_EQ(v->writer->version(), "4.x");
+  }
   const auto bad = PipelineVersionNamed("4.0");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("1.2"), std::string::npos) << bad.status().ToString();

@@ -29,7 +29,8 @@ struct PageMedia {
 struct DocumentFiles {
   std::string dir;
   std::string name;
-  PageMedia media;  // names only (see PageMedia)
+  PageMedia media;            // names only (see PageMedia)
+  bool full_document = true;  // every page of the file was parsed (no page selection)
 };
 
 class OutputWriter {
