@@ -50,14 +50,15 @@ std::optional<std::string> MarkdownTableToHtml(std::string_view content);
 bool HasMalformedMarkdownTable(std::string_view content);
 // extract_and_validate_mermaid_strict: fence extraction, header spelling, arrow and node fixes.
 std::string MermaidStrict(std::string_view content);
-// The flowchart repairs (mermaid.cc): try_fix_mermaid_node_id_legalization,
-// try_fix_mermaid_invalid_edge_lines, try_fix_mermaid_invalid_subgraph_lines, and the arrow/node
-// step of the strict extraction.
+// The flowchart repairs: try_fix_mermaid_node_id_legalization (mermaid_node_ids.cc),
+// try_fix_mermaid_invalid_edge_lines and try_fix_mermaid_invalid_subgraph_lines
+// (mermaid_invalid_lines.cc), and the arrow/node step of the strict extraction (mermaid_arrows.cc).
 std::string MermaidNodeIdLegalize(std::string_view content);
 std::string MermaidInvalidEdgeLines(std::string_view content);
 std::string MermaidInvalidSubgraphLines(std::string_view content);
 std::string MermaidFixArrowsAndNodes(std::string_view code);
-// detect_mermaid_repetition_issues(content) is non-empty (labels, node ids, edges, raw lines).
+// detect_mermaid_repetition_issues(content) is non-empty (labels, node ids, edges, raw lines;
+// mermaid_repetition.cc).
 bool MermaidHasRepetition(std::string_view content);
 
 // replace_table_image_tokens: each `\[\s*XXXX\s*\]` becomes <img src="URI"/>.
