@@ -111,7 +111,8 @@ class Server {
   // Blocks until Drain() completes.
   void Wait();
 
-  // Shared state for the route handlers (openai_api.cc, document_api.cc).
+  // Shared state for the route handlers (openai_api.cc, document_api.cc) and the job runner
+  // (document_jobs.cc).
   struct State;
 
  private:

@@ -1,0 +1,50 @@
+// server/document_parse.h — what the document routes (document_api.cc) and the job runner
+// (document_jobs.cc) share, internal to the server layer: a parse's request options (the form
+// fields as a job keeps them), the pipeline options and backend it runs with, how its outcome reads
+// (error text, storage kinds) and where its page images go. Not the routes nor the job runner.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "pipeline/document.h"
+#include "server/state.h"
+
+namespace mineru::server {
+
+// Page ids are clamped here, so that end_page + 1 and page counts never overflow an int.
+constexpr int kMaxPageId = 1 << 24;
+
+struct ParseRequest {
+  bool return_md = true, return_content_list = false, return_middle_json = false, return_model_output = false,
+       return_images = false;
+  int start_page = 0, end_page = 99999;  // 0-based, inclusive
+};
+
+// A job's parse options (its stored JSON, read as the form fields were; defaults where missing).
+ParseRequest JobParseRequest(const Job& j);
+
+// The pipeline version of document jobs (validated when the server starts, as `parse` does).
+pipeline::PipelineVersion VersionOf(const Server::State& st);
+
+// The server's replay backend when it has one, else a model backend made into *owned.
+pipeline::Backend* BackendFor(Server::State& st, std::unique_ptr<pipeline::Backend>* owned);
+
+// The pipeline options of a parse of p's pages into out_dir (page images on; cancelled by draining).
+pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p, const std::string& out_dir);
+
+// A parse whose outputs could not be written (an I/O failure, or no room for them).
+bool OutputsNotWritten(const Status& s);
+
+// An IoError whose text ends with a no-room errno's, typed StorageFull (see document_parse.cc).
+Status WithStorageKind(const Status& s);
+
+// The job's error text for a finished parse: "" on success, storage failures explained, else the
+// first failed page.
+std::string JobError(const pipeline::DocumentReport& r);
+
+// The page image of a page (0-based index in the document), relative to the document's folder.
+std::string PageFile(int page);
+
+}  // namespace mineru::server
