@@ -126,38 +126,41 @@ Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool) {
   return Status::Ok();
 }
 
-Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_dir, QuantType t,
-                           ThreadPool* pool) {
-  if (t == QuantType::kNone) return InvalidArgumentError("choose a quantized format (q8, q4, q4_0)");
-  MINERU_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(src_dir + "/config.json"));
-  MINERU_ASSIGN_OR_RETURN(auto weights, ModelWeights::Load(src_dir, cfg));
-  MINERU_RETURN_IF_ERROR(MakeDirs(out_dir));
+namespace {
+
+// The files of the model directory besides its weights (configuration, tokenizer, templates),
+// copied as they are.
+Status CopySideFiles(const std::string& src_dir, const std::string& out_dir) {
   for (const char* f : {"config.json", "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json",
                         "generation_config.json", "chat_template.json", "chat_template.jinja"}) {
     if (!FileExists(src_dir + "/" + f)) continue;
     MINERU_ASSIGN_OR_RETURN(std::string text, ReadFileToString(src_dir + "/" + f, 256u << 20));
     MINERU_RETURN_IF_ERROR(WriteStringToFile(out_dir + "/" + f, text));
   }
-  // Every tensor of the source is written; the quantizable matrices as U8 blocks. Matrices are
-  // recognised by their data pointer (unique per tensor). A tied head is written as its own
-  // quantized lm_head.weight, the dense embedding table stays.
+  return Status::Ok();
+}
+
+// One tensor of the written file: copied from the source (q == kNone) or quantized from `view`.
+struct OutputTensor {
+  std::string name;
+  const TensorInfo* src;
+  QuantType q;
+  WeightView view;
+  uint64_t bytes;
+};
+
+// Every tensor of the source is written; the quantizable matrices as U8 blocks. Matrices are
+// recognised by their data pointer (unique per tensor). A tied head is written as its own
+// quantized lm_head.weight, the dense embedding table stays.
+std::vector<OutputTensor> PlanOutputTensors(ModelWeights* weights, QuantType t) {
   std::map<const void*, QuantType> quant_of;
-  ForEachQuantizable(weights.get(), t, [&](const std::string& name, WeightView* v, QuantType q) {
+  ForEachQuantizable(weights, t, [&](const std::string& name, WeightView* v, QuantType q) {
     if (name == "lm_head.weight" && weights->tied_lm_head) return;
     if (!v->quantized() && q != QuantType::kNone) quant_of[v->data] = q;
   });
-  nlohmann::json header = nlohmann::json::object();
-  nlohmann::json meta = {{"format", "pt"}, {"mineru.quant", kernels::QuantTypeName(t)}};
-  struct Item {
-    std::string name;
-    const TensorInfo* src;
-    QuantType q;
-    WeightView view;
-    uint64_t bytes;
-  };
-  std::vector<Item> items;
+  std::vector<OutputTensor> items;
   for (const TensorInfo* ti : weights->tensors()) {
-    Item it{ti->name, ti, QuantType::kNone, {}, ti->nbytes};
+    OutputTensor it{ti->name, ti, QuantType::kNone, {}, ti->nbytes};
     auto q = quant_of.find(ti->data);
     if (q != quant_of.end() && ti->shape.size() >= 2) {
       it.q = q->second;
@@ -172,8 +175,16 @@ Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_di
     items.push_back({"lm_head.weight", nullptr, hq, e,
                      static_cast<uint64_t>(e.rows) * kernels::QuantizedRowBytes(hq, e.cols)});
   }
+  return items;
+}
+
+// The safetensors header of the items (in order, with their quant formats in the metadata),
+// padded with spaces to a multiple of 8 bytes.
+std::string SafetensorsHeader(const std::vector<OutputTensor>& items, QuantType t) {
+  nlohmann::json header = nlohmann::json::object();
+  nlohmann::json meta = {{"format", "pt"}, {"mineru.quant", kernels::QuantTypeName(t)}};
   uint64_t off = 0;
-  for (const Item& it : items) {
+  for (const OutputTensor& it : items) {
     if (it.q == QuantType::kNone) {
       header[it.name] = {{"dtype", DTypeName(it.src->dtype)},
                          {"shape", it.src->shape},
@@ -191,14 +202,20 @@ Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_di
   header["__metadata__"] = meta;
   std::string h = header.dump();
   while (h.size() % 8 != 0) h += ' ';
-  const std::string path = out_dir + "/model.safetensors", tmp = path + ".tmp";
+  return h;
+}
+
+// Writes the safetensors file `tmp`: the header, then each tensor's bytes (quantized 256 rows at
+// a time).
+Status WriteSafetensorsFile(const std::string& tmp, const std::string& h,
+                            const std::vector<OutputTensor>& items) {
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) return IoError("cannot write " + tmp);
   const uint64_t hn = h.size();
   out.write(reinterpret_cast<const char*>(&hn), 8);
   out.write(h.data(), static_cast<std::streamsize>(h.size()));
   std::vector<uint8_t> buf;
-  for (const Item& it : items) {
+  for (const OutputTensor& it : items) {
     if (it.q == QuantType::kNone) {
       out.write(reinterpret_cast<const char*>(it.src->data), static_cast<std::streamsize>(it.bytes));
       continue;
@@ -214,6 +231,22 @@ Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_di
   }
   out.close();
   if (!out) return IoError("write failed: " + tmp);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_dir, QuantType t,
+                           ThreadPool* pool) {
+  if (t == QuantType::kNone) return InvalidArgumentError("choose a quantized format (q8, q4, q4_0)");
+  MINERU_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(src_dir + "/config.json"));
+  MINERU_ASSIGN_OR_RETURN(auto weights, ModelWeights::Load(src_dir, cfg));
+  MINERU_RETURN_IF_ERROR(MakeDirs(out_dir));
+  MINERU_RETURN_IF_ERROR(CopySideFiles(src_dir, out_dir));
+  const std::vector<OutputTensor> items = PlanOutputTensors(weights.get(), t);
+  const std::string h = SafetensorsHeader(items, t);
+  const std::string path = out_dir + "/model.safetensors", tmp = path + ".tmp";
+  MINERU_RETURN_IF_ERROR(WriteSafetensorsFile(tmp, h, items));
   // A source that changed while it was read (lost pages read as zeros) must not become a model.
   if (Status same = weights->CheckFiles(); !same.ok()) {
     std::remove(tmp.c_str());

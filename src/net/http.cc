@@ -194,11 +194,10 @@ curl_socket_t OpenPublicSocket(void*, curlsocktype purpose, curl_sockaddr* a) {
   return ::socket(a->family, a->socktype, a->protocol);
 }
 
-HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64_t range_start,
-                   long timeout_s, Transfer* t) {
-  HttpResult r;
-  char errbuf[CURL_ERROR_SIZE];
-  errbuf[0] = '\0';
+// Sets up c for one GET of url (after a reset): redirects, protocols, the public-address guard,
+// timeouts, and the callbacks into t; curl's error text goes to errbuf.
+void SetTransferOptions(CURL* c, const HttpOptions& o, const std::string& url, long timeout_s, char* errbuf,
+                        Transfer* t) {
   curl_easy_reset(c);
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -224,6 +223,41 @@ HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64
   curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteCallback);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+}
+
+// What a failed transfer (code, not aborted by a callback) counts as: the host unreachable, the
+// transfer broken off after it started, or anything else.
+HttpFailure FailureOf(CURLcode code, CURL* c, const Transfer* t) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+      return t->head_done ? HttpFailure::kTransfer : HttpFailure::kUnreachable;
+    case CURLE_OPERATION_TIMEDOUT: {
+      curl_off_t connect_us = 0;
+      curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &connect_us);
+      return (!t->head_done && connect_us == 0) ? HttpFailure::kUnreachable : HttpFailure::kTransfer;
+    }
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+      return HttpFailure::kTransfer;
+    default:
+      return HttpFailure::kOther;
+  }
+}
+
+HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64_t range_start,
+                   long timeout_s, Transfer* t) {
+  HttpResult r;
+  char errbuf[CURL_ERROR_SIZE];
+  errbuf[0] = '\0';
+  SetTransferOptions(c, o, url, timeout_s, errbuf, t);
   std::string range;
   if (range_start > 0) {
     range = std::to_string(range_start) + "-";
@@ -250,32 +284,7 @@ HttpResult Perform(CURL* c, const HttpOptions& o, const std::string& url, uint64
     r.failure = HttpFailure::kAborted;
     return r;
   }
-  switch (code) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_SSL_CONNECT_ERROR:
-      r.failure = t->head_done ? HttpFailure::kTransfer : HttpFailure::kUnreachable;
-      break;
-    case CURLE_OPERATION_TIMEDOUT: {
-      curl_off_t connect_us = 0;
-      curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &connect_us);
-      r.failure = (!t->head_done && connect_us == 0) ? HttpFailure::kUnreachable : HttpFailure::kTransfer;
-      break;
-    }
-    case CURLE_PARTIAL_FILE:
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_SHUTDOWN_FAILED:
-      r.failure = HttpFailure::kTransfer;
-      break;
-    default:
-      r.failure = HttpFailure::kOther;
-      break;
-  }
+  r.failure = FailureOf(code, c, t);
   return r;
 }
 

@@ -154,6 +154,67 @@ std::vector<std::string> BlocksToMarkdown(const Json& para_blocks, const Markdow
   return out;
 }
 
+// make_blocks_to_content_list of an image block: its picture, captions and footnotes.
+void ImageContent(const Json& block, const std::string& image_dir, Json& c) {
+  c["type"] = "image";
+  c["img_path"] = "";
+  c["image_caption"] = Json::array();
+  c["image_footnote"] = Json::array();
+  for (const auto& b : block["blocks"]) {
+    const std::string bt = TypeOf(b);
+    if (bt == "image_body") {
+      for (const auto& line : b["lines"]) {
+        for (const auto& span : line["spans"]) {
+          if (TypeOf(span) == "image" && !StrOr(span, "image_path").empty()) {
+            c["img_path"] = image_dir + "/" + StrOr(span, "image_path");
+          }
+        }
+      }
+    }
+    if (bt == "image_caption") c["image_caption"].push_back(MergeParaWithText(b));
+    if (bt == "image_footnote") c["image_footnote"].push_back(MergeParaWithText(b));
+  }
+}
+
+// make_blocks_to_content_list of a table block: its HTML, picture, captions and footnotes.
+void TableContent(const Json& block, const std::string& image_dir, Json& c) {
+  c["type"] = "table";
+  c["img_path"] = "";
+  c["table_caption"] = Json::array();
+  c["table_footnote"] = Json::array();
+  for (const auto& b : block["blocks"]) {
+    const std::string bt = TypeOf(b);
+    if (bt == "table_body") {
+      for (const auto& line : b["lines"]) {
+        for (const auto& span : line["spans"]) {
+          if (TypeOf(span) != "table") continue;
+          if (!StrOr(span, "html").empty()) c["table_body"] = StrOr(span, "html");
+          if (!StrOr(span, "image_path").empty()) c["img_path"] = image_dir + "/" + StrOr(span, "image_path");
+        }
+      }
+    }
+    if (bt == "table_caption") c["table_caption"].push_back(MergeParaWithText(b));
+    if (bt == "table_footnote") c["table_footnote"].push_back(MergeParaWithText(b));
+  }
+}
+
+// make_blocks_to_content_list of a code block: its body, language and captions.
+void CodeContent(const Json& block, Json& c) {
+  const std::string sub_type = StrOr(block, "sub_type");
+  c["type"] = "code";
+  c["sub_type"] = sub_type;
+  c["code_caption"] = Json::array();
+  for (const auto& b : block["blocks"]) {
+    const std::string bt = TypeOf(b);
+    if (bt == "code_body") {
+      c["code_body"] = MergeParaWithText(b);
+      if (sub_type == "code")
+        c["guess_lang"] = block.contains("guess_lang") ? block["guess_lang"] : Json(nullptr);
+    }
+    if (bt == "code_caption") c["code_caption"].push_back(MergeParaWithText(b));
+  }
+}
+
 Json BlockToContent(const Json& block, const std::string& image_dir, int page_idx, double page_w,
                     double page_h) {
   const std::string type = TypeOf(block);
@@ -181,58 +242,11 @@ Json BlockToContent(const Json& block, const std::string& image_dir, int page_id
     c["text"] = MergeParaWithText(block);
     c["text_format"] = "latex";
   } else if (type == "image") {
-    c["type"] = "image";
-    c["img_path"] = "";
-    c["image_caption"] = Json::array();
-    c["image_footnote"] = Json::array();
-    for (const auto& b : block["blocks"]) {
-      const std::string bt = TypeOf(b);
-      if (bt == "image_body") {
-        for (const auto& line : b["lines"]) {
-          for (const auto& span : line["spans"]) {
-            if (TypeOf(span) == "image" && !StrOr(span, "image_path").empty()) {
-              c["img_path"] = image_dir + "/" + StrOr(span, "image_path");
-            }
-          }
-        }
-      }
-      if (bt == "image_caption") c["image_caption"].push_back(MergeParaWithText(b));
-      if (bt == "image_footnote") c["image_footnote"].push_back(MergeParaWithText(b));
-    }
+    ImageContent(block, image_dir, c);
   } else if (type == "table") {
-    c["type"] = "table";
-    c["img_path"] = "";
-    c["table_caption"] = Json::array();
-    c["table_footnote"] = Json::array();
-    for (const auto& b : block["blocks"]) {
-      const std::string bt = TypeOf(b);
-      if (bt == "table_body") {
-        for (const auto& line : b["lines"]) {
-          for (const auto& span : line["spans"]) {
-            if (TypeOf(span) != "table") continue;
-            if (!StrOr(span, "html").empty()) c["table_body"] = StrOr(span, "html");
-            if (!StrOr(span, "image_path").empty())
-              c["img_path"] = image_dir + "/" + StrOr(span, "image_path");
-          }
-        }
-      }
-      if (bt == "table_caption") c["table_caption"].push_back(MergeParaWithText(b));
-      if (bt == "table_footnote") c["table_footnote"].push_back(MergeParaWithText(b));
-    }
+    TableContent(block, image_dir, c);
   } else if (type == "code") {
-    const std::string sub_type = StrOr(block, "sub_type");
-    c["type"] = "code";
-    c["sub_type"] = sub_type;
-    c["code_caption"] = Json::array();
-    for (const auto& b : block["blocks"]) {
-      const std::string bt = TypeOf(b);
-      if (bt == "code_body") {
-        c["code_body"] = MergeParaWithText(b);
-        if (sub_type == "code")
-          c["guess_lang"] = block.contains("guess_lang") ? block["guess_lang"] : Json(nullptr);
-      }
-      if (bt == "code_caption") c["code_caption"].push_back(MergeParaWithText(b));
-    }
+    CodeContent(block, c);
   }
   const auto bbox = block.find("bbox");
   if (bbox != block.end() && bbox->is_array() && bbox->size() == 4) {
