@@ -141,7 +141,7 @@ struct AttentionShape {
   const uint16_t* const* v_blocks16 = nullptr;
   // Q Kᵀ in int8 where AttentionUsesInt8 (non-causal, on CPUs with an int8 dot product the
   // kernel uses): K centred on its mean over the keys and quantized per key, Q per row; softmax
-  // stays fp32. Otherwise (and by default) fp32. See kernels/cpu/attention.cc.
+  // stays fp32. Otherwise (and by default) fp32. See kernels/cpu/attention_int8.cc.
   bool int8_qk = false;
   // P V in int8 where AttentionUsesInt8Pv (the same conditions): V centred per dim on its mean
   // over the keys and quantized per dim, the probabilities of each key tile as u8 against the

@@ -7,7 +7,7 @@
 // call, 8 rows (columns of y) at a time, into "quads" (4 consecutive k values of 8 columns = one
 // 32-byte vector), and each broadcast 4-byte group of an activation row meets a quad. The float
 // epilogue (convert, scale, FMA) then runs once per 32-value block for 8 columns, not once per
-// block and column as in the row tiles of matmul_quant.cc.
+// block and column as in the row tiles of matmul_quant_tiles.cc.
 //
 // Two instruction sets, picked per call (UseDotExtension):
 //   AVX2      vpmaddubsw + vpmaddwd with the sign trick: |w| (unsigned) times x with the sign

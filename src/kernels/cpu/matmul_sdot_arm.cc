@@ -1,9 +1,9 @@
-// kernels/cpu/matmul_sdot_arm.cc — the int8 row tiles of matmul_quant.cc with the ARMv8.2 dot
+// kernels/cpu/matmul_sdot_arm.cc — the int8 row tiles of matmul_quant_tiles.cc with the ARMv8.2 dot
 // product (sdot: four int8 x int8 products summed into each int32 lane; Raspberry Pi 5 /
 // Cortex-A76, Graviton, Apple M). aarch64 only, and compiled for armv8.2-a+dotprod as a whole
 // translation unit (src/kernels/CMakeLists.txt): a function-level target attribute inside
 // Highway's pragma region made GCC 12 emit ARMv8.1 atomics into the surrounding, baseline code.
-// So nothing here may run unless cpu::HasDotExtension() — matmul_quant.cc checks it per tile.
+// So nothing here may run unless cpu::HasDotExtension() — matmul_quant_tiles.cc checks it per tile.
 //
 // Arithmetic: both operands are signed, so Q4 nibbles are centred (nibble - 8) before the
 // products and need no correction term. Per block (group for Q4_G128) and (row, column): exact

@@ -1,8 +1,8 @@
-// kernels/cpu/matmul_smmla_arm.cc — the int8 row tiles of matmul_quant.cc with the ARMv8.6 int8
+// kernels/cpu/matmul_smmla_arm.cc — the int8 row tiles of matmul_quant_tiles.cc with the ARMv8.6 int8
 // matrix multiply (i8mm `smmla`: a 2x8 by 8x2 int8 product summed into a 2x2 int32 tile;
 // Graviton 3/4, Apple M2 and later, Cortex-A710/X2 and later). aarch64 only, and compiled for
 // armv8.2-a+dotprod+i8mm as a whole translation unit, like matmul_sdot_arm.cc and for the same
-// reason: nothing here may run unless cpu::HasI8mm() — matmul_quant.cc checks it per tile.
+// reason: nothing here may run unless cpu::HasI8mm() — matmul_quant_tiles.cc checks it per tile.
 //
 // Layout: smmla multiplies two rows of x by two columns of W, 8 values of each at a time, so x
 // rows and W rows are interleaved in pairs by 8-byte halves (a 64-bit zip of two 16-byte loads).
@@ -96,7 +96,7 @@ void TileSmmla(const uint8_t* const* wrow, const int8_t* const* xq, const float*
   }
 }
 
-// The tiles matmul_quant.cc forms with two or more rows: R in {2, 4}, C = 2.
+// The tiles matmul_quant_tiles.cc forms with two or more rows: R in {2, 4}, C = 2.
 template <QuantType T>
 void TileSmmlaR(size_t R, const uint8_t* const* wrow, const int8_t* const* xq, const float* const* xd,
                 size_t nb, float* out) {

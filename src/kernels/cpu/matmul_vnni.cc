@@ -1,7 +1,7 @@
 // kernels/cpu/matmul_vnni.cc — the integer MatMul for several rows on AVX-512 VNNI (AVX3_DL
 // target only; other targets compile nothing here).
 //
-// Why a second layout: the row-wise tiles of matmul_quant.cc put the 32 values of one block in
+// Why a second layout: the row-wise tiles of matmul_quant_tiles.cc put the 32 values of one block in
 // the lanes of a vector, so every vpdpbusd (64 multiply-adds) is followed by a conversion, a
 // scale product and an FMA for that block — the float epilogue, not the integer products,
 // bounds them. Here lanes are output columns instead: W is repacked on the fly, 16 rows

@@ -9,7 +9,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MINERU_X86_DOT_PROBES 1
-#if !defined(__clang__)  // GCC 12's AVX-512 headers: see matmul_quant.cc
+#if !defined(__clang__)  // GCC 12's AVX-512 headers: see x86_intrinsics.h
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
