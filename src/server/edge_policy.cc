@@ -133,7 +133,22 @@ std::string HostPart(const std::string& authority) {
 }
 
 bool IsJsonRoute(const std::string& path) {
-  return path == "/v1/chat/completions" || path == "/v1/completions";
+  const std::string p = CanonicalApiPath(path);
+  return p == "/v1/chat/completions" || p == "/v1/completions";
+}
+
+const std::vector<std::string>& ApiPathPrefixes() {
+  static const std::vector<std::string> kPrefixes = {"/v1", "", "/v1/v1"};
+  return kPrefixes;
+}
+
+std::string CanonicalApiPath(const std::string& path) {
+  for (const char* route : {"/chat/completions", "/completions", "/models"}) {
+    for (const std::string& prefix : ApiPathPrefixes()) {
+      if (path == prefix + route) return std::string("/v1") + route;
+    }
+  }
+  return path;
 }
 
 EdgeVerdict CheckEdge(const EdgeRequest& r, const EdgePolicyOptions& o) {

@@ -55,6 +55,15 @@ std::string AllowedCorsOrigin(const std::string& origin, const EdgePolicyOptions
 // True for a POST body route that takes JSON (chat and text completions).
 bool IsJsonRoute(const std::string& path);
 
+// The OpenAI-style routes answer under three prefixes, so that every way a client joins its base URL
+// reaches them: "/v1/x" (the base URL without /v1, as mineru-vl-utils cuts it), "/x" (an OpenAI
+// client given ".../v1") and "/v1/v1/x" (mineru-vl-utils 1.2.1 given ".../v1/": it keeps the path
+// and appends /v1/x). Returns the canonical "/v1/x" for any of them, else the path unchanged.
+std::string CanonicalApiPath(const std::string& path);
+
+// The prefixes CanonicalApiPath folds, for registering the routes.
+const std::vector<std::string>& ApiPathPrefixes();
+
 // A GET for a file under the web root: true when `path` (decoded, as routed) names nothing there or
 // a file whose real path (symlinks resolved) is inside web_root_real (itself a real path). A
 // symlink out of the root is as good as absent.

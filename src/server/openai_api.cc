@@ -512,8 +512,11 @@ Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt
   return ParseChatRequest(j, opt, out, stream, &budget);
 }
 
-void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
-  http.Get("/v1/models", [&st](const httplib::Request&, httplib::Response& res) {
+namespace {
+
+// The routes under one prefix (see ApiPathPrefixes).
+void RegisterUnder(httplib::Server& http, Server::State& st, const std::string& prefix) {
+  http.Get(prefix + "/models", [&st](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200,
              {{"object", "list"},
               // "checkpoint": which weights answer (the id is --model-name, for clients' checks).
@@ -569,7 +572,7 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
       std::optional<RetryShare::Key> share;
       const bool has_seed = body.contains("seed") && !body["seed"].is_null();
       if (!stream && st.retry->enabled() && DeterministicRequest(er, has_seed)) {
-        share = RetryShare::KeyOf(req.path, text);
+        share = RetryShare::KeyOf(CanonicalApiPath(req.path), text);
       }
       // Generation needs neither the text nor its JSON (the images are decoded into er).
       std::string().swap(text);
@@ -577,8 +580,14 @@ void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
       Answer(st, res, std::move(er), stream, kind, return_ids, share);
     };
   };
-  http.Post("/v1/chat/completions", route(Kind::kChat));
-  http.Post("/v1/completions", route(Kind::kText));
+  http.Post(prefix + "/chat/completions", route(Kind::kChat));
+  http.Post(prefix + "/completions", route(Kind::kText));
+}
+
+}  // namespace
+
+void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st) {
+  for (const std::string& prefix : ApiPathPrefixes()) RegisterUnder(http, st, prefix);
 }
 
 }  // namespace mineru::server

@@ -221,9 +221,10 @@ void InstallRequestHooks(HttpFront& http, Server::State& s) {
   http.set_pre_routing_handler(
       [&s, root = WebRootReal(s.opt.web_dir)](const httplib::Request& req, httplib::Response& res) {
         if (RefusedAtTheEdge(req, res, s, root)) return httplib::Server::HandlerResponse::Handled;
-        const bool open_path = req.path == "/health" || req.method == "OPTIONS" ||
-                               (req.method == "GET" && req.path.rfind("/v1", 0) != 0 &&
-                                req.path.rfind("/tasks", 0) != 0 && req.path != "/metrics");
+        const std::string path = CanonicalApiPath(req.path);
+        const bool open_path = path == "/health" || req.method == "OPTIONS" ||
+                               (req.method == "GET" && path.rfind("/v1", 0) != 0 &&
+                                path.rfind("/tasks", 0) != 0 && path != "/metrics");
         if (!s.opt.api_key.empty() && !open_path) {
           if (!ConstantTimeEquals(req.get_header_value("Authorization"), "Bearer " + s.opt.api_key)) {
             s.metrics.Inc("mineru_http_errors_total", "code=\"401\"");
@@ -242,8 +243,9 @@ void InstallRequestHooks(HttpFront& http, Server::State& s) {
   });
   http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
     // A fixed set of labels (metrics.h RouteLabel); the status is a number httplib checked.
-    s.metrics.Inc("mineru_http_requests_total", std::string("route=\"") + RouteLabel(req.path) +
-                                                    "\",code=\"" + std::to_string(res.status) + "\"");
+    s.metrics.Inc("mineru_http_requests_total", std::string("route=\"") +
+                                                    RouteLabel(CanonicalApiPath(req.path)) + "\",code=\"" +
+                                                    std::to_string(res.status) + "\"");
   });
   http.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {

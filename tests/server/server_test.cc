@@ -274,6 +274,41 @@ TEST_F(ServerTest, FileParseAndTasks) {
   EXPECT_EQ(cli.Post("/file_parse", "{}", "application/json")->status, 400);
 }
 
+// MinerU 4's VLM client (mineru-vl-utils http-client) and OpenAI clients join their base URL to the
+// route in three ways; each reaches the same routes, text-only requests included, and with an API
+// key each alias is guarded like /v1 (issue 37).
+TEST_F(ServerTest, OpenAiRoutesAnswerUnderEveryBaseUrlJoin) {
+  StartServer({"--api-key", "k3y"});
+  auto cli = srv_.Client();
+  const httplib::Headers auth = {{"Authorization", "Bearer k3y"}};
+  const Json body = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                     {"max_completion_tokens", 4},
+                     {"max_tokens", 4}};
+  for (const std::string prefix : {"/v1", "", "/v1/v1"}) {
+    auto models = cli.Get(prefix + "/models", auth);
+    ASSERT_TRUE(models);
+    EXPECT_EQ(models->status, 200) << prefix;
+    EXPECT_EQ(Json::parse(models->body)["data"].size(), 1u) << prefix;
+    auto r = cli.Post(prefix + "/chat/completions", auth, body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << prefix << ": " << r->body;
+    const Json j = Json::parse(r->body);
+    EXPECT_EQ(j["object"], "chat.completion") << prefix;
+    EXPECT_LE(j["usage"]["completion_tokens"].get<int>(), 4) << prefix;
+    EXPECT_EQ(cli.Get(prefix + "/models")->status, 401) << prefix << " needs the key like /v1";
+    EXPECT_EQ(cli.Post(prefix + "/chat/completions", body.dump(), "application/json")->status, 401) << prefix;
+    // A block's own bad input is the block's: 400, never 429/5xx (mineru-vl-utils 2.x isolates it).
+    const Json bad = {{"messages",
+                       {{{"role", "user"},
+                         {"content",
+                          {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,AAAA"}}}},
+                           {{"type", "text"}, {"text", "\nText Recognition:"}}}}}}}};
+    EXPECT_EQ(cli.Post(prefix + "/chat/completions", auth, bad.dump(), "application/json")->status, 400)
+        << prefix;
+  }
+  EXPECT_EQ(cli.Get("/v2/models", auth)->status, 404);
+}
+
 // One version setting: with no version flag, `serve`'s document API and `parse` write the same
 // MinerU version's files, byte for byte on the same recorded outputs (issue 36).
 TEST_F(ServerTest, ServeAndParseWriteTheSameMinerUVersionByDefault) {
