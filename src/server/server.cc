@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "base/mapped_file.h"
+#include "server/file_parse_v4.h"
 #include "server/http_front.h"
 #include "server/state.h"
 
@@ -360,6 +361,7 @@ StatusOr<int> Server::Start() {
   });
   RegisterOpenAiRoutes(http, st);
   RegisterDocumentRoutes(http, st);
+  RegisterFileParseV4(http, st);
   RegisterWebPage(http, st.opt.web_dir);
 
   const int port = st.opt.port == 0 ? http.bind_to_any_port(st.opt.host)

@@ -1,0 +1,36 @@
+// server/file_parse_v4.h — MinerU 4.1's synchronous `POST /v1/file_parse` (the route of
+// `mineru-kit file-parse-server`): one multipart upload in, MinerU 4's result ZIP out
+// (middle_json.json in Middle JSON 2.0, markdown.md, content_list.json, structured_content.json,
+// images/), with 4.x's error envelope {"error": {"type", "code", "message", "param"}}.
+//
+// Fields, as the 4.1 wrapper takes them (docs/API.md): file (exactly one, non-empty, with its
+// extension), tier, ocr_mode (auto|txt|ocr), page_range (4.x syntax: "1-5,8,r3-r1,all"), repeated
+// output_formats (default|docx|html|latex; only "default", the ZIP, is served), wait_timeout
+// (0..3600 s, default 3600), request_id (1-64 of [A-Za-z0-9_-]). A query string, an unknown field or
+// a repeated scalar field is refused. Tiers: we run MinerU 4's "advanced" (the full two-step VLM
+// extraction); an explicit other tier is refused with 400, never served as another.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+
+#include "base/status.h"
+#include "server/state.h"
+
+namespace mineru::server {
+
+void RegisterFileParseV4(httplib::Server& http, Server::State& st);
+
+// 4.x page ranges over a document of num_pages pages: comma-separated items, each "all", "N",
+// "N-M", "rN" (N-th page from the end, r1 = the last) or a range of those ("r3-r1"); 1-based,
+// inclusive. Returns the 0-based pages in the order given, duplicates dropped; refuses an empty
+// item, a page out of the document or a range that runs backwards.
+StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages);
+
+// MinerU 4's error envelope: {"error": {"type", "code", "message", "param"}}; type from the status.
+void SendErrorV4(httplib::Response& res, int status, const std::string& code, const std::string& message,
+                 const std::string& param = "");
+
+}  // namespace mineru::server
