@@ -26,7 +26,7 @@ std::string MappedType(const std::string& t) {
       {"page_footnote", "page_footnote"},
       {"doc_title", "doc_title"},
       {"paragraph_title", "paragraph_title"},
-      {"title", "paragraph_title"},
+      {"title", "doc_title"},  // the 2509 checkpoint's one title type: "#" in MinerU 2.5.4 and 3.4.4
       {"equation", "equation"},
       {"table", "table"},
       {"image", "image"},

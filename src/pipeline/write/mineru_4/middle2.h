@@ -4,7 +4,7 @@
 // The shape is DocVortex's published schema (tests/fixtures/docvortex/middle-2.0.json, checked by
 // the tests with a JSON Schema validator). What the public record does not settle and we chose
 // (docs/OUTPUTS.md, "MinerU 4"): bbox in 0..1 of the page (the model's own unit, as the DocVortex
-// examples show), titles doc_title -> level 1 and paragraph_title / title -> level 2, captions and
+// examples show), titles doc_title / title -> level 1 and paragraph_title -> level 2, captions and
 // footnotes attached to their image / table / chart / code by MinerU's distance matcher (a caption
 // nothing claims stays as a text block), text blocks inside a list become its items, and every
 // other type the model found stays a block (formula_number, phonetic, unknown -> text): no block
