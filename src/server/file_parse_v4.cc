@@ -11,6 +11,7 @@
 #include <set>
 
 #include "base/mapped_file.h"
+#include "base/version.h"
 #include "pipeline/document.h"
 #include "pipeline/page_source.h"
 #include "server/document_parse.h"
@@ -200,7 +201,10 @@ void HandleFileParseV4(Server::State& st, const httplib::Request& req, httplib::
   if (st.draining) return SendErrorV4(res, 503, "service_unavailable", "the server is shutting down");
   FormV4 form;
   if (auto r = ReadForm(req, &form)) return SendErrorV4(res, r->status, r->code, r->message, r->param);
-  if (!form.request_id.empty()) res.set_header("X-Request-Id", form.request_id);
+  if (!form.request_id.empty()) {
+    res.headers.erase("X-Request-Id");
+    res.set_header("X-Request-Id", form.request_id);
+  }
   if (st.sync_parses.fetch_add(1) >= std::max(1, st.opt.http_threads / 4)) {
     --st.sync_parses;
     return SendErrorV4(res, 429, "rate_limit_exceeded", "too many documents are being parsed synchronously");
@@ -271,7 +275,37 @@ void SendErrorV4(httplib::Response& res, int status, const std::string& code, co
               {"param", param.empty() ? Json() : Json(param)}}}});
 }
 
+// GET /v1/health in MinerU 4's shape: status, version, features (what this server serves of 4.x).
+void HandleHealthV4(Server::State& st, httplib::Response& res) {
+  if (const std::string err = st.LoadError(); !err.empty())
+    return SendErrorV4(res, 503, "service_unavailable", err);
+  if (st.draining) return SendErrorV4(res, 503, "service_unavailable", "the server is shutting down");
+  if (!st.ready && !st.doc_backend)
+    return SendErrorV4(res, 503, "service_unavailable", "the model is loading");
+  SendJson(res, 200,
+           {{"status", "ok"},
+            {"version", kMineruCppVersion},
+            {"features",
+             {{"webhook", false},
+              {"output_formats", {"default"}},
+              {"sources", {"upload"}},
+              {"routes", {"/v1/file_parse", "/v1/chat/completions", "/v1/models", "/v1/tiers"}}}}});
+}
+
+// GET /v1/tiers: the one tier this server runs, MinerU 4's "advanced" (two-step VLM extraction).
+void HandleTiersV4(Server::State& st, httplib::Response& res) {
+  SendJson(res, 200,
+           {{"object", "list"},
+            {"data",
+             {{{"id", "advanced"},
+               {"description",
+                "the full two-step VLM extraction (layout, then each block), mineru-vl-utils 1.2.1"},
+               {"current_model", st.opt.model_name}}}}});
+}
+
 void RegisterFileParseV4(httplib::Server& http, Server::State& st) {
+  http.Get("/v1/health", [&st](const httplib::Request&, httplib::Response& res) { HandleHealthV4(st, res); });
+  http.Get("/v1/tiers", [&st](const httplib::Request&, httplib::Response& res) { HandleTiersV4(st, res); });
   http.Post("/v1/file_parse",
             [&st](const httplib::Request& req, httplib::Response& res) { HandleFileParseV4(st, req, res); });
 }

@@ -21,6 +21,8 @@
 
 namespace mineru::server {
 
+// POST /v1/file_parse, GET /v1/health (4.x shape) and GET /v1/tiers; the last two are public
+// (no API key), as MinerU 4's discovery routes are.
 void RegisterFileParseV4(httplib::Server& http, Server::State& st);
 
 // 4.x page ranges over a document of num_pages pages: comma-separated items, each "all", "N",

@@ -10,10 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "base/mapped_file.h"
 #include "server/file_parse_v4.h"
@@ -216,14 +221,31 @@ std::string WebRootReal(const std::string& web) {
   return ::realpath(web.c_str(), real) != nullptr ? std::string(real) : "";
 }
 
+// The request's id, as MinerU 4's API gives one on every response: the client's own X-Request-Id
+// when it is 1-64 of [A-Za-z0-9_-], else a new "req_" + 16 hex digits.
+std::string RequestIdFor(const httplib::Request& req) {
+  std::string given = req.get_header_value("X-Request-Id");
+  const bool ok = !given.empty() && given.size() <= 64 &&
+                  std::all_of(given.begin(), given.end(),
+                              [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-'; });
+  if (ok) return given;
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng(std::random_device{}() ^ (counter.fetch_add(1) << 32));
+  char id[24];
+  std::snprintf(id, sizeof(id), "req_%016llx", static_cast<unsigned long long>(rng()));
+  return id;
+}
+
 // What runs around every request: the edge checks, the API key check, the request counter,
 // CORS headers for allowed origins, exceptions as 500/507.
 void InstallRequestHooks(HttpFront& http, Server::State& s) {
   http.set_pre_routing_handler(
       [&s, root = WebRootReal(s.opt.web_dir)](const httplib::Request& req, httplib::Response& res) {
+        res.set_header("X-Request-Id", RequestIdFor(req));  // every answer, refusals included
         if (RefusedAtTheEdge(req, res, s, root)) return httplib::Server::HandlerResponse::Handled;
         const std::string path = CanonicalApiPath(req.path);
-        const bool open_path = path == "/health" || req.method == "OPTIONS" ||
+        const bool open_path = path == "/health" || path == "/v1/health" || path == "/v1/tiers" ||
+                               req.method == "OPTIONS" ||
                                (req.method == "GET" && path.rfind("/v1", 0) != 0 &&
                                 path.rfind("/tasks", 0) != 0 && path != "/metrics");
         if (!s.opt.api_key.empty() && !open_path) {

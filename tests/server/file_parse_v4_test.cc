@@ -100,6 +100,28 @@ TEST_F(FileParseV4Test, EachRefusalIsInTheEnvelope) {
   EXPECT_EQ(r->status, 401);
 }
 
+TEST_F(FileParseV4Test, DiscoveryRoutesArePublicAndEveryAnswerHasARequestId) {
+  auto c = srv_.Client();
+  auto health = c.Get("/v1/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  const Json h = Json::parse(health->body);
+  EXPECT_EQ(h["status"], "ok");
+  EXPECT_EQ(h["features"]["output_formats"], Json::array({"default"}));
+  auto tiers = c.Get("/v1/tiers");
+  ASSERT_TRUE(tiers);
+  EXPECT_EQ(Json::parse(tiers->body)["data"][0]["id"], "advanced");
+  const std::string id = health->get_header_value("X-Request-Id");
+  EXPECT_EQ(id.rfind("req_", 0), 0u) << id;
+  EXPECT_NE(tiers->get_header_value("X-Request-Id"), id);  // one per request
+  // A client's own id comes back, on a refusal too (401 without the key).
+  auto refused = c.Post("/v1/file_parse", {{"X-Request-Id", "abc-123"}}, "x", "text/plain");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401);
+  EXPECT_EQ(refused->get_header_value("X-Request-Id"), "abc-123");
+  EXPECT_EQ(refused->get_header_value_count("X-Request-Id"), 1u);
+}
+
 TEST(PageRangeV4, FourXSyntax) {
   using mineru::server::PageRangeV4;
   EXPECT_EQ(*PageRangeV4("all", 3), (std::vector<int>{0, 1, 2}));
