@@ -41,13 +41,13 @@ using Json = nlohmann::json;
 
 struct BenchFlags {
   std::string model, workload = "decode", quant = "bf16", workload_file;
-  ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
+  ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels; its kernels: MINERU_KERNELS
   int threads = 0, concurrency = 1;
   int prompt_tokens = 0, new_tokens = 0;
   int batch_tokens = 2048;
   bool json = false;
   bool profile = false;  // vision: time and GFLOP/s per op kind
-  std::string target;    // SIMD tier cap (kernels::CapSimdTier); "" = the best this CPU runs
+  std::string target;    // SIMD tier cap (kernels::KernelConfigForTier); "" = MINERU_KERNELS's
   KvCacheType kv_type = KvCacheType::kAuto;
 };
 
@@ -220,10 +220,11 @@ Status BenchVision(BenchContext& c) {
   RgbImage img = SyntheticImage(1036, 1036, 1);
   MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(c.m, img));
   OpProfile profile;
+  const kernels::KernelWorkspace ctx(c.m.kernel_config(), c.e.pool());
   const double t0 = Now();
   MINERU_ASSIGN_OR_RETURN(std::vector<float> enc,
-                          c.m.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid},
-                                              c.e.pool(), nullptr, c.f.profile ? &profile : nullptr));
+                          c.m.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, ctx,
+                                              nullptr, c.f.profile ? &profile : nullptr));
   const double dt = Now() - t0;
   c.out["vision_s"] = dt;
   c.out["patches"] = in.grid.num_patches();
@@ -335,8 +336,9 @@ Status BenchWorkloadFile(BenchContext& c) {
 StatusOr<std::vector<float>> ProbeHidden(const Qwen2VLModel& mm, KvType kv, ThreadPool* pool) {
   RgbImage img = SyntheticImage(448, 448, 4);
   MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(mm, img));
+  const kernels::KernelWorkspace ctx(mm.kernel_config(), pool);
   MINERU_ASSIGN_OR_RETURN(std::vector<float> emb,
-                          mm.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, pool));
+                          mm.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, ctx));
   std::vector<int32_t> ids = TextIds(24, 9);
   ids.insert(ids.begin() + 12, mm.config().image_token_id);
   MINERU_ASSIGN_OR_RETURN(ids, ExpandImageTokens(mm, ids, {in.grid}));
@@ -347,7 +349,7 @@ StatusOr<std::vector<float>> ProbeHidden(const Qwen2VLModel& mm, KvType kv, Thre
   KvCache cache(kv);
   std::vector<float> h(x.size());
   mm.decoder().Forward(x.data(), static_cast<int64_t>(ids.size()), pos.t.data(), pos.h.data(), pos.w.data(),
-                       &cache, h.data(), pool);
+                       &cache, h.data(), ctx);
   return h;
 }
 
@@ -374,10 +376,10 @@ std::pair<double, double> RowCosines(const std::vector<float>& a, const std::vec
 // The vision encoder's output for the accuracy probe's image, with the int8 Q Kᵀ allowed or not.
 StatusOr<std::vector<float>> ProbeVision(const Qwen2VLModel& mm, bool int8_attention, ThreadPool* pool) {
   MINERU_ASSIGN_OR_RETURN(ImageInput in, PreprocessForModel(mm, SyntheticImage(448, 448, 4)));
-  kernels::AllowAttentionInt8(int8_attention);
-  auto emb = mm.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, pool);
-  kernels::AllowAttentionInt8(true);
-  return emb;
+  kernels::KernelConfig k = mm.kernel_config();
+  k.attention_int8 = int8_attention;
+  const kernels::KernelWorkspace ctx(k, pool);
+  return mm.vision().Encode(in.pixel_values.data(), in.grid.num_patches(), {in.grid}, ctx);
 }
 
 // accuracy: cosine of the final hidden states of this model (over the engine's KV cache type)
@@ -386,7 +388,9 @@ StatusOr<std::vector<float>> ProbeVision(const Qwen2VLModel& mm, bool int8_atten
 // with the int8 Q Kᵀ against the same model with fp32 attention, per merged token (1 where no int8
 // path runs).
 Status BenchAccuracy(BenchContext& c) {
-  MINERU_ASSIGN_OR_RETURN(auto ref, Qwen2VLModel::Load(c.dir, WithQuant(c.f.load, ""), c.e.pool()));
+  ModelLoadOptions as_stored = WithQuant(c.f.load, "");
+  as_stored.kernels = c.m.kernel_config();  // the same kernels (--target included)
+  MINERU_ASSIGN_OR_RETURN(auto ref, Qwen2VLModel::Load(c.dir, as_stored, c.e.pool()));
   MINERU_ASSIGN_OR_RETURN(std::vector<float> a, ProbeHidden(*ref, KvType::kF32, c.e.pool()));
   MINERU_ASSIGN_OR_RETURN(std::vector<float> b, ProbeHidden(c.m, c.e.kv_type(), c.e.pool()));
   const int64_t H = c.m.config().text.hidden_size;
@@ -426,7 +430,7 @@ WorkloadFn FindWorkload(const std::string& name) {
 // peak: what this machine can do, to read the profile's GFLOP/s against: fp32 fused
 // multiply-add, bf16 and int8 dot-product throughput and streaming-read bandwidth, on one thread
 // and on all (no model).
-int RunPeak(const BenchFlags& f) {
+int RunPeak(const BenchFlags& f, const kernels::KernelConfig& k) {
   ThreadPool pool(ResolveThreads(f.threads));
   const size_t threads = pool.num_threads();
   constexpr int64_t kIters = 100000000;  // 8 vector FMAs each: a few tenths of a second per thread
@@ -434,7 +438,7 @@ int RunPeak(const BenchFlags& f) {
     std::vector<double> flops(workers);
     const double t0 = Now();
     pool.ParallelFor(workers, [&](size_t b, size_t e, size_t) {
-      for (size_t i = b; i < e; ++i) flops[i] = kernels::FmaProbe(kIters, 0.5f + 0.01f * i).flops;
+      for (size_t i = b; i < e; ++i) flops[i] = kernels::FmaProbe(kIters, 0.5f + 0.01f * i, k).flops;
     });
     const double dt = Now() - t0;
     double sum = 0;
@@ -463,7 +467,7 @@ int RunPeak(const BenchFlags& f) {
     pool.ParallelFor(workers, [&](size_t b, size_t e, size_t) {
       for (size_t i = b; i < e; ++i) {
         const size_t lo = std::min(n, i * chunk), hi = std::min(n, lo + chunk);
-        sums[i] = kernels::ReadProbe(buf.data() + lo, static_cast<int64_t>(hi - lo));
+        sums[i] = kernels::ReadProbe(buf.data() + lo, static_cast<int64_t>(hi - lo), k);
       }
     });
     const double dt = Now() - t0;
@@ -471,7 +475,7 @@ int RunPeak(const BenchFlags& f) {
   };
   Json out = {{"workload", "peak"},
               {"threads", threads},
-              {"target", kernels::ActiveTargetName()},
+              {"target", kernels::TargetName(k)},
               {"fp32_fma_gflops_1t", fma(1)},
               {"fp32_fma_gflops", fma(threads)},
               {"bf16_dot_gflops_1t", dot(kernels::DotKind::kBf16, 1)},
@@ -487,16 +491,22 @@ int RunPeak(const BenchFlags& f) {
 int RunBench(const BenchFlags& f) {
   ConfigureAllocatorForModel();
   if (f.concurrency < 1 || f.concurrency > 256) return Fail("--concurrency must be 1..256");
+  // --target caps the tier of MINERU_KERNELS's configuration (the rest of it stays).
+  ModelLoadOptions load = WithQuant(f.load, f.quant);
   if (!f.target.empty()) {
-    if (Status s = kernels::CapSimdTier(f.target); !s.ok()) return Fail(s.message());
+    const StatusOr<kernels::KernelConfig> tier = kernels::KernelConfigForTier(f.target);
+    if (!tier.ok()) return Fail(tier.status().message());
+    load.kernels.reference = load.kernels.reference || tier->reference;
+    load.kernels.target = tier->target;
+    load.kernels.dot_extension = tier->dot_extension;
   }
-  if (f.workload == "peak") return RunPeak(f);
+  if (f.workload == "peak") return RunPeak(f, load.kernels);
   const WorkloadFn run = FindWorkload(f.workload);
   if (run == nullptr) return Fail("--workload must be decode, prefill, vision, page, chat, accuracy or peak");
   const std::string dir = ResolveModelDir(f.model);
   const double t_load = Now();
   ThreadPool load_pool(ResolveThreads(f.threads));
-  auto model = Qwen2VLModel::Load(dir, WithQuant(f.load, f.quant), &load_pool);
+  auto model = Qwen2VLModel::Load(dir, load, &load_pool);
   if (!model.ok()) return Fail(model.status().ToString());
   const double load_s = Now() - t_load;
   const Qwen2VLModel& m = **model;
@@ -515,7 +525,7 @@ int RunBench(const BenchFlags& f) {
   Json out = {{"workload", f.workload}, {"threads", ec.threads},
               {"quant", f.quant},       {"concurrency", f.concurrency},
               {"load_s", load_s},       {"batch_tokens", f.batch_tokens},
-              {"model", m.name()},      {"target", kernels::ActiveTargetName()}};
+              {"model", m.name()},      {"target", kernels::TargetName(m.kernel_config())}};
   // Memory right after load: mapped weights count in RSS once touched (panel packing reads the
   // decoder's); anonymous memory is what load copied or built.
   out["kv_type"] = KvTypeName((*engine)->kv_type());
@@ -559,7 +569,12 @@ void AddBench(CLI::App& app, Action* run) {
   c->add_flag("--json", f->json, "One-line JSON");
   c->add_flag("--profile", f->profile,
               "vision: time and GFLOP/s per op kind (patch embed, norms, products, ...)");
-  c->callback([f, run] { *run = [f] { return RunBench(*f); }; });
+  c->callback([f, run] {
+    *run = [f](const kernels::KernelConfig& k) {
+      f->load.kernels = k;
+      return RunBench(*f);
+    };
+  });
 }
 
 }  // namespace mineru::cli

@@ -117,7 +117,12 @@ void AddChat(CLI::App& app, Action* run) {
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   AddModelFileFlags(c, &f->load);
   AddSamplingFlags(c, &f->sampling);
-  c->callback([f, run] { *run = [f] { return RunChat(*f); }; });
+  c->callback([f, run] {
+    *run = [f](const kernels::KernelConfig& k) {
+      f->load.kernels = k;
+      return RunChat(*f);
+    };
+  });
 }
 
 }  // namespace mineru::cli

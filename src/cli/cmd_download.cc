@@ -69,7 +69,7 @@ void AddDownload(CLI::App& app, Action* run) {
                 "Hub URL, e.g. a mirror (default: $HF_ENDPOINT / $MODELSCOPE_ENDPOINT, else the public hub)");
   c->add_flag("--force", f->force, "Fetch every file again even when a verified copy is present");
   c->add_flag("-q,--quiet", f->quiet, "No progress bar and no summary");
-  c->callback([f, run] { *run = [f] { return RunDownload(*f); }; });
+  c->callback([f, run] { *run = [f](const kernels::KernelConfig&) { return RunDownload(*f); }; });
 }
 
 }  // namespace mineru::cli

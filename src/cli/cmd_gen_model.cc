@@ -57,7 +57,7 @@ void AddGenModel(CLI::App& app, Action* run) {
   c->add_option("--seed", f->seed, "Random seed")->capture_default_str();
   c->add_option("--tokenizer", f->tokenizer,
                 "tokenizer.json to copy (default: the repo's fixture tokenizer)");
-  c->callback([f, run] { *run = [f] { return RunGenModel(*f); }; });
+  c->callback([f, run] { *run = [f](const kernels::KernelConfig&) { return RunGenModel(*f); }; });
 }
 
 }  // namespace mineru::cli

@@ -128,7 +128,12 @@ void AddGenerate(CLI::App& app, Action* run) {
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   AddModelFileFlags(c, &f->load);
   AddSamplingFlags(c, &f->sampling);
-  c->callback([f, run] { *run = [f] { return RunGenerate(*f); }; });
+  c->callback([f, run] {
+    *run = [f](const kernels::KernelConfig& k) {
+      f->load.kernels = k;
+      return RunGenerate(*f);
+    };
+  });
 }
 
 }  // namespace mineru::cli

@@ -322,7 +322,12 @@ void AddParse(CLI::App& app, Action* run) {
       ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   AddKvCacheFlag(c, &f->kv_type);
-  c->callback([f, run] { *run = [f] { return RunParse(*f); }; });
+  c->callback([f, run] {
+    *run = [f](const kernels::KernelConfig& k) {
+      f->load.kernels = k;
+      return RunParse(*f);
+    };
+  });
 }
 
 }  // namespace mineru::cli

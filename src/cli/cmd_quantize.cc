@@ -80,7 +80,12 @@ void AddQuantize(CLI::App& app, Action* run) {
   AddModelFileFlags(c, &f->load);
   c->add_option("-o,--output", f->out, "Output directory")->required();
   c->add_option("--threads", f->threads, "Worker threads");
-  c->callback([f, run] { *run = [f] { return RunQuantize(*f); }; });
+  c->callback([f, run] {
+    *run = [f](const kernels::KernelConfig& k) {
+      f->load.kernels = k;
+      return RunQuantize(*f);
+    };
+  });
 }
 
 }  // namespace mineru::cli

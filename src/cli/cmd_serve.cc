@@ -269,7 +269,12 @@ void AddServe(CLI::App& app, Action* run) {
   AddChatFlags(c, f.get());
   AddConnectionFlags(c, f.get());
   AddRuntimeFlags(c, f.get());
-  c->callback([f, run] { *run = [f] { return RunServe(*f); }; });
+  c->callback([f, run] {
+    *run = [f](const kernels::KernelConfig& k) {
+      f->o.load.kernels = k;
+      return RunServe(*f);
+    };
+  });
 }
 
 }  // namespace mineru::cli

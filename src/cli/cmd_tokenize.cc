@@ -43,7 +43,7 @@ void AddTokenize(CLI::App& app, Action* run) {
   c->add_option("--text", f->text, "Text to encode (special tokens written in it are matched)");
   c->add_option("--decode", f->decode, "Space-separated ids to decode");
   c->add_flag("--skip-special-tokens", f->skip_special, "Drop special tokens when decoding");
-  c->callback([f, run] { *run = [f] { return RunTokenize(*f); }; });
+  c->callback([f, run] { *run = [f](const kernels::KernelConfig&) { return RunTokenize(*f); }; });
 }
 
 }  // namespace mineru::cli

@@ -6,9 +6,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kernels/context.h"
+
 namespace mineru::cli {
 
-using Action = std::function<int()>;
+// The action runs the kernels (if it runs any) with the configuration main() built once
+// (kernels::KernelConfigFromEnv).
+using Action = std::function<int(const kernels::KernelConfig& kernels)>;
 
 void AddGenerate(CLI::App& app, Action* run);
 void AddTokenize(CLI::App& app, Action* run);

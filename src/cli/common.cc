@@ -9,7 +9,6 @@
 #include "base/thread_pool.h"
 #include "download/download.h"
 #include "engine/model_tokenizer.h"
-#include "kernels/kernels.h"
 
 namespace mineru::cli {
 
@@ -76,14 +75,6 @@ void AddSamplingFlags(CLI::App* c, SamplingParams* s) {
 }  // namespace mineru::cli
 
 namespace mineru::cli {
-
-Status ApplyKernelTierFromEnv() {
-  const char* e = std::getenv("MINERU_KERNELS");
-  if (e == nullptr || *e == '\0' || std::string(e) == "ref" || std::string(e) == "reference")
-    return Status::Ok();
-  Status s = kernels::CapSimdTier(e);
-  return s.ok() ? s : InvalidArgumentError("MINERU_KERNELS: " + s.message());
-}
 
 void AddKvCacheFlag(CLI::App* c, KvCacheType* type) {
   c->add_option_function<std::string>(

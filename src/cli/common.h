@@ -35,16 +35,12 @@ inline ModelLoadOptions WithQuant(ModelLoadOptions o, const std::string& quant) 
 // "5 17 300" or "5,17,300" -> ids; errors on anything else.
 StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text);
 
-// MINERU_KERNELS=<tier> (avx512_vnni, avx512, avx2_vnni, avx2, sse4) caps every kernel's SIMD dispatch
-// (kernels::CapSimdTier); "ref"/"reference" selects the scalar twins (kernels::KernelPath);
-// unset or empty changes nothing. Errors name the variable.
-Status ApplyKernelTierFromEnv();
-
 // For the commands that run the model (serve, parse, bench): buffers of 1 MB and more (page
 // images, request bodies, activations) come from mmap and go back to the OS when freed, and at
 // most 4 malloc arenas, so memory returns to its baseline after each request; bench runs with the
 // same settings as serving. Hot loops must therefore not allocate per call (freed memory is
-// given back at once and faulted in again): the kernels keep their per-call scratch per thread.
+// given back at once and faulted in again): the kernels keep their scratch in the caller's
+// kernels::KernelWorkspace.
 void ConfigureAllocatorForModel();
 
 // --kv-cache auto|f32|f16: the KV cache's element type (EngineConfig::kv_type).

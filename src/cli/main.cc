@@ -59,8 +59,10 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       return Fail(e.what());
     }
-    if (mineru::Status s = ApplyKernelTierFromEnv(); !s.ok()) return Fail(s.message());
-    return run ? run() : Fail("no command");
+    // The kernels' configuration, read from the environment here and nowhere else.
+    const mineru::StatusOr<mineru::kernels::KernelConfig> kernels = mineru::kernels::KernelConfigFromEnv();
+    if (!kernels.ok()) return Fail(kernels.status().message());
+    return run ? run(*kernels) : Fail("no command");
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");
   } catch (const std::exception& e) {

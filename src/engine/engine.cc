@@ -305,8 +305,10 @@ std::vector<std::unique_ptr<Sequence>> Engine::TakeIncoming(bool* stop) {
   std::vector<std::unique_ptr<Sequence>> fresh;
   std::unique_lock<std::mutex> lock(mu_);
   if (incoming_.empty() && seqs_.empty()) {
-    // Idle: give freed memory (KV blocks, activations) back to the OS, then wait.
+    // Idle: give freed memory (KV blocks, activations, the kernels' scratch) back to the OS, then
+    // wait.
     lock.unlock();
+    runner_->ReleaseScratch();
     malloc_trim(0);
     lock.lock();
   }

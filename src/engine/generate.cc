@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kernels/context.h"
 #include "model/mrope.h"
 
 namespace mineru {
@@ -34,6 +35,8 @@ StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<i
                                   ThreadPool* pool, const TokenCallback& on_token) {
   const ModelConfig& cfg = model.config();
   const int64_t H = cfg.text.hidden_size, V = cfg.text.vocab_size;
+  // The model's kernels on pool, their scratch kept across the steps of this generation.
+  const kernels::KernelWorkspace ctx(model.kernel_config(), pool);
   if (prompt_ids.empty()) return InvalidArgumentError("empty prompt");
   if (static_cast<int64_t>(prompt_ids.size()) > options.max_prompt_tokens) {
     return ResourceExhaustedError("prompt of " + std::to_string(prompt_ids.size()) +
@@ -60,7 +63,7 @@ StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<i
   }
   std::vector<float> image_embeds;
   if (!images.empty()) {
-    MINERU_ASSIGN_OR_RETURN(image_embeds, model.vision().Encode(packed.data(), patches, grids, pool));
+    MINERU_ASSIGN_OR_RETURN(image_embeds, model.vision().Encode(packed.data(), patches, grids, ctx));
   }
   res.vision_s = Now() - t0;
 
@@ -74,9 +77,9 @@ StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<i
   KvCache cache(model.default_kv_type());
   const int64_t n = static_cast<int64_t>(prompt_ids.size());
   std::vector<float> hidden(n * H);
-  dec.Forward(embeds.data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(), pool);
+  dec.Forward(embeds.data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(), ctx);
   std::vector<float> logits(V);
-  dec.Logits(hidden.data() + (n - 1) * H, 1, logits.data(), pool);
+  dec.Logits(hidden.data() + (n - 1) * H, 1, logits.data(), ctx);
   res.prefill_s = Now() - t0;
 
   t0 = Now();
@@ -98,10 +101,10 @@ StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<i
       break;
     }
     if (step + 1 == options.max_new_tokens) break;
-    dec.Embed(&tok, 1, emb.data());
+    dec.Embed(&tok, 1, emb.data(), ctx.config());
     const int64_t p = next_pos++;
-    dec.Forward(emb.data(), 1, &p, &p, &p, &cache, h1.data(), pool);
-    dec.Logits(h1.data(), 1, logits.data(), pool);
+    dec.Forward(emb.data(), 1, &p, &p, &p, &cache, h1.data(), ctx);
+    dec.Logits(h1.data(), 1, logits.data(), ctx);
   }
   res.decode_s = Now() - t0;
   return res;

@@ -43,6 +43,7 @@ struct GenerateResult {
 using TokenCallback = std::function<bool(int32_t token)>;
 
 // prompt_ids: each image already expanded to its ImageTokens(grid) pad tokens, in image order.
+// The kernels run with model.kernel_config() on pool (may be null).
 StatusOr<GenerateResult> Generate(const Qwen2VLModel& model, const std::vector<int32_t>& prompt_ids,
                                   const std::vector<ImageInput>& images, const GenerateOptions& options,
                                   ThreadPool* pool, const TokenCallback& on_token = {});

@@ -17,7 +17,7 @@ constexpr int64_t kMaxPatchesPerPass = 4096;
 }  // namespace
 
 ModelRunner::ModelRunner(const Qwen2VLModel& model, ThreadPool* pool, KvStore* kv, size_t image_cache_bytes)
-    : model_(model), pool_(pool), kv_(kv), image_cache_(image_cache_bytes) {}
+    : model_(model), kernels_(model.kernel_config(), pool), kv_(kv), image_cache_(image_cache_bytes) {}
 
 std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses,
                                     size_t start, size_t end, const std::function<Status()>& health,
@@ -43,7 +43,7 @@ std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const st
         std::vector<float>().swap(in.pixel_values);
       }
     }
-    auto out = model_.vision().Encode(std::move(packed), grids, pool_);
+    auto out = model_.vision().Encode(std::move(packed), grids, kernels_);
     if (!out.ok()) return "vision encoding failed: " + out.status().message();
     // Weights that changed under the pass make garbage embeddings: never cache them.
     if (Status h = health(); !h.ok()) return h.message();
@@ -135,7 +135,7 @@ void ModelRunner::GatherInputs(const StepPlan& plan, const Scheduler& sched,
       if (j < plen && s.image_row[j] >= 0) {
         std::memcpy(dst, s.embeds.data() + s.image_row[j] * H, sizeof(float) * H);
       } else {
-        dec.Embed(j < plen ? &s.prompt[j] : &s.generated[j - plen], 1, dst);
+        dec.Embed(j < plen ? &s.prompt[j] : &s.generated[j - plen], 1, dst, kernels_.config());
       }
       // Generated tokens continue the text positions after the prompt's last one.
       const int64_t q = s.pos.next_position + (j - plen);
@@ -161,7 +161,7 @@ void ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
   std::vector<std::vector<int64_t>> pos;
   std::vector<BatchSegment> segs;
   GatherInputs(plan, sched, seq, &embeds, &pos, &segs);
-  model_.decoder().ForwardBatch(embeds.data(), segs, kv_, embeds.data(), pool_);  // in place
+  model_.decoder().ForwardBatch(embeds.data(), segs, kv_, embeds.data(), kernels_);  // in place
   const std::vector<float>& hidden = embeds;
 
   // A sequence samples once every known token is computed: after this step, start + n reaches
@@ -178,7 +178,7 @@ void ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
   if (logits_.size() < sample_ids->size() * static_cast<size_t>(V))
     logits_.resize(sample_ids->size() * static_cast<size_t>(V));
   if (!sample_ids->empty()) {
-    model_.decoder().Logits(last.data(), static_cast<int64_t>(sample_ids->size()), logits_.data(), pool_);
+    model_.decoder().Logits(last.data(), static_cast<int64_t>(sample_ids->size()), logits_.data(), kernels_);
   }
 }
 

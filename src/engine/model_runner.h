@@ -13,6 +13,7 @@
 #include "engine/image_cache.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "kernels/context.h"
 #include "model/decoder.h"
 #include "model/qwen2vl.h"
 
@@ -21,7 +22,8 @@ namespace mineru {
 class ModelRunner {
  public:
   // model, pool and kv (the paged cache the scheduler's block tables index) are borrowed and
-  // must outlive the runner.
+  // must outlive the runner. The kernels run with the model's configuration on pool, keeping their
+  // scratch in the runner between steps.
   ModelRunner(const Qwen2VLModel& model, ThreadPool* pool, KvStore* kv, size_t image_cache_bytes);
 
   // Fills each sequence's `embeds` with its images' embeddings, in prompt order: cache hits,
@@ -43,6 +45,10 @@ class ModelRunner {
 
   const ImageCache& image_cache() const { return image_cache_; }
 
+  // Frees the scratch the kernels keep between steps (for an idle engine; it grows again on the
+  // next step).
+  void ReleaseScratch() { kernels_.ReleaseScratch(); }
+
  private:
   struct ImageSlot {
     size_t seq, image;  // seqs[seq]->inputs[image]
@@ -58,7 +64,7 @@ class ModelRunner {
                     std::vector<std::vector<int64_t>>* pos, std::vector<BatchSegment>* segs) const;
 
   const Qwen2VLModel& model_;
-  ThreadPool* pool_;
+  kernels::KernelWorkspace kernels_;  // model_.kernel_config() on the engine's pool
   KvStore* kv_;
   ImageCache image_cache_;
   std::vector<float> logits_;  // reused across steps: [16, vocab] is ~10 MB

@@ -3,13 +3,15 @@
 // Every op writes into caller-owned outputs and allocates nothing on the hot path except
 // small per-call scratch. Activations are fp32, row-major. Weights are read as stored
 // (f32/bf16/f16) through WeightView and widened on the fly, or in a block-quantized layout
-// (kernels/quant.h). These entry points dispatch once per call to the Highway kernels in
-// kernels/cpu/ (best SIMD target of this CPU); the scalar twins in kernels/reference.h stay
-// as the reference the tests compare against, selectable with SetKernelPath() or the
-// environment variable MINERU_KERNELS=ref.
+// (kernels/quant.h). Every op takes what it runs with from its caller (kernels/context.h): a
+// KernelContext (configuration, pool, kept scratch) where it may use a pool, the KernelConfig
+// alone where it runs on the calling thread. The entry points dispatch once per call to the
+// Highway kernels in kernels/cpu/ on the configuration's SIMD target, or to the scalar twins in
+// kernels/reference.h (KernelConfig::reference), the reference the tests compare against.
 //
 // Thread safety: all ops are reentrant; two calls may run concurrently as long as they use
-// different pools (a ThreadPool is not reentrant). pool may always be null (single thread).
+// different contexts (a ThreadPool and the scratch are not reentrant). A context's pool may always
+// be null (single thread).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +20,7 @@
 #include "base/dtype.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "kernels/context.h"
 
 namespace mineru {
 
@@ -54,60 +57,49 @@ struct WeightView {
 
 namespace kernels {
 
-// Which implementation the public entry points run. kHighway (default) = SIMD kernels of
-// kernels/cpu/ on the best target this CPU supports; kReference = the scalar twins.
-// Process-wide (meant for tests and A/B figures); the initial value is kReference if the
-// environment variable MINERU_KERNELS is "ref" or "reference", else kHighway.
-enum class KernelPath { kHighway, kReference };
-void SetKernelPath(KernelPath p);
-KernelPath GetKernelPath();
-// Name of the SIMD target the Highway kernels run on now ("AVX2", "AVX3", "SSE4", "EMU128"…),
-// or "reference" under kReference.
-const char* ActiveTargetName();
-// Caps the SIMD dispatch of every kernel (the integer paths included) at an x86 tier, so one
-// machine measures what an older CPU gets: "avx512_vnni" (AVX-512 + VNNI, Highway's AVX3_DL),
-// "avx512" (AVX3), "avx2_vnni" (AVX2 + the VEX vpdpbusd of Alder Lake and later), "avx2", "sse4";
-// "" lifts the cap. Process-wide; call before loading a model (load-time panel packing follows the
-// tier). Errors: an unknown tier, or one this CPU or build does not run.
-Status CapSimdTier(const std::string& tier);
+// Name of the SIMD target the kernels of `config` run on ("AVX2", "AVX3", "SSE4", "EMU128"…), or
+// "reference" for the scalar twins.
+const char* TargetName(const KernelConfig& config);
 
-// y[m, n] = x[m, k] · W[n, k]^T (+ bias[n]). x and y must not alias. pool may be null.
+// y[m, n] = x[m, k] · W[n, k]^T (+ bias[n]). x and y must not alias.
 // Dense W is widened to fp32 on the fly. Quantized W (kernels/quant.h): for
 // m < QuantDequantMinRows() the rows of x are quantized to int8 per block and multiplied with
 // integer dot products; for larger m W is dequantized panel by panel into the fp32 GEMM.
-// Scratch: O(k) per call plus per-worker panels (~100 KB); nothing persists between calls.
-void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool);
+// Scratch: O(k) per call plus per-worker panels (~100 KB).
+void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
+            const KernelContext& ctx);
 
 // Row i of W widened (or dequantized) to f32 into out[cols].
-void WeightRowToF32(const WeightView& w, int64_t row, float* out);
+void WeightRowToF32(const WeightView& w, int64_t row, float* out, const KernelConfig& config);
 
 // y = x / sqrt(mean(x^2) + eps) * weight, per row of n values (Qwen2 RMSNorm, fp32).
 // y may equal x.
 void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,
-             ThreadPool* pool = nullptr);
+             const KernelContext& ctx);
 
 // y = (x - mean) / sqrt(var + eps) * weight + bias, per row (biased variance, as torch).
 // y may equal x.
 void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
-               float* y, ThreadPool* pool = nullptr);
+               float* y, const KernelContext& ctx);
 
 // In place: x = x * sigmoid(1.702 x).
-void QuickGelu(float* x, int64_t n, ThreadPool* pool = nullptr);
+void QuickGelu(float* x, int64_t n, const KernelContext& ctx);
 // In place: x = 0.5 x (1 + erf(x / sqrt 2)) (torch's exact GELU).
-void GeluErf(float* x, int64_t n, ThreadPool* pool = nullptr);
+void GeluErf(float* x, int64_t n, const KernelContext& ctx);
 // out[i] = silu(gate[i]) * up[i]. out may equal gate or up.
-void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool = nullptr);
+void SiluMul(const float* gate, const float* up, int64_t n, float* out, const KernelContext& ctx);
 // In place: x[i] += d[i] (the residual connections of both encoders).
-void AddInPlace(float* x, const float* d, int64_t n, ThreadPool* pool = nullptr);
+void AddInPlace(float* x, const float* d, int64_t n, const KernelContext& ctx);
 
 // NeoX-style rotation ("rotate_half") of one head vector x[head_dim] in place, with
 // per-dimension cos/sin of length head_dim (the second half repeats the first).
-void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin);
+void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin,
+                    const KernelConfig& config);
 // The same for heads [0, num_heads) of rows [0, n): head h of row i starts at
 // x + i * x_stride + h * head_dim and rotates with cos/sin + i * head_dim. One dispatch for
 // the whole batch (prefer it to per-head calls in loops).
 void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
-                        const float* cos, const float* sin, ThreadPool* pool = nullptr);
+                        const float* cos, const float* sin, const KernelContext& ctx);
 
 // Scaled dot-product attention for one sequence, all heads, GQA.
 //   q: [n_q, num_heads * head_dim]     (row stride q_stride floats)
@@ -148,13 +140,12 @@ struct AttentionShape {
   // tile's largest. Independent of int8_qk.
   bool int8_pv = false;
 };
-// True when Attention computes Q Kᵀ of `s` in int8 (s.int8_qk, non-causal, the dispatched target
-// has the int8 attention kernel: AVX-512 VNNI, and it is allowed). The twin follows the same rule.
-bool AttentionUsesInt8(const AttentionShape& s);
+// True when Attention under `config` computes Q Kᵀ of `s` in int8 (s.int8_qk, non-causal, the
+// configuration's target has the int8 attention kernel: AVX-512 VNNI, and
+// config.attention_int8). The twin follows the same rule.
+bool AttentionUsesInt8(const AttentionShape& s, const KernelConfig& config);
 // The same for P V (s.int8_pv).
-bool AttentionUsesInt8Pv(const AttentionShape& s);
-// Process-wide switch for the int8 Q Kᵀ and P V (allowed by default); for A/B and accuracy figures.
-void AllowAttentionInt8(bool allow);
+bool AttentionUsesInt8Pv(const AttentionShape& s, const KernelConfig& config);
 // Row j of the keys/values under `s` (contiguous or paged).
 inline const float* KeyRow(const AttentionShape& s, const float* k, int64_t j) {
   return s.k_blocks ? s.k_blocks[j / s.kv_block] + (j % s.kv_block) * s.kv_stride : k + j * s.kv_stride;
@@ -170,7 +161,7 @@ inline const uint16_t* ValueRow16(const AttentionShape& s, int64_t j) {
   return s.v_blocks16[j / s.kv_block] + (j % s.kv_block) * s.kv_stride;
 }
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
-               ThreadPool* pool);
+               const KernelContext& ctx);
 
 // Int8 attention with its keys and values quantized and packed once for several calls over the
 // same keys (the vision encoder computes its queries in chunks of rows, so that the [P, E]
@@ -181,32 +172,34 @@ struct HalfKv {
   const uint16_t* v = nullptr;
   int64_t head_stride = 0, row_stride = 0;
 };
-// True when PackKvInt8 and AttentionPacked run for `s`: the SIMD kernels are in use (not the
-// scalar twins) and both AttentionUsesInt8(s) and AttentionUsesInt8Pv(s) hold.
-bool PackedAttentionRuns(const AttentionShape& s);
+// True when PackKvInt8 and AttentionPacked run for `s` under `config`: the SIMD kernels are in use
+// (not the scalar twins) and both AttentionUsesInt8 and AttentionUsesInt8Pv hold.
+bool PackedAttentionRuns(const AttentionShape& s, const KernelConfig& config);
 // Bytes of one KV head's packed keys and values for s.n_kv keys of s.head_dim (a multiple of 64).
-size_t PackedKvHeadBytes(const AttentionShape& s);
+size_t PackedKvHeadBytes(const AttentionShape& s, const KernelConfig& config);
 // Quantizes and packs the keys and values of every KV head as Attention's int8 path does with the
 // same values widened to fp32: head h's bytes go to dst + h * dst_stride (dst 64-byte aligned,
-// dst_stride >= PackedKvHeadBytes(s) and a multiple of 64). Precondition: PackedAttentionRuns(s).
+// dst_stride >= PackedKvHeadBytes(s) and a multiple of 64). Precondition: PackedAttentionRuns(s,
+// ctx.config()).
 // In place: dst may overlap the fp16 keys and values of kv as long as head h's bytes overlap no
 // key or value of a head after h (heads are packed in order, in rounds, each round's bytes
 // written after all its reads).
-void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride, ThreadPool* pool);
+void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride,
+                const KernelContext& ctx);
 // Attention of s.n_q query rows (q, row stride s.q_stride) over the s.n_kv keys and values that
 // PackKvInt8 packed for a shape with the same n_kv, heads and head_dim, into out (out may be q, as
 // for Attention; zeros when n_kv is 0). Each row equals, bit for bit and however the queries are
 // split into calls, Attention's row over those keys and values widened to fp32 in a call that
 // does not split the keys (Attention splits them only for one row block per KV head with fewer
-// KV heads than workers). Precondition: PackedAttentionRuns(s).
+// KV heads than workers). Precondition: PackedAttentionRuns(s, ctx.config()).
 void AttentionPacked(const float* q, const AttentionShape& s, const uint8_t* packed, size_t stride,
-                     float* out, ThreadPool* pool);
+                     float* out, const KernelContext& ctx);
 
 // out[i * out_stride + j] = x[i * x_stride + j] for rows [0, rows) and cols [0, cols) in IEEE
 // binary16, rounded to nearest even after clamping to +-65504 (no infinities; as the fp16 KV
 // cache stores keys); a NaN stays a NaN (the default quiet NaN becomes 0x7e00).
 void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
-               int64_t out_stride, ThreadPool* pool = nullptr);
+               int64_t out_stride, const KernelContext& ctx);
 
 // Machine probes (bench --workload peak). FmaProbe: `iters` rounds of 8 independent vector
 // fused multiply-adds x = x * 0.999 + 0.001 from `start`; value = where one lane ends, flops =
@@ -215,8 +208,8 @@ struct ProbeResult {
   float value = 0;
   double flops = 0;
 };
-ProbeResult FmaProbe(int64_t iters, float start);
-double ReadProbe(const float* x, int64_t n);
+ProbeResult FmaProbe(int64_t iters, float start, const KernelConfig& config);
+double ReadProbe(const float* x, int64_t n, const KernelConfig& config);
 // DotProbe: `iters` rounds of 8 independent 512-bit dot-product instructions — kBf16 vdpbf16ps
 // (AVX512-BF16: 2 bf16 products per fp32 lane, 1 x 0.5 each), kInt8 vpdpbusd (AVX512-VNNI: 4
 // u8 x s8 products per int32 lane, 1 x 1 each); value = where every lane ends (iters or 4 iters),

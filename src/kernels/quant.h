@@ -36,12 +36,12 @@ const char* QuantTypeName(QuantType t);
 // MatMul with a quantized W and m < QuantDequantMinRows() quantizes each row of x to int8
 // per block (block = QuantBlockSize) on the fly and uses integer dot products; for larger m
 // it dequantizes W panel by panel to fp32 and runs the fp32 GEMM (no activation rounding
-// there). The threshold is kQuantDequantMinRows, except where the dispatched target has an
+// there). The threshold is kQuantDequantMinRows, except where the configuration's target has an
 // integer panel kernel — AVX-512 VNNI (AVX3_DL) and AVX2 (with AVX-VNNI where the CPU has it) —
 // where integer products are faster at every m and the threshold is unlimited. Both backends follow the same
-// rule (it honours hwy::SetSupportedTargetsForTest), so the reference twin computes what the SIMD path does.
+// rule (the reference twin takes the configuration's target too), so it computes what the SIMD path does.
 constexpr int64_t kQuantDequantMinRows = 48;
-int64_t QuantDequantMinRows();
+int64_t QuantDequantMinRows(const KernelConfig& config);
 
 // An owned quantized matrix. Movable, not copyable (the copy would be O(size)).
 class QuantizedMatrix {
@@ -84,22 +84,22 @@ class PackedPanels {
   bool empty() const { return size_ == 0; }
 
  private:
-  friend PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool);
+  friend PackedPanels PackIntegerPanels(const WeightView& w, const KernelContext& ctx);
   struct Free {
     void operator()(uint8_t* p) const;
   };
   size_t size_ = 0;
   std::unique_ptr<uint8_t, Free> bytes_;
 };
-// True when this CPU runs the panel kernel (the AVX3_DL target is compiled and supported).
-bool IntegerPanelsAvailable();
-// The panels of quantized w; empty when !IntegerPanelsAvailable() or w is not quantized.
-PackedPanels PackIntegerPanels(const WeightView& w, ThreadPool* pool = nullptr);
+// True when the kernels of `config` run the panel kernel (its target is AVX3_DL).
+bool IntegerPanelsAvailable(const KernelConfig& config);
+// The panels of quantized w; empty when !IntegerPanelsAvailable(ctx.config()) or w is not quantized.
+PackedPanels PackIntegerPanels(const WeightView& w, const KernelContext& ctx);
 
 // Rows [r0, r0 + n) of w as a view of their own (a product with it equals those columns of the
 // product with w, bit for bit). Its panels are w's from row r0 when r0 is a multiple of the
-// panels' 16 rows, else null (repacked per call).
-WeightView WeightRows(const WeightView& w, int64_t r0, int64_t n);
+// panels' 16 rows, else null (repacked per call); `config` is the one the panels were packed under.
+WeightView WeightRows(const WeightView& w, int64_t r0, int64_t n, const KernelConfig& config);
 
 // Quantizes a dense view (f32/bf16/f16) into `type` (not kNone). Rows are independent and
 // are spread over pool when given. Precondition: !w.quantized().

@@ -122,8 +122,10 @@ void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float*
 }
 }  // namespace
 
-void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool) {
-  if (w.quantized() && m < QuantDequantMinRows()) {
+void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
+            const KernelContext& ctx) {
+  ThreadPool* pool = ctx.pool();
+  if (w.quantized() && m < QuantDequantMinRows(ctx.config())) {
     MatMulQuantInt(x, m, w, bias, y, pool);
     return;
   }
@@ -381,7 +383,7 @@ void Int8Scores(const float* qi, const AttentionShape& s, const std::vector<int8
 
 // Attention over fp16 blocks (s.k_blocks16): the same attention over their values widened to
 // fp32, contiguous, never in int8 (as in the kernel).
-void AttentionOverWidenedF16(const float* q, const AttentionShape& s, float* out, ThreadPool* pool) {
+void AttentionOverWidenedF16(const float* q, const AttentionShape& s, float* out, const KernelContext& ctx) {
   const size_t row = static_cast<size_t>(s.kv_stride);
   std::vector<float> k32(static_cast<size_t>(s.n_kv) * row), v32(k32.size());
   for (int64_t j = 0; j < s.n_kv; ++j) {
@@ -396,24 +398,25 @@ void AttentionOverWidenedF16(const float* q, const AttentionShape& s, float* out
   contiguous.k_blocks16 = contiguous.v_blocks16 = nullptr;
   contiguous.k_blocks = contiguous.v_blocks = nullptr;
   contiguous.int8_qk = contiguous.int8_pv = false;
-  ref::Attention(q, k32.data(), v32.data(), contiguous, out, pool);
+  ref::Attention(q, k32.data(), v32.data(), contiguous, out, ctx);
 }
 
 }  // namespace
 
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
-               ThreadPool* pool) {
+               const KernelContext& ctx) {
+  ThreadPool* pool = ctx.pool();
   if (s.n_kv == 0) {  // no keys: zeros, as the kernel writes (an empty softmax would be 0 / 0)
     for (int64_t i = 0; i < s.n_q; ++i)
       std::fill(out + i * s.out_stride, out + i * s.out_stride + s.num_heads * s.head_dim, 0.0f);
     return;
   }
-  if (s.k_blocks16 != nullptr) return AttentionOverWidenedF16(q, s, out, pool);
+  if (s.k_blocks16 != nullptr) return AttentionOverWidenedF16(q, s, out, ctx);
   const int64_t group = s.num_heads / s.num_kv_heads;
   const int64_t kv_offset = s.n_kv - s.n_q;
   const int64_t hd = s.head_dim;
   // Int8 Q Kᵀ where the SIMD kernel runs it (kernels::AttentionUsesInt8): keys per KV head.
-  const bool int8 = AttentionUsesInt8(s);
+  const bool int8 = AttentionUsesInt8(s, ctx.config());
   std::vector<std::vector<int8_t>> k8(int8 ? static_cast<size_t>(s.num_kv_heads) : 0);
   std::vector<std::vector<float>> ks(k8.size());
   for (size_t h = 0; h < k8.size(); ++h) {
@@ -421,7 +424,7 @@ void Attention(const float* q, const float* k, const float* v, const AttentionSh
     ks[h].resize(static_cast<size_t>(s.n_kv));
     AttentionInt8Keys(k, s, static_cast<int64_t>(h), 0, s.n_kv, hd, k8[h].data(), ks[h].data());
   }
-  const bool int8_pv = AttentionUsesInt8Pv(s);
+  const bool int8_pv = AttentionUsesInt8Pv(s, ctx.config());
   const Int8Values iv = int8_pv ? Int8Values(v, s) : Int8Values();
   // One task per (head, query row).
   auto body = [&](size_t begin, size_t end, size_t) {

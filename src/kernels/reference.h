@@ -1,6 +1,7 @@
-// kernels/reference.h — the scalar twins of every op in kernels.h, same signatures and
-// contracts. Written for readability; the SIMD kernels are tested against these, and
-// SetKernelPath(KernelPath::kReference) routes the public entry points here.
+// kernels/reference.h — the scalar twins of every op in kernels.h, same contracts. Written for
+// readability; the SIMD kernels are tested against these, and KernelConfig::reference routes the
+// public entry points here. The twins whose arithmetic follows the configuration's target (MatMul's
+// integer path, Attention's int8 paths) take the KernelContext; the others only a pool.
 #pragma once
 
 #include "kernels/kernels.h"
@@ -9,7 +10,8 @@ namespace mineru {
 namespace kernels {
 namespace ref {
 
-void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool);
+void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
+            const KernelContext& ctx);
 ProbeResult FmaProbe(int64_t iters, float start);
 double ReadProbe(const float* x, int64_t n);
 // What DotProbe computes, for `available` (the instruction exists on this CPU).
@@ -27,7 +29,7 @@ void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* s
 void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
                         const float* cos, const float* sin, ThreadPool* pool = nullptr);
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
-               ThreadPool* pool);
+               const KernelContext& ctx);
 void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
                int64_t out_stride, ThreadPool* pool = nullptr);
 

@@ -22,8 +22,10 @@ Decoder::Decoder(const TextConfig& config, const TextWeights& weights) : c_(conf
   }
 }
 
-void Decoder::Embed(const int32_t* ids, int64_t n, float* out) const {
-  for (int64_t i = 0; i < n; ++i) kernels::WeightRowToF32(w_.embed_tokens, ids[i], out + i * c_.hidden_size);
+void Decoder::Embed(const int32_t* ids, int64_t n, float* out, const kernels::KernelConfig& config) const {
+  for (int64_t i = 0; i < n; ++i) {
+    kernels::WeightRowToF32(w_.embed_tokens, ids[i], out + i * c_.hidden_size, config);
+  }
 }
 
 void Decoder::RopeTables(int64_t n, const int64_t* pt, const int64_t* ph, const int64_t* pw,
@@ -62,8 +64,8 @@ void KvCache::Reserve(int64_t tokens, int layers, int64_t kv_dim) {
 }
 
 void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, const int64_t* pos_h,
-                      const int64_t* pos_w, KvCache* cache, float* hidden_out, ThreadPool* pool,
-                      DecoderTrace* trace) const {
+                      const int64_t* pos_w, KvCache* cache, float* hidden_out,
+                      const kernels::KernelContext& ctx, DecoderTrace* trace) const {
   cache->Reserve(cache->len() + n, c_.num_layers, int64_t{c_.num_kv_heads} * c_.head_dim);
   BatchSegment one;
   one.n = n;
@@ -72,7 +74,7 @@ void Decoder::Forward(const float* embeds, int64_t n, const int64_t* pos_t, cons
   one.pos_h = pos_h;
   one.pos_w = pos_w;
   one.block_table = cache->block_table().data();
-  ForwardBatch(embeds, {one}, cache, hidden_out, pool, trace);
+  ForwardBatch(embeds, {one}, cache, hidden_out, ctx, trace);
   cache->Advance(n);
 }
 
@@ -98,7 +100,8 @@ void StoreKvRow(void* block, int64_t index, const float* src, int64_t kd, KvType
 // their blocks, then each segment's queries (rows of q [T, QD]) attend over its whole context,
 // read from the blocks in place, into attn [T, QD].
 void Decoder::AttendSegments(int l, const std::vector<BatchSegment>& segs, const float* q, const float* k,
-                             const float* v, KvStore* kv, float* attn, ThreadPool* pool) const {
+                             const float* v, KvStore* kv, float* attn,
+                             const kernels::KernelContext& ctx) const {
   const int64_t D = c_.head_dim, QD = c_.num_heads * D, KD = c_.num_kv_heads * D;
   const int64_t bs = kv->block_size();
   std::vector<int64_t> first_row(segs.size());
@@ -109,7 +112,7 @@ void Decoder::AttendSegments(int l, const std::vector<BatchSegment>& segs, const
   // With many sequences (batched decode) the sequences run in parallel, each attention call
   // single-threaded; with few, each call uses the pool. The per-query arithmetic is the same
   // either way, so results do not depend on the batch.
-  const size_t workers = pool ? pool->num_threads() : 1;
+  const size_t workers = ctx.workers();
   const bool across = segs.size() >= 2 * workers;
   const KvType type = kv->kv_type();
   // Per-worker scratch: a sequence's block addresses for this layer (fp32 or fp16 ones).
@@ -118,7 +121,7 @@ void Decoder::AttendSegments(int l, const std::vector<BatchSegment>& segs, const
     std::vector<const uint16_t*> k16, v16;
   };
   std::vector<Blocks> blk(workers);
-  auto one = [&](size_t si, size_t worker, ThreadPool* inner) {
+  auto one = [&](size_t si, size_t worker, const kernels::KernelContext& inner) {
     const BatchSegment& s = segs[si];
     const int64_t row = first_row[si];
     for (int64_t i = 0; i < s.n; ++i) {
@@ -161,17 +164,17 @@ void Decoder::AttendSegments(int l, const std::vector<BatchSegment>& segs, const
     a.kv_block = bs;
     kernels::Attention(q + row * QD, nullptr, nullptr, a, attn + row * QD, inner);
   };
-  if (across && pool) {
-    pool->ParallelFor(segs.size(), [&](size_t b, size_t e, size_t w) {
-      for (size_t si = b; si < e; ++si) one(si, w, nullptr);
+  if (across && ctx.pool() != nullptr) {
+    ctx.pool()->ParallelFor(segs.size(), [&](size_t b, size_t e, size_t w) {
+      for (size_t si = b; si < e; ++si) one(si, w, ctx.Serial(w));
     });
   } else {
-    for (size_t si = 0; si < segs.size(); ++si) one(si, 0, pool);
+    for (size_t si = 0; si < segs.size(); ++si) one(si, 0, ctx);
   }
 }
 
 void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segs, KvStore* kv,
-                           float* hidden_out, ThreadPool* pool, DecoderTrace* trace) const {
+                           float* hidden_out, const kernels::KernelContext& ctx, DecoderTrace* trace) const {
   const int64_t Hd = c_.hidden_size, D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
   const int64_t QD = NH * D, KD = KV * D, I = c_.intermediate_size;
   int64_t T = 0;
@@ -206,32 +209,32 @@ void Decoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>&
   const float eps = c_.rms_norm_eps;
   for (int l = 0; l < c_.num_layers; ++l) {
     const DecoderLayerWeights& L = w_.layers[l];
-    kernels::RmsNorm(x, T, Hd, L.input_norm.data(), eps, normed.data(), pool);
-    kernels::MatMul(normed.data(), T, L.q, L.q_b.data(), q.data(), pool);
-    kernels::MatMul(normed.data(), T, L.k, L.k_b.data(), k.data(), pool);
-    kernels::MatMul(normed.data(), T, L.v, L.v_b.data(), v.data(), pool);
-    kernels::RopeRotateHalfRows(q.data(), T, QD, NH, D, cos.data(), sin.data(), pool);
-    kernels::RopeRotateHalfRows(k.data(), T, KD, KV, D, cos.data(), sin.data(), pool);
-    AttendSegments(l, segs, q.data(), k.data(), v.data(), kv, q.data(), pool);
-    kernels::MatMul(q.data(), T, L.o, nullptr, normed.data(), pool);
-    kernels::AddInPlace(x, normed.data(), T * Hd, pool);
+    kernels::RmsNorm(x, T, Hd, L.input_norm.data(), eps, normed.data(), ctx);
+    kernels::MatMul(normed.data(), T, L.q, L.q_b.data(), q.data(), ctx);
+    kernels::MatMul(normed.data(), T, L.k, L.k_b.data(), k.data(), ctx);
+    kernels::MatMul(normed.data(), T, L.v, L.v_b.data(), v.data(), ctx);
+    kernels::RopeRotateHalfRows(q.data(), T, QD, NH, D, cos.data(), sin.data(), ctx);
+    kernels::RopeRotateHalfRows(k.data(), T, KD, KV, D, cos.data(), sin.data(), ctx);
+    AttendSegments(l, segs, q.data(), k.data(), v.data(), kv, q.data(), ctx);
+    kernels::MatMul(q.data(), T, L.o, nullptr, normed.data(), ctx);
+    kernels::AddInPlace(x, normed.data(), T * Hd, ctx);
 
-    kernels::RmsNorm(x, T, Hd, L.post_attn_norm.data(), eps, normed.data(), pool);
+    kernels::RmsNorm(x, T, Hd, L.post_attn_norm.data(), eps, normed.data(), ctx);
     for (int64_t r0 = 0; r0 < T; r0 += mlp_rows) {
       const int64_t rows = std::min(mlp_rows, T - r0);
-      kernels::MatMul(normed.data() + r0 * Hd, rows, L.gate, nullptr, gate.data(), pool);
-      kernels::MatMul(normed.data() + r0 * Hd, rows, L.up, nullptr, up.data(), pool);
-      kernels::SiluMul(gate.data(), up.data(), rows * I, gate.data(), pool);
-      kernels::MatMul(gate.data(), rows, L.down, nullptr, down.data(), pool);
-      kernels::AddInPlace(x + r0 * Hd, down.data(), rows * Hd, pool);
+      kernels::MatMul(normed.data() + r0 * Hd, rows, L.gate, nullptr, gate.data(), ctx);
+      kernels::MatMul(normed.data() + r0 * Hd, rows, L.up, nullptr, up.data(), ctx);
+      kernels::SiluMul(gate.data(), up.data(), rows * I, gate.data(), ctx);
+      kernels::MatMul(gate.data(), rows, L.down, nullptr, down.data(), ctx);
+      kernels::AddInPlace(x + r0 * Hd, down.data(), rows * Hd, ctx);
     }
     if (trace && l == 0) trace->layer0.assign(x, x + T * Hd);
   }
-  kernels::RmsNorm(x, T, Hd, w_.final_norm.data(), eps, hidden_out, pool);  // may be in place
+  kernels::RmsNorm(x, T, Hd, w_.final_norm.data(), eps, hidden_out, ctx);  // may be in place
 }
 
-void Decoder::Logits(const float* hidden, int64_t n, float* logits, ThreadPool* pool) const {
-  kernels::MatMul(hidden, n, w_.lm_head, nullptr, logits, pool);
+void Decoder::Logits(const float* hidden, int64_t n, float* logits, const kernels::KernelContext& ctx) const {
+  kernels::MatMul(hidden, n, w_.lm_head, nullptr, logits, ctx);
 }
 
 }  // namespace mineru

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/thread_pool.h"
+#include "kernels/context.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -93,23 +93,26 @@ class Decoder {
  public:
   Decoder(const TextConfig& config, const TextWeights& weights);
 
-  // out[n, hidden] = token embeddings of ids (errors are the caller's job: ids < vocab).
-  void Embed(const int32_t* ids, int64_t n, float* out) const;
+  // out[n, hidden] = token embeddings of ids (errors are the caller's job: ids < vocab), widened by
+  // the kernels of `config`.
+  void Embed(const int32_t* ids, int64_t n, float* out, const kernels::KernelConfig& config) const;
 
   // Runs n tokens of one sequence (a batch of one); pos_t/h/w have n entries. hidden_out
-  // [n, hidden] (final RMSNorm applied). trace, when given, receives layer 0's output.
+  // [n, hidden] (final RMSNorm applied). trace, when given, receives layer 0's output. The
+  // kernels run with ctx (as in every call below).
   void Forward(const float* embeds, int64_t n, const int64_t* pos_t, const int64_t* pos_h,
-               const int64_t* pos_w, KvCache* cache, float* hidden_out, ThreadPool* pool,
+               const int64_t* pos_w, KvCache* cache, float* hidden_out, const kernels::KernelContext& ctx,
                DecoderTrace* trace = nullptr) const;
 
   // Runs a packed batch of several sequences over a paged cache: matrix products over all rows
   // at once, attention per sequence. Each row's result does not depend on the other rows.
   // hidden_out may be embeds itself: the layers then run in place over it (no copy of [T, hidden]).
   void ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segments, KvStore* kv,
-                    float* hidden_out, ThreadPool* pool, DecoderTrace* trace = nullptr) const;
+                    float* hidden_out, const kernels::KernelContext& ctx,
+                    DecoderTrace* trace = nullptr) const;
 
   // logits[n, vocab] = hidden[n, hidden] · lm_head^T.
-  void Logits(const float* hidden, int64_t n, float* logits, ThreadPool* pool) const;
+  void Logits(const float* hidden, int64_t n, float* logits, const kernels::KernelContext& ctx) const;
 
   const TextConfig& config() const { return c_; }
 
@@ -121,7 +124,7 @@ class Decoder {
   // Stores each segment's new keys and values, then attends its queries (rows of q) over its
   // whole context into attn (which may be q itself: kernels::Attention allows it).
   void AttendSegments(int layer, const std::vector<BatchSegment>& segments, const float* q, const float* k,
-                      const float* v, KvStore* kv, float* attn, ThreadPool* pool) const;
+                      const float* v, KvStore* kv, float* attn, const kernels::KernelContext& ctx) const;
 
   const TextConfig& c_;
   const TextWeights& w_;

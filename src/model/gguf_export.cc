@@ -128,13 +128,14 @@ Status WriteLm(const Qwen2VLModel& m, const GgufVocab& vocab, const std::string&
 }
 
 // The two frames of the Conv3d kernel [E, C, T=2, P, P] as F32 tensors [E, C, P, P].
-void AddPatchKernel(GgufWriter* w, const VisionConfig& vc, const WeightView& pe) {
+void AddPatchKernel(GgufWriter* w, const VisionConfig& vc, const WeightView& pe,
+                    const kernels::KernelConfig& config) {
   const int64_t E = vc.embed_dim, C = vc.in_channels, T = vc.temporal_patch_size, P = vc.patch_size;
   std::vector<float> row(pe.cols);
   std::string halves[2];
   for (auto& h : halves) h.resize(sizeof(float) * E * C * P * P);
   for (int64_t e = 0; e < E; ++e) {
-    kernels::WeightRowToF32(pe, e, row.data());
+    kernels::WeightRowToF32(pe, e, row.data(), config);
     for (int64_t c = 0; c < C; ++c) {
       for (int64_t t = 0; t < T && t < 2; ++t) {
         std::memcpy(&halves[t][sizeof(float) * ((e * C + c) * P * P)], &row[((c * T) + t) * P * P],
@@ -174,7 +175,7 @@ Status WriteMmproj(const Qwen2VLModel& m, const std::string& name, const std::st
   const int64_t E = vc.embed_dim;
   GgufWriter w;
   AddVisionKeys(&w, m, name);
-  AddPatchKernel(&w, vc, vw.patch_embed);
+  AddPatchKernel(&w, vc, vw.patch_embed, m.kernel_config());
   static const char* kParts[] = {"attn_q", "attn_k", "attn_v"};
   for (size_t i = 0; i < vw.blocks.size(); ++i) {
     const VisionBlockWeights& b = vw.blocks[i];

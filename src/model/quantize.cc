@@ -60,9 +60,9 @@ void ForEachQuantizable(ModelWeights* w, QuantType t,
 }
 
 // Gives quantized v panels packed once (kernels::PackIntegerPanels); false when it has none.
-bool AttachPanels(ModelWeights* w, WeightView* v, ThreadPool* pool) {
+bool AttachPanels(ModelWeights* w, WeightView* v, const kernels::KernelContext& ctx) {
   if (!v->quantized() || v->panels != nullptr) return false;
-  kernels::PackedPanels p = kernels::PackIntegerPanels(*v, pool);
+  kernels::PackedPanels p = kernels::PackIntegerPanels(*v, ctx);
   if (p.empty()) return false;
   v->panels = p.data();
   w->AdoptPanels(std::move(p));
@@ -72,28 +72,28 @@ bool AttachPanels(ModelWeights* w, WeightView* v, ThreadPool* pool) {
 // Gives v panels and, where its rows are a mapped file's pages (a pre-quantized file, a GGUF),
 // gives those pages back: MatMul runs the panels at every m, and they take the rows' place in
 // memory (same size; rows fault in again if anything reads them, e.g. a tied embedding's lookups).
-void AttachPanelsInPlaceOfRows(ModelWeights* w, WeightView* v, ThreadPool* pool) {
+void AttachPanelsInPlaceOfRows(ModelWeights* w, WeightView* v, const kernels::KernelContext& ctx) {
   const size_t bytes = static_cast<size_t>(v->rows) * kernels::QuantizedRowBytes(v->quant, v->cols);
-  if (AttachPanels(w, v, pool) && w->InMappedFile(v->data, bytes)) w->ReleaseMapped(v->data, bytes);
+  if (AttachPanels(w, v, ctx) && w->InMappedFile(v->data, bytes)) w->ReleaseMapped(v->data, bytes);
 }
 
 // The decoder's matrices run with a few rows per call (one per sequence in a decode step): on
 // VNNI CPUs they get panels packed once, instead of repacked on every call (measured:
 // repacking was a third of a 16-sequence decode step). Rows quantized at load (heap) stay: the
 // panels double them, but other dispatch targets and the reference run on the rows.
-void AttachDecoderPanels(ModelWeights* w, ThreadPool* pool) {
+void AttachDecoderPanels(ModelWeights* w, const kernels::KernelContext& ctx) {
   for (DecoderLayerWeights& l : w->text.layers) {
     for (WeightView* v : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
-      AttachPanelsInPlaceOfRows(w, v, pool);
+      AttachPanelsInPlaceOfRows(w, v, ctx);
   }
-  AttachPanelsInPlaceOfRows(w, &w->text.lm_head, pool);
+  AttachPanelsInPlaceOfRows(w, &w->text.lm_head, ctx);
 }
 
 // The vision encoder's matrices run with thousands of rows, always on the panels: where their
 // rows are a mapped file's pages (a pre-quantized file), the panels are packed once here (the
 // per-call repacking was ~5% of a 1036x1036 image) in place of the rows. Rows quantized at load
 // are heap memory the panels would double: those are repacked per call.
-void AttachVisionPanels(ModelWeights* w, ThreadPool* pool) {
+void AttachVisionPanels(ModelWeights* w, const kernels::KernelContext& ctx) {
   std::vector<WeightView*> views = {&w->vision.merger_fc1, &w->vision.merger_fc2};
   for (VisionBlockWeights& b : w->vision.blocks) {
     for (WeightView* v : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) views.push_back(v);
@@ -101,17 +101,17 @@ void AttachVisionPanels(ModelWeights* w, ThreadPool* pool) {
   for (WeightView* v : views) {
     if (!v->quantized()) continue;
     const size_t bytes = static_cast<size_t>(v->rows) * kernels::QuantizedRowBytes(v->quant, v->cols);
-    if (w->InMappedFile(v->data, bytes)) AttachPanelsInPlaceOfRows(w, v, pool);
+    if (w->InMappedFile(v->data, bytes)) AttachPanelsInPlaceOfRows(w, v, ctx);
   }
 }
 
 }  // namespace
 
-Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool) {
+Status QuantizeWeights(ModelWeights* w, QuantType t, const kernels::KernelContext& ctx) {
   if (t != QuantType::kNone) {
     ForEachQuantizable(w, t, [&](const std::string&, WeightView* v, QuantType q) {
       if (v->quantized() || q == QuantType::kNone) return;  // already (pre-quantized file, GGUF)
-      kernels::QuantizedMatrix m = kernels::Quantize(*v, q, pool);
+      kernels::QuantizedMatrix m = kernels::Quantize(*v, q, ctx.pool());
       // The dense bytes are not read again (a tied embedding table reads only its looked-up
       // rows, which fault back in): keep a quantized model's RSS at its quantized size.
       w->ReleaseMapped(v->data, static_cast<size_t>(v->rows * v->cols) * DTypeSize(v->dtype));
@@ -119,9 +119,9 @@ Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool) {
       w->AdoptQuantized(std::move(m));
     });
   }
-  if (kernels::IntegerPanelsAvailable()) {
-    AttachDecoderPanels(w, pool);
-    AttachVisionPanels(w, pool);
+  if (kernels::IntegerPanelsAvailable(ctx.config())) {
+    AttachDecoderPanels(w, ctx);
+    AttachVisionPanels(w, ctx);
   }
   return Status::Ok();
 }

@@ -33,8 +33,8 @@ QuantType VisionQuant(QuantType t);
 QuantType AttentionQuant(QuantType t);
 
 // Replaces the dense matrices of w with quantized copies owned by w (t != kNone), then gives the
-// quantized decoder matrices (quantized now or stored so) their integer panels.
-Status QuantizeWeights(ModelWeights* w, QuantType t, ThreadPool* pool);
+// quantized decoder matrices (quantized now or stored so) the integer panels of ctx's kernels.
+Status QuantizeWeights(ModelWeights* w, QuantType t, const kernels::KernelContext& ctx);
 
 // Writes a pre-quantized checkpoint of the model in src_dir to out_dir (configs copied).
 Status WriteQuantizedModel(const std::string& src_dir, const std::string& out_dir, QuantType t,

@@ -84,7 +84,9 @@ StatusOr<std::unique_ptr<Qwen2VLModel>> Qwen2VLModel::Load(const std::string& pa
   if (m->image_config_.min_pixels > m->image_config_.max_pixels) {
     return InvalidArgumentError("the minimum pixel budget exceeds the maximum");
   }
-  MINERU_RETURN_IF_ERROR(QuantizeWeights(m->weights_.get(), qt, pool));
+  m->kernel_config_ = opt.kernels;
+  const kernels::KernelWorkspace load(opt.kernels, pool);
+  MINERU_RETURN_IF_ERROR(QuantizeWeights(m->weights_.get(), qt, load));
   m->vision_ = std::make_unique<VisionEncoder>(m->config_.vision, m->weights_->vision);
   m->decoder_ = std::make_unique<Decoder>(m->config_.text, m->weights_->text);
   return m;
@@ -107,7 +109,7 @@ StatusOr<std::vector<float>> Qwen2VLModel::BuildInputEmbeddings(
       std::memcpy(&out[i * H], &image_embeds[next_image_row * H], sizeof(float) * H);
       ++next_image_row;
     } else {
-      decoder_->Embed(&id, 1, &out[i * H]);
+      decoder_->Embed(&id, 1, &out[i * H], kernel_config_);
     }
   }
   if (next_image_row != image_rows) return InvalidArgumentError("fewer image tokens than image embeddings");

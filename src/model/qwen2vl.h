@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "kernels/context.h"
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/gguf_model.h"
@@ -24,13 +25,17 @@ struct ModelLoadOptions {
   std::string mmproj;
   // Pixel budget overrides (0 = the checkpoint's preprocessor_config.json, else MinerU's).
   int64_t min_pixels = 0, max_pixels = 0;
+  // The kernels the model is prepared for (load-time panel packing follows their target) and that
+  // its users run it with (kernel_config()).
+  kernels::KernelConfig kernels;
 };
 
 class Qwen2VLModel {
  public:
   // path: a checkpoint folder (config.json, preprocessor_config.json (optional: defaults),
   // model.safetensors[.index.json]) or a GGUF pair (a folder holding it, or the LM .gguf file;
-  // model/gguf_model.h). pool speeds up load-time quantization (may be null).
+  // model/gguf_model.h). pool speeds up load-time quantization (may be null); the kernels are
+  // opt.kernels.
   static StatusOr<std::unique_ptr<Qwen2VLModel>> Load(const std::string& path, const ModelLoadOptions& opt,
                                                       ThreadPool* pool = nullptr);
   static StatusOr<std::unique_ptr<Qwen2VLModel>> Load(const std::string& path, const std::string& quant = "",
@@ -58,6 +63,10 @@ class Qwen2VLModel {
   const ModelFiles& files() const { return files_; }
   // A short name of the checkpoint for reports: GGUF general.name, else the folder's name.
   const std::string& name() const { return name_; }
+  // The kernels it was loaded for (ModelLoadOptions::kernels): what its callers' KernelContexts
+  // should carry (another configuration computes the same values, more slowly where the weights'
+  // load-time panels do not fit it).
+  const kernels::KernelConfig& kernel_config() const { return kernel_config_; }
 
   // Image tokens an image of this patch grid occupies in the prompt.
   int64_t ImageTokens(const ImageGrid& g) const { return g.num_patches() / config_.vision.merge_unit(); }
@@ -74,6 +83,7 @@ class Qwen2VLModel {
   std::string dir_;
   ModelFiles files_;
   std::string name_;
+  kernels::KernelConfig kernel_config_;
   ModelConfig config_;
   ImageProcessorConfig image_config_;
   std::unique_ptr<ModelWeights> weights_;

@@ -140,9 +140,9 @@ void CompactQRows(float* buf, int64_t P, int64_t E, ThreadPool* pool) {
 // those of one call (rows are independent), and a quantized product's int8 copy of x (scratch the
 // calling thread keeps, sized by its largest call) stays at `chunk` rows instead of m.
 void ChunkedMatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, int64_t chunk,
-                   ThreadPool* pool) {
+                   const kernels::KernelContext& ctx) {
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {
-    kernels::MatMul(x + r0 * w.cols, std::min(chunk, m - r0), w, bias, y + r0 * w.rows, pool);
+    kernels::MatMul(x + r0 * w.cols, std::min(chunk, m - r0), w, bias, y + r0 * w.rows, ctx);
   }
 }
 
@@ -161,8 +161,8 @@ kernels::AttentionShape VisionEncoder::FrameShape(int64_t n, bool int8) const {
 }
 
 void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids,
-                                  const float* cos, const float* sin, Buffers& buf, ThreadPool* pool,
-                                  OpProfile* profile) const {
+                                  const float* cos, const float* sin, Buffers& buf,
+                                  const kernels::KernelContext& ctx, OpProfile* profile) const {
   const int64_t P = buf.P, E = buf.E, H = c_.num_heads, D = c_.head_dim();
   float* qkv = buf.big.data();
   for (int64_t r0 = 0; r0 < P; r0 += buf.chunk) {
@@ -170,16 +170,16 @@ void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector
     {
       OpTimer t(profile, VisionOp::kNorm, 0);
       kernels::LayerNorm(buf.x.data() + r0 * E, rows, E, b.norm1_w.data(), b.norm1_b.data(),
-                         c_.layer_norm_eps, buf.tmp.data(), pool);
+                         c_.layer_norm_eps, buf.tmp.data(), ctx);
     }
     OpTimer t(profile, VisionOp::kQkv, 2.0 * static_cast<double>(rows) * E * 3 * E);
-    kernels::MatMul(buf.tmp.data(), rows, b.qkv, b.qkv_b.data(), qkv + r0 * 3 * E, pool);
+    kernels::MatMul(buf.tmp.data(), rows, b.qkv, b.qkv_b.data(), qkv + r0 * 3 * E, ctx);
   }
   {
     // qkv row layout: [3][H][D]. Rotate q and k of every head: q and k are adjacent, so they
     // are 2H heads of D values at the start of each row.
     OpTimer t(profile, VisionOp::kRope, 0);
-    kernels::RopeRotateHalfRows(qkv, P, 3 * E, 2 * H, D, cos, sin, pool);
+    kernels::RopeRotateHalfRows(qkv, P, 3 * E, 2 * H, D, cos, sin, ctx);
   }
   // Full attention within each frame of each image, its output over Q.
   int64_t start = 0;
@@ -190,16 +190,16 @@ void VisionEncoder::AttentionHalf(const VisionBlockWeights& b, const std::vector
       s.q_stride = s.kv_stride = s.out_stride = 3 * E;
       float* base = qkv + start * 3 * E;
       OpTimer timer(profile, VisionOp::kAttention, 4.0 * frame * frame * E);  // Q K^T and P V
-      kernels::Attention(base, base + E, base + 2 * E, s, base, pool);
+      kernels::Attention(base, base + E, base + 2 * E, s, base, ctx);
     }
   }
   {
     OpTimer t(profile, VisionOp::kOut, 2.0 * static_cast<double>(P) * E * E);
-    CompactQRows(qkv, P, E, pool);
-    ChunkedMatMul(qkv, P, b.proj, b.proj_b.data(), qkv + P * E, buf.chunk, pool);
+    CompactQRows(qkv, P, E, ctx.pool());
+    ChunkedMatMul(qkv, P, b.proj, b.proj_b.data(), qkv + P * E, buf.chunk, ctx);
   }
   OpTimer t(profile, VisionOp::kResidual, 0);
-  kernels::AddInPlace(buf.x.data(), qkv + P * E, P * E, pool);
+  kernels::AddInPlace(buf.x.data(), qkv + P * E, P * E, ctx);
 }
 
 namespace {
@@ -215,28 +215,29 @@ struct PackedHalf {
   float* tmp;
   int64_t chunk;  // rows of tmp
   const float *cos, *sin;
-  ThreadPool* pool;
+  const kernels::KernelContext& ctx;
   OpProfile* profile;
   int64_t E = c.embed_dim, H = c.num_heads, D = c.head_dim();
-  WeightView wq = kernels::WeightRows(b.qkv, 0, E), wkv = kernels::WeightRows(b.qkv, E, 2 * E);
+  WeightView wq = kernels::WeightRows(b.qkv, 0, E, ctx.config()),
+             wkv = kernels::WeightRows(b.qkv, E, 2 * E, ctx.config());
 
   void Norm1(int64_t i0, int64_t rows, float* out) const {
     OpTimer t(profile, VisionOp::kNorm, 0);
-    kernels::LayerNorm(x + i0 * E, rows, E, b.norm1_w.data(), b.norm1_b.data(), c.layer_norm_eps, out, pool);
+    kernels::LayerNorm(x + i0 * E, rows, E, b.norm1_w.data(), b.norm1_b.data(), c.layer_norm_eps, out, ctx);
   }
 
   // kv16 rows [r0, r0 + rows) of every head (head-major, F rows per head) = the fp16 of the
   // rotated K | V product rows kv [rows, 2E]: one task per head's keys or values.
   void ToF16Heads(const float* kv, int64_t rows, int64_t r0, int64_t F, uint16_t* kv16) const {
-    auto run = [&](size_t lo, size_t hi, size_t) {
+    auto run = [&](size_t lo, size_t hi, size_t worker) {
       for (size_t i = lo; i < hi; ++i) {
         const int64_t h = static_cast<int64_t>(i) / 2, values = static_cast<int64_t>(i) % 2;
         kernels::ToF16Rows(kv + values * E + h * D, rows, D, 2 * E, kv16 + (2 * h + values) * F * D + r0 * D,
-                           D);
+                           D, ctx.Serial(worker));
       }
     };
-    if (pool != nullptr) {
-      pool->ParallelFor(static_cast<size_t>(2 * H), run, 1);
+    if (ctx.pool() != nullptr) {
+      ctx.pool()->ParallelFor(static_cast<size_t>(2 * H), run, 1);
     } else {
       run(0, static_cast<size_t>(2 * H), 0);
     }
@@ -254,10 +255,10 @@ struct PackedHalf {
       Norm1(i0, rows, ln);
       {
         OpTimer t(profile, VisionOp::kQkv, 2.0 * static_cast<double>(rows) * E * 2 * E);
-        kernels::MatMul(ln, rows, wkv, b.qkv_b.data() + E, kv, pool);
+        kernels::MatMul(ln, rows, wkv, b.qkv_b.data() + E, kv, ctx);
       }
       OpTimer t(profile, VisionOp::kRope, 0);
-      kernels::RopeRotateHalfRows(kv, rows, 2 * E, H, D, cos + i0 * D, sin + i0 * D, pool);
+      kernels::RopeRotateHalfRows(kv, rows, 2 * E, H, D, cos + i0 * D, sin + i0 * D, ctx);
       ToF16Heads(kv, rows, r0, F, kv16);
     }
   }
@@ -268,10 +269,10 @@ struct PackedHalf {
       const int64_t rows = std::min(chunk, n - r0), i0 = start + q0 + r0;
       Norm1(i0, rows, tmp);
       OpTimer t(profile, VisionOp::kQkv, 2.0 * static_cast<double>(rows) * E * E);
-      kernels::MatMul(tmp, rows, wq, b.qkv_b.data(), q + r0 * E, pool);
+      kernels::MatMul(tmp, rows, wq, b.qkv_b.data(), q + r0 * E, ctx);
     }
     OpTimer t(profile, VisionOp::kRope, 0);
-    kernels::RopeRotateHalfRows(q, n, E, H, D, cos + (start + q0) * D, sin + (start + q0) * D, pool);
+    kernels::RopeRotateHalfRows(q, n, E, H, D, cos + (start + q0) * D, sin + (start + q0) * D, ctx);
   }
 
   // x rows [i0, i0 + n) += out_proj(a), in tmp's chunks.
@@ -280,10 +281,10 @@ struct PackedHalf {
       const int64_t rows = std::min(chunk, n - r0);
       {
         OpTimer t(profile, VisionOp::kOut, 2.0 * static_cast<double>(rows) * E * E);
-        kernels::MatMul(a + r0 * E, rows, b.proj, b.proj_b.data(), tmp, pool);
+        kernels::MatMul(a + r0 * E, rows, b.proj, b.proj_b.data(), tmp, ctx);
       }
       OpTimer t(profile, VisionOp::kResidual, 0);
-      kernels::AddInPlace(x + (i0 + r0) * E, tmp, rows * E, pool);
+      kernels::AddInPlace(x + (i0 + r0) * E, tmp, rows * E, ctx);
     }
   }
 
@@ -293,7 +294,7 @@ struct PackedHalf {
   void Frame(int64_t start, int64_t F, kernels::AttentionShape s) const {
     auto* kv16 = reinterpret_cast<uint16_t*>(big);
     StageKv(start, F, kv16);
-    const size_t head_bytes = kernels::PackedKvHeadBytes(s);
+    const size_t head_bytes = kernels::PackedKvHeadBytes(s, ctx.config());
     const bool in_place = head_bytes <= static_cast<size_t>(4 * F * D);
     std::unique_ptr<AlignedFloats> beside;  // packed bytes of a small frame
     uint8_t* packed = reinterpret_cast<uint8_t*>(big);
@@ -303,7 +304,7 @@ struct PackedHalf {
     }
     {
       OpTimer t(profile, VisionOp::kAttention, 0);
-      kernels::PackKvInt8(kernels::HalfKv{kv16, kv16 + F * D, 2 * F * D, D}, s, packed, head_bytes, pool);
+      kernels::PackKvInt8(kernels::HalfKv{kv16, kv16 + F * D, 2 * F * D, D}, s, packed, head_bytes, ctx);
     }
     // The queries go to big past the packed heads (from its start when they lie beside).
     const int64_t used = in_place ? static_cast<int64_t>((H * head_bytes + 63) / 64 * 16) : 0;  // floats
@@ -322,7 +323,7 @@ struct PackedHalf {
       {
         OpTimer t(profile, VisionOp::kAttention, 4.0 * static_cast<double>(n) * F * E);
         s.n_q = n;
-        kernels::AttentionPacked(q, s, packed, head_bytes, q, pool);
+        kernels::AttentionPacked(q, s, packed, head_bytes, q, ctx);
       }
       OutProj(start + q0, n, q);
     }
@@ -332,10 +333,10 @@ struct PackedHalf {
 }  // namespace
 
 void VisionEncoder::AttentionHalfPacked(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids,
-                                        const float* cos, const float* sin, Buffers& buf, ThreadPool* pool,
-                                        OpProfile* profile) const {
-  const PackedHalf half{b,         c_,  buf.x.data(), buf.big.data(), buf.big.n, buf.tmp.data(),
-                        buf.chunk, cos, sin,          pool,           profile};
+                                        const float* cos, const float* sin, Buffers& buf,
+                                        const kernels::KernelContext& ctx, OpProfile* profile) const {
+  const PackedHalf half{b,   c_,  buf.x.data(), buf.big.data(), buf.big.n, buf.tmp.data(), buf.chunk,
+                        cos, sin, ctx,          profile};
   int64_t start = 0;
   for (const ImageGrid& g : grids) {
     const int64_t F = g.h * g.w;
@@ -345,7 +346,7 @@ void VisionEncoder::AttentionHalfPacked(const VisionBlockWeights& b, const std::
   }
 }
 
-void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool,
+void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, const kernels::KernelContext& ctx,
                             OpProfile* profile) const {
   const int64_t E = buf.E, M = c_.mlp_dim;
   for (int64_t r0 = 0; r0 < buf.P; r0 += buf.chunk) {
@@ -355,46 +356,49 @@ void VisionEncoder::MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPoo
     {
       OpTimer t(profile, VisionOp::kNorm, 0);
       kernels::LayerNorm(x, rows, E, b.norm2_w.data(), b.norm2_b.data(), c_.layer_norm_eps, buf.tmp.data(),
-                         pool);
+                         ctx);
     }
     float* hidden = buf.big.data();  // [rows, M]: Q, K and V are dead until the next block
     {
       OpTimer t(profile, VisionOp::kFc1, mac * E * M);
-      kernels::MatMul(buf.tmp.data(), rows, b.fc1, b.fc1_b.data(), hidden, pool);
+      kernels::MatMul(buf.tmp.data(), rows, b.fc1, b.fc1_b.data(), hidden, ctx);
     }
     {
       OpTimer t(profile, VisionOp::kGelu, 0);
-      kernels::QuickGelu(hidden, rows * M, pool);
+      kernels::QuickGelu(hidden, rows * M, ctx);
     }
     {
       OpTimer t(profile, VisionOp::kFc2, mac * M * E);
-      kernels::MatMul(hidden, rows, b.fc2, b.fc2_b.data(), buf.tmp.data(), pool);
+      kernels::MatMul(hidden, rows, b.fc2, b.fc2_b.data(), buf.tmp.data(), ctx);
     }
     OpTimer t(profile, VisionOp::kResidual, 0);
-    kernels::AddInPlace(x, buf.tmp.data(), rows * E, pool);
+    kernels::AddInPlace(x, buf.tmp.data(), rows * E, ctx);
   }
 }
 
 StatusOr<std::vector<float>> VisionEncoder::Encode(const float* pixel_values, int64_t num_patches,
-                                                   const std::vector<ImageGrid>& grids, ThreadPool* pool,
-                                                   VisionTrace* trace, OpProfile* profile) const {
-  return EncodeImpl(pixel_values, num_patches, nullptr, grids, pool, trace, profile);
+                                                   const std::vector<ImageGrid>& grids,
+                                                   const kernels::KernelContext& ctx, VisionTrace* trace,
+                                                   OpProfile* profile) const {
+  return EncodeImpl(pixel_values, num_patches, nullptr, grids, ctx, trace, profile);
 }
 
 StatusOr<std::vector<float>> VisionEncoder::Encode(std::vector<float>&& pixel_values,
-                                                   const std::vector<ImageGrid>& grids, ThreadPool* pool,
-                                                   VisionTrace* trace, OpProfile* profile) const {
+                                                   const std::vector<ImageGrid>& grids,
+                                                   const kernels::KernelContext& ctx, VisionTrace* trace,
+                                                   OpProfile* profile) const {
   const int64_t pd = c_.patch_dim();
   const int64_t size = static_cast<int64_t>(pixel_values.size());
   if (pd <= 0 || size % pd != 0) return InvalidArgumentError("pixel_values is not whole patches");
   std::vector<float> owned = std::move(pixel_values);
-  return EncodeImpl(owned.data(), size / pd, &owned, grids, pool, trace, profile);
+  return EncodeImpl(owned.data(), size / pd, &owned, grids, ctx, trace, profile);
 }
 
 StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values, int64_t num_patches,
                                                        std::vector<float>* owned,
-                                                       const std::vector<ImageGrid>& grids, ThreadPool* pool,
-                                                       VisionTrace* trace, OpProfile* profile) const {
+                                                       const std::vector<ImageGrid>& grids,
+                                                       const kernels::KernelContext& ctx, VisionTrace* trace,
+                                                       OpProfile* profile) const {
   const int64_t E = c_.embed_dim, D = c_.head_dim(), M = c_.mlp_dim;
   const int merge = c_.spatial_merge_size;
   int64_t total = 0, max_frame = 0;
@@ -408,12 +412,13 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
   if (total != num_patches) return InvalidArgumentError("pixel_values rows do not match the image grids");
   const int64_t P = num_patches;
   const bool quantized = !w_.blocks.empty() && w_.blocks[0].qkv.quantized();
-  const bool packed = o_.packed_attention && quantized && kernels::PackedAttentionRuns(FrameShape(P, true));
+  const bool packed =
+      o_.packed_attention && quantized && kernels::PackedAttentionRuns(FrameShape(P, true), ctx.config());
 
   Buffers buf(P, E, M, c_.merge_unit(), max_frame, o_.chunk_rows, packed);
   {
     OpTimer t(profile, VisionOp::kPatchEmbed, 2.0 * static_cast<double>(P) * c_.patch_dim() * E);
-    kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, buf.x.data(), pool);
+    kernels::MatMul(pixel_values, P, w_.patch_embed, nullptr, buf.x.data(), ctx);
   }
   if (owned != nullptr) std::vector<float>().swap(*owned);
   if (trace) trace->patch_embed = buf.x.Copy();
@@ -424,21 +429,22 @@ StatusOr<std::vector<float>> VisionEncoder::EncodeImpl(const float* pixel_values
   VisionRopeTables(grids, merge, static_cast<int>(D), &cos, &sin);
   for (size_t bi = 0; bi < w_.blocks.size(); ++bi) {
     if (packed) {
-      AttentionHalfPacked(w_.blocks[bi], grids, cos.data(), sin.data(), buf, pool, profile);
+      AttentionHalfPacked(w_.blocks[bi], grids, cos.data(), sin.data(), buf, ctx, profile);
     } else {
-      AttentionHalf(w_.blocks[bi], grids, cos.data(), sin.data(), buf, pool, profile);
+      AttentionHalf(w_.blocks[bi], grids, cos.data(), sin.data(), buf, ctx, profile);
     }
-    MlpHalf(w_.blocks[bi], buf, pool, profile);
+    MlpHalf(w_.blocks[bi], buf, ctx, profile);
     if (trace && bi == 0) trace->block0 = buf.x.Copy();
   }
-  return Merge(buf, pool, profile);
+  return Merge(buf, ctx, profile);
 }
 
 // LayerNorm per patch, then 4 consecutive patches (one 2x2 group) form one row of the merger's
 // MLP, in chunks of merged rows: their normed patches in `big`, the hidden rows in `tmp`, the
 // output rows over x's start (merged row t's output ends before x's row unit * (t + 1), whose
 // patches are normed by then), copied out once the work buffers are freed.
-std::vector<float> VisionEncoder::Merge(Buffers& buf, ThreadPool* pool, OpProfile* profile) const {
+std::vector<float> VisionEncoder::Merge(Buffers& buf, const kernels::KernelContext& ctx,
+                                        OpProfile* profile) const {
   const int64_t E = buf.E, unit = c_.merge_unit(), T = buf.P / unit, ME = E * unit, H = c_.out_hidden_size;
   // Equal chunks (the last short by less than their count) of at least 64 rows where T has them
   // (big's and tmp's rows suffice at the default chunk sizes; else they get buffers of their
@@ -467,18 +473,18 @@ std::vector<float> VisionEncoder::Merge(Buffers& buf, ThreadPool* pool, OpProfil
     {
       OpTimer t(profile, VisionOp::kNorm, 0);
       kernels::LayerNorm(buf.x.data() + t0 * ME, n * unit, E, w_.merger_ln_w.data(), w_.merger_ln_b.data(),
-                         1e-6f, normed, pool);
+                         1e-6f, normed, ctx);
     }
     {
       OpTimer t(profile, VisionOp::kMerger, 2.0 * n * ME * ME);
-      ChunkedMatMul(normed, n, w_.merger_fc1, w_.merger_fc1_b.data(), mid, buf.chunk, pool);
+      ChunkedMatMul(normed, n, w_.merger_fc1, w_.merger_fc1_b.data(), mid, buf.chunk, ctx);
     }
     {
       OpTimer t(profile, VisionOp::kGelu, 0);
-      kernels::GeluErf(mid, n * ME, pool);
+      kernels::GeluErf(mid, n * ME, ctx);
     }
     OpTimer t(profile, VisionOp::kMerger, 2.0 * n * ME * H);
-    ChunkedMatMul(mid, n, w_.merger_fc2, w_.merger_fc2_b.data(), dst + t0 * H, buf.chunk, pool);
+    ChunkedMatMul(mid, n, w_.merger_fc2, w_.merger_fc2_b.data(), dst + t0 * H, buf.chunk, ctx);
   }
   if (!over_x) return out;
   buf.big.p.reset();

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "base/thread_pool.h"
+#include "kernels/context.h"
 #include "model/config.h"
 #include "model/op_profile.h"
 #include "model/weights.h"
@@ -50,12 +50,12 @@ class VisionEncoder {
   // Encodes one or more images packed together; attention never crosses an image (frame) boundary.
   // profile (optional): time and work per op kind are added to it (model/op_profile.h).
   StatusOr<std::vector<float>> Encode(const float* pixel_values, int64_t num_patches,
-                                      const std::vector<ImageGrid>& grids, ThreadPool* pool,
+                                      const std::vector<ImageGrid>& grids, const kernels::KernelContext& ctx,
                                       VisionTrace* trace = nullptr, OpProfile* profile = nullptr) const;
   // The same, taking the pixel values ([P, patch_dim]): they are freed as soon as the patches are
   // embedded (a 1036x1036 image's are 26 MB), so they do not sit beside the encoder's activations.
   StatusOr<std::vector<float>> Encode(std::vector<float>&& pixel_values, const std::vector<ImageGrid>& grids,
-                                      ThreadPool* pool, VisionTrace* trace = nullptr,
+                                      const kernels::KernelContext& ctx, VisionTrace* trace = nullptr,
                                       OpProfile* profile = nullptr) const;
 
  private:
@@ -63,18 +63,22 @@ class VisionEncoder {
   // Encode's body; owned (optional) holds pixel_values and is freed once they are embedded.
   StatusOr<std::vector<float>> EncodeImpl(const float* pixel_values, int64_t num_patches,
                                           std::vector<float>* owned, const std::vector<ImageGrid>& grids,
-                                          ThreadPool* pool, VisionTrace* trace, OpProfile* profile) const;
+                                          const kernels::KernelContext& ctx, VisionTrace* trace,
+                                          OpProfile* profile) const;
   // x [P, E] += attention over each frame of norm1(x) (Q, K, V from qkv, rotated; out_proj).
   void AttentionHalf(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids, const float* cos,
-                     const float* sin, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
+                     const float* sin, Buffers& buf, const kernels::KernelContext& ctx,
+                     OpProfile* profile) const;
   // The same with keys and values packed once per frame and queries per chunk (the packed path).
   void AttentionHalfPacked(const VisionBlockWeights& b, const std::vector<ImageGrid>& grids, const float* cos,
-                           const float* sin, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
+                           const float* sin, Buffers& buf, const kernels::KernelContext& ctx,
+                           OpProfile* profile) const;
   // x [P, E] += fc2(gelu(fc1(norm2(x)))), in chunks of rows.
-  void MlpHalf(const VisionBlockWeights& b, Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
+  void MlpHalf(const VisionBlockWeights& b, Buffers& buf, const kernels::KernelContext& ctx,
+               OpProfile* profile) const;
 
   // The merger over the encoder's output x [P, E], chunk by chunk: [P / 4, out_hidden].
-  std::vector<float> Merge(Buffers& buf, ThreadPool* pool, OpProfile* profile) const;
+  std::vector<float> Merge(Buffers& buf, const kernels::KernelContext& ctx, OpProfile* profile) const;
   // The attention shape of one frame of n patches (queries set per call).
   kernels::AttentionShape FrameShape(int64_t n, bool int8) const;
 

@@ -39,8 +39,9 @@ AttentionShape ShapeOf(const Case& c) {
   return s;
 }
 
-void RunAttentionCase(const Case& c, ThreadPool* pool, uint32_t seed, float spread = 1.0f, float rel = 1e-5f,
-                      bool int8_qk = false, bool int8_pv = false) {
+// The kernel with ctx against its twin (on the calling thread, ctx's configuration).
+void RunAttentionCase(const Case& c, const KernelContext& ctx, uint32_t seed, float spread = 1.0f,
+                      float rel = 1e-5f, bool int8_qk = false, bool int8_pv = false) {
   AttentionShape s = ShapeOf(c);
   s.int8_qk = int8_qk;
   s.int8_pv = int8_pv;
@@ -66,8 +67,8 @@ void RunAttentionCase(const Case& c, ThreadPool* pool, uint32_t seed, float spre
   }
   s.out_stride = qd + 5;  // padded output rows
   std::vector<float> want(static_cast<size_t>(c.n_q * s.out_stride), 0.0f), got(want.size(), 0.0f);
-  ref::Attention(q, k, v, s, want.data(), nullptr);
-  cpu::Attention(q, k, v, s, got.data(), pool);
+  ref::Attention(q, k, v, s, want.data(), ctx.Serial(0));
+  cpu::Attention(q, k, v, s, got.data(), ctx);
   int bad = 0;
   for (int64_t i = 0; i < c.n_q; ++i) {
     for (int64_t j = 0; j < s.out_stride; ++j) {
@@ -93,7 +94,8 @@ TEST_P(AttentionTest, SmallAndOddShapes) {
       {2, 40, 14, 2, 64, true, false}, {1, 129, 2, 1, 24, false, false}, {5, 300, 7, 7, 17, true, false},
   };
   uint32_t seed = 1;
-  for (const Case& c : cases) RunAttentionCase(c, nullptr, seed++);
+  const KernelWorkspace ctx = Ctx();  // one for all: its kept scratch serves every shape
+  for (const Case& c : cases) RunAttentionCase(c, ctx, seed++);
 }
 
 TEST_P(AttentionTest, ManyTilesAndBlocksWithPool) {
@@ -104,15 +106,17 @@ TEST_P(AttentionTest, ManyTilesAndBlocksWithPool) {
       {130, 130, 4, 1, 40, true, false},   // MQA
   };
   uint32_t seed = 50;
-  for (const Case& c : cases) RunAttentionCase(c, &pool, seed++);
+  const KernelWorkspace ctx = Ctx(&pool);
+  for (const Case& c : cases) RunAttentionCase(c, ctx, seed++);
 }
 
 TEST_P(AttentionTest, DecodeKeySplitsMerge) {
   // 2 KV heads and 4 workers: decode splits the keys and merges the partial softmaxes.
   ThreadPool pool(4);
-  RunAttentionCase({1, 1500, 14, 2, 64, true, false}, &pool, 77);
-  RunAttentionCase({1, 1000, 4, 1, 80, false, false}, &pool, 78);
-  RunAttentionCase({2, 2000, 2, 1, 64, true, false}, &pool, 79);
+  const KernelWorkspace ctx = Ctx(&pool);
+  RunAttentionCase({1, 1500, 14, 2, 64, true, false}, ctx, 77);
+  RunAttentionCase({1, 1000, 4, 1, 80, false, false}, ctx, 78);
+  RunAttentionCase({2, 2000, 2, 1, 64, true, false}, ctx, 79);
 }
 
 // Int8 Q Kᵀ (vision with q8 weights): the kernel and its twin quantize with the same functions,
@@ -124,7 +128,8 @@ TEST_P(AttentionTest, Int8QkMatchesItsTwin) {
                         {1, 129, 2, 1, 24, false, false},  {300, 300, 2, 2, 80, false, true},
                         {1, 1000, 4, 1, 80, false, false}, {50, 50, 2, 2, 80, true, false}};
   uint32_t seed = 300;
-  for (const Case& c : cases) RunAttentionCase(c, &pool, seed++, 1.0f, 1e-5f, /*int8_qk=*/true);
+  const KernelWorkspace ctx = Ctx(&pool);
+  for (const Case& c : cases) RunAttentionCase(c, ctx, seed++, 1.0f, 1e-5f, /*int8_qk=*/true);
 }
 
 // The int8 attention's quantizers as each target runs them give the scalar twins' bytes and
@@ -145,20 +150,22 @@ TEST_P(AttentionTest, Int8QuantizersEqualTheirTwins) {
       std::vector<int8_t> want8(static_cast<size_t>(nk * stride), 7), got8(want8);
       std::vector<float> want_s(static_cast<size_t>(nk)), got_s(want_s.size());
       ref::AttentionInt8Keys(kv.data(), s, h, k_lo, nk, stride, want8.data(), want_s.data());
-      cpu::AttentionInt8Keys(kv.data(), s, h, k_lo, nk, stride, got8.data(), got_s.data());
+      cpu::AttentionInt8Keys(kv.data(), s, h, k_lo, nk, stride, got8.data(), got_s.data(), config());
       EXPECT_EQ(got8, want8) << "keys, hd " << hd << " head " << h;
       EXPECT_EQ(got_s, want_s) << "keys, hd " << hd << " head " << h;
       std::vector<float> want_vs(static_cast<size_t>(hd)), got_vs(want_vs.size()), want_mu(want_vs.size()),
           got_mu(want_vs.size());
       ref::AttentionInt8Values(kv.data(), s, h, k_lo, nk, stride, want8.data(), want_vs.data(),
                                want_mu.data());
-      cpu::AttentionInt8Values(kv.data(), s, h, k_lo, nk, stride, got8.data(), got_vs.data(), got_mu.data());
+      cpu::AttentionInt8Values(kv.data(), s, h, k_lo, nk, stride, got8.data(), got_vs.data(), got_mu.data(),
+                               config());
       EXPECT_EQ(got8, want8) << "values, hd " << hd << " head " << h;
       EXPECT_EQ(got_vs, want_vs) << "values, hd " << hd;
       EXPECT_EQ(got_mu, want_mu) << "values, hd " << hd;
       std::vector<int8_t> wq(static_cast<size_t>(hd)), gq(wq.size());
       const float* row = kv.data() + (9 + h) * width + h * hd;
-      EXPECT_EQ(cpu::AttentionInt8Row(row, hd, gq.data()), ref::AttentionInt8Row(row, hd, wq.data()));
+      EXPECT_EQ(cpu::AttentionInt8Row(row, hd, gq.data(), config()),
+                ref::AttentionInt8Row(row, hd, wq.data()));
       EXPECT_EQ(gq, wq) << "row, hd " << hd;
     }
   }
@@ -185,9 +192,10 @@ TEST_P(AttentionTest, Int8PvMatchesItsTwin) {
       {300, 300, 2, 2, 80, false, true}, {1, 1000, 4, 1, 80, false, false}, {9, 70, 2, 2, 100, false, false},
       {50, 50, 2, 2, 80, true, false},   {5, 257, 2, 2, 80, false, false}};  // a tile + 1 key
   uint32_t seed = 400;
+  const KernelWorkspace ctx = Ctx(&pool);
   for (const Case& c : cases) {
-    RunAttentionCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/true, /*int8_pv=*/true);
-    RunAttentionCase(c, &pool, seed++, 1.0f, 1e-2f, /*int8_qk=*/false, /*int8_pv=*/true);
+    RunAttentionCase(c, ctx, seed++, 1.0f, 1e-2f, /*int8_qk=*/true, /*int8_pv=*/true);
+    RunAttentionCase(c, ctx, seed++, 1.0f, 1e-2f, /*int8_qk=*/false, /*int8_pv=*/true);
   }
 }
 
@@ -207,14 +215,15 @@ TEST_P(AttentionTest, Int8StaysCloseToFp32) {
   s.q_stride = s.kv_stride = 3 * qd;
   s.out_stride = qd;
   std::vector<float> fp32(static_cast<size_t>(n * qd)), int8(fp32.size()), qk_only;
-  Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, fp32.data(), nullptr);
+  const KernelWorkspace ctx = Ctx();
+  Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, fp32.data(), ctx);
   for (bool pv : {false, true}) {
     s.int8_qk = true;
     s.int8_pv = pv;
-    Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, int8.data(), nullptr);
+    Attention(buf.data(), buf.data() + qd, buf.data() + 2 * qd, s, int8.data(), ctx);
     if (!pv) qk_only = int8;
     // Where the int8 P V runs, it is not the fp32 P V in disguise.
-    if (pv && AttentionUsesInt8Pv(s)) {
+    if (pv && AttentionUsesInt8Pv(s, config())) {
       EXPECT_NE(int8, qk_only);
     }
     double worst = 1.0;
@@ -247,9 +256,9 @@ TEST_P(AttentionTest, NoKeysGiveZerosInKernelAndTwin) {
     for (bool twin : {false, true}) {
       std::vector<float> out(5 * 64, 7.0f);
       if (twin) {
-        ref::Attention(q.data(), &unused, &unused, s, out.data(), nullptr);
+        ref::Attention(q.data(), &unused, &unused, s, out.data(), Ctx());
       } else {
-        cpu::Attention(q.data(), &unused, &unused, s, out.data(), &pool);
+        cpu::Attention(q.data(), &unused, &unused, s, out.data(), Ctx(&pool));
       }
       for (size_t i = 0; i < out.size(); ++i)
         ASSERT_EQ(out[i], 0.0f) << "twin=" << twin << " int8=" << int8 << " " << i;
@@ -264,6 +273,7 @@ TEST_P(AttentionTest, InPlaceOverTheQueriesEqualsOutOfPlace) {
                         {1, 1000, 4, 1, 80, false, true},
                         {97, 97, 2, 2, 24, true, true}};
   uint32_t seed = 700;
+  const KernelWorkspace ctx = Ctx(&pool);
   for (const Case& c : cases) {
     for (bool int8 : {false, true}) {
       AttentionShape s = ShapeOf(c);
@@ -275,17 +285,17 @@ TEST_P(AttentionTest, InPlaceOverTheQueriesEqualsOutOfPlace) {
       const int64_t q0 = c.n_kv - c.n_q;
       std::vector<float> out(buf.size(), 0.0f);
       cpu::Attention(buf.data() + q0 * row, buf.data() + qd, buf.data() + qd + kd, s, out.data() + q0 * row,
-                     &pool);
+                     ctx);
       for (bool twin : {false, true}) {
         std::vector<float> in_place = buf, want = out;
         float* q = in_place.data() + q0 * row;
         if (twin) {
           want.assign(buf.size(), 0.0f);
           ref::Attention(buf.data() + q0 * row, buf.data() + qd, buf.data() + qd + kd, s,
-                         want.data() + q0 * row, nullptr);
-          ref::Attention(q, in_place.data() + qd, in_place.data() + qd + kd, s, q, &pool);
+                         want.data() + q0 * row, ctx.Serial(0));
+          ref::Attention(q, in_place.data() + qd, in_place.data() + qd + kd, s, q, ctx);
         } else {
-          cpu::Attention(q, in_place.data() + qd, in_place.data() + qd + kd, s, q, &pool);
+          cpu::Attention(q, in_place.data() + qd, in_place.data() + qd + kd, s, q, ctx);
         }
         int bad = 0;
         for (int64_t i = q0; i < c.n_kv; ++i) {
@@ -308,8 +318,8 @@ TEST_P(AttentionTest, PeakedSoftmaxIsStable) {
   // Logits with a spread of ~±40: the online max rescaling must not overflow or lose the
   // peak. The result is ill-conditioned (a 1e-7 relative change of a logit of 40 moves its
   // weight by 4e-6), so the bound scales with the logit size.
-  RunAttentionCase({40, 300, 2, 2, 64, false, false}, nullptr, 90, 6.0f, 2e-4f);
-  RunAttentionCase({40, 300, 2, 1, 64, true, false}, nullptr, 91, 6.0f, 2e-4f);
+  RunAttentionCase({40, 300, 2, 2, 64, false, false}, Ctx(), 90, 6.0f, 2e-4f);
+  RunAttentionCase({40, 300, 2, 1, 64, true, false}, Ctx(), 91, 6.0f, 2e-4f);
 }
 
 // A case's shape with dense row strides and random q [n_q, heads * hd], k and v [n_kv,
@@ -371,10 +381,11 @@ TEST_P(AttentionTest, PagedKvEqualsContiguous) {
         paged.kv_block = bs;
         const size_t n = static_cast<size_t>(c.n_q * qd);
         std::vector<float> want(n), got(n), ref_want(n), ref_got(n);
-        cpu::Attention(q.data(), k.data(), v.data(), s, want.data(), p);
-        cpu::Attention(q.data(), nullptr, nullptr, paged, got.data(), p);
-        ref::Attention(q.data(), k.data(), v.data(), s, ref_want.data(), p);
-        ref::Attention(q.data(), nullptr, nullptr, paged, ref_got.data(), p);
+        const KernelWorkspace ctx = Ctx(p);
+        cpu::Attention(q.data(), k.data(), v.data(), s, want.data(), ctx);
+        cpu::Attention(q.data(), nullptr, nullptr, paged, got.data(), ctx);
+        ref::Attention(q.data(), k.data(), v.data(), s, ref_want.data(), ctx);
+        ref::Attention(q.data(), nullptr, nullptr, paged, ref_got.data(), ctx);
         EXPECT_EQ(got, want) << "n_kv=" << c.n_kv << " bs=" << bs << " pool=" << (p != nullptr);
         EXPECT_EQ(ref_got, ref_want) << "n_kv=" << c.n_kv << " bs=" << bs;
       }
@@ -436,10 +447,11 @@ TEST_P(AttentionTest, Fp16PagedKvEqualsItsWidenedValues) {
         widened.v_blocks = vb32.data();
         const size_t n = static_cast<size_t>(c.n_q * qd);
         std::vector<float> want(n), got(n), ref_want(n), ref_got(n);
-        cpu::Attention(q.data(), nullptr, nullptr, widened, want.data(), p);
-        cpu::Attention(q.data(), nullptr, nullptr, half, got.data(), p);
-        ref::Attention(q.data(), nullptr, nullptr, widened, ref_want.data(), p);
-        ref::Attention(q.data(), nullptr, nullptr, half, ref_got.data(), p);
+        const KernelWorkspace ctx = Ctx(p);
+        cpu::Attention(q.data(), nullptr, nullptr, widened, want.data(), ctx);
+        cpu::Attention(q.data(), nullptr, nullptr, half, got.data(), ctx);
+        ref::Attention(q.data(), nullptr, nullptr, widened, ref_want.data(), ctx);
+        ref::Attention(q.data(), nullptr, nullptr, half, ref_got.data(), ctx);
         EXPECT_EQ(got, want) << "n_kv=" << c.n_kv << " bs=" << bs << " pool=" << (p != nullptr);
         EXPECT_EQ(ref_got, ref_want) << "n_kv=" << c.n_kv << " bs=" << bs;
         int bad = 0;
@@ -469,8 +481,8 @@ TEST_P(AttentionTest, PackedKvEqualsAttentionOverItsWidenedValues) {
     s.n_q = c.n_q, s.n_kv = c.n_kv, s.num_heads = c.heads, s.num_kv_heads = c.kv_heads, s.head_dim = c.hd;
     s.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
     s.int8_qk = s.int8_pv = true;
-    const size_t hb = cpu::PackedKvHeadBytes(s);
-    if (!cpu::AttentionInt8Available()) {
+    const size_t hb = cpu::PackedKvHeadBytes(s, config());
+    if (!cpu::AttentionInt8Available(config())) {
       EXPECT_EQ(hb, 0u);
       continue;
     }
@@ -499,18 +511,19 @@ TEST_P(AttentionTest, PackedKvEqualsAttentionOverItsWidenedValues) {
     s.q_stride = qd, s.kv_stride = kd, s.out_stride = qd;
     const size_t n = static_cast<size_t>(c.n_q * qd);
     std::vector<float> want(n), twin(n);
-    cpu::Attention(q.data(), k32.data(), v32.data(), s, want.data(), &pool);
-    ref::Attention(q.data(), k32.data(), v32.data(), s, twin.data(), nullptr);
+    const KernelWorkspace ctx = Ctx(&pool), serial = Ctx();
+    cpu::Attention(q.data(), k32.data(), v32.data(), s, want.data(), ctx);
+    ref::Attention(q.data(), k32.data(), v32.data(), s, twin.data(), serial);
     const HalfKv src{half, half + c.n_kv * rs, hs, rs};
     auto* beside = static_cast<uint8_t*>(std::aligned_alloc(64, c.kv_heads * hb));
-    cpu::PackKvInt8(src, s, beside, hb, &pool);
+    cpu::PackKvInt8(src, s, beside, hb, ctx);
     for (int64_t run : {c.n_q, int64_t{37}, int64_t{1}}) {
       std::vector<float> got(n, NAN);
       for (int64_t q0 = 0; q0 < c.n_q; q0 += run) {
         AttentionShape part = s;
         part.n_q = std::min(run, c.n_q - q0);
         cpu::AttentionPacked(q.data() + q0 * qd, part, beside, hb, got.data() + q0 * qd,
-                             q0 % 2 ? nullptr : &pool);
+                             q0 % 2 ? serial : ctx);
       }
       EXPECT_EQ(got, want) << "n_kv=" << c.n_kv << " run=" << run;
     }
@@ -519,9 +532,9 @@ TEST_P(AttentionTest, PackedKvEqualsAttentionOverItsWidenedValues) {
       bad += !(std::fabs(want[i] - twin[i]) <= 1e-2f * (std::fabs(twin[i]) + 0.2f));
     EXPECT_EQ(bad, 0) << "packed vs twin, n_kv=" << c.n_kv;
     if (hb <= static_cast<size_t>(hs) * 2) {  // in place over the fp16 heads, as the vision encoder packs
-      cpu::PackKvInt8(src, s, reinterpret_cast<uint8_t*>(half), hb, &pool);
+      cpu::PackKvInt8(src, s, reinterpret_cast<uint8_t*>(half), hb, ctx);
       std::vector<float> got(n);
-      cpu::AttentionPacked(q.data(), s, reinterpret_cast<uint8_t*>(half), hb, got.data(), &pool);
+      cpu::AttentionPacked(q.data(), s, reinterpret_cast<uint8_t*>(half), hb, got.data(), ctx);
       EXPECT_EQ(got, want) << "in place, n_kv=" << c.n_kv;
     }
     std::free(beside);

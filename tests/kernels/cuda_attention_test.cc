@@ -85,7 +85,7 @@ void VarlenTwin(const VarlenCase& c, const std::vector<int32_t>& cu_q, const std
     a.causal = c.causal;
     a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     ref::Attention(q + cu_q[s] * q_stride, k + cu_k[s] * kv_stride, v + cu_k[s] * kv_stride, a,
-                   out + cu_q[s] * out_stride, nullptr);
+                   out + cu_q[s] * out_stride, KernelWorkspace(KernelConfig(), nullptr));
   }
 }
 
@@ -242,7 +242,8 @@ void CheckPaged(cu::StreamHandle stream, const PagedCase& c) {
     a.k_blocks = kb.data();
     a.v_blocks = vb.data();
     a.kv_block = bs;
-    ref::Attention(q.data() + s * q_stride, nullptr, nullptr, a, want.data() + s * qd, nullptr);
+    ref::Attention(q.data() + s * q_stride, nullptr, nullptr, a, want.data() + s * qd,
+                   KernelWorkspace(KernelConfig(), nullptr));
   }
 
   std::vector<int32_t> lens(c.contexts.begin(), c.contexts.end());

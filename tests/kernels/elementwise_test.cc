@@ -2,6 +2,7 @@
 // target, odd lengths, misaligned pointers, in place, with and without a pool.
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -33,14 +34,14 @@ TEST_P(ElementwiseTest, RmsNormAndLayerNorm) {
       const std::string what = "n=" + std::to_string(n) + " m=" + std::to_string(m);
       std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
       ref::RmsNorm(x, m, n, w.data(), 1e-6f, want.data());
-      cpu::RmsNorm(x, m, n, w.data(), 1e-6f, got.data(), m > 3 ? &pool : nullptr);
+      cpu::RmsNorm(x, m, n, w.data(), 1e-6f, got.data(), Ctx(m > 3 ? &pool : nullptr));
       ExpectNear(got, want, {2e-6f, 1e-6f}, "rms " + what);
       ref::LayerNorm(x, m, n, w.data(), b.data(), 1e-6f, want.data());
-      cpu::LayerNorm(x, m, n, w.data(), b.data(), 1e-6f, got.data(), m > 3 ? &pool : nullptr);
+      cpu::LayerNorm(x, m, n, w.data(), b.data(), 1e-6f, got.data(), Ctx(m > 3 ? &pool : nullptr));
       ExpectNear(got, want, {1e-5f, 2e-6f}, "ln " + what);
       // In place.
       std::vector<float> inplace(x, x + m * n);
-      cpu::LayerNorm(inplace.data(), m, n, w.data(), b.data(), 1e-6f, inplace.data(), nullptr);
+      cpu::LayerNorm(inplace.data(), m, n, w.data(), b.data(), 1e-6f, inplace.data(), Ctx());
       ExpectNear(inplace, want, {1e-5f, 2e-6f}, "ln in place " + what);
     }
   }
@@ -49,7 +50,7 @@ TEST_P(ElementwiseTest, RmsNormAndLayerNorm) {
 TEST_P(ElementwiseTest, ActivationsMatchReference) {
   ThreadPool pool(3);
   for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{100}, size_t{100003}}) {
-    ThreadPool* p = n > 1000 ? &pool : nullptr;
+    const KernelWorkspace p = Ctx(n > 1000 ? &pool : nullptr);
     const std::string what = "n=" + std::to_string(n);
     std::vector<float> base = ActivationInputs(n + 1, static_cast<uint32_t>(n));
     std::vector<float> want(base.begin() + 1, base.end()), got = want;  // got is misaligned in base's sense
@@ -92,7 +93,7 @@ TEST_P(ElementwiseTest, RopeRotateHalf) {
                              s = RandomVec(static_cast<size_t>(hd), 2);
     std::vector<float> want(xb.begin() + 1, xb.end());
     ref::RopeRotateHalf(want.data(), hd, c.data(), s.data());
-    cpu::RopeRotateHalf(xb.data() + 1, hd, c.data(), s.data());
+    cpu::RopeRotateHalf(xb.data() + 1, hd, c.data(), s.data(), config());
     ExpectNear(std::vector<float>(xb.begin() + 1, xb.end()), want, {1e-6f, 1e-7f},
                "rope hd=" + std::to_string(hd));
   }
@@ -108,7 +109,7 @@ TEST_P(ElementwiseTest, RopeRotateHalfRowsMatchesPerHeadCalls) {
                              s = RandomVec(static_cast<size_t>(n * hd), 5);
     std::vector<float> want = x;
     ref::RopeRotateHalfRows(want.data(), n, stride, heads, hd, c.data(), s.data());
-    RopeRotateHalfRows(x.data(), n, stride, heads, hd, c.data(), s.data(), &pool);
+    RopeRotateHalfRows(x.data(), n, stride, heads, hd, c.data(), s.data(), Ctx(&pool));
     ExpectNear(x, want, {1e-6f, 1e-7f}, "rope rows hd=" + std::to_string(hd));
   }
 }
@@ -120,7 +121,7 @@ TEST_P(ElementwiseTest, WeightRowToF32IsExact) {
       std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
       for (int64_t r = 0; r < 3; ++r) {
         ref::WeightRowToF32(w.view(), r, a.data());
-        cpu::WeightRowToF32(w.view(), r, b.data());
+        cpu::WeightRowToF32(w.view(), r, b.data(), config());
         ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << DTypeName(dt) << " cols=" << cols;
       }
     }
@@ -131,7 +132,7 @@ TEST_P(ElementwiseTest, WeightRowToF32IsExact) {
 // (targets without FMA round twice), and as many operations per lane; the read sum closely.
 TEST_P(ElementwiseTest, ProbesMatchTheirTwins) {
   for (int64_t iters : {0, 1, 7, 1000}) {
-    const ProbeResult want = ref::FmaProbe(iters, 0.25f), got = cpu::FmaProbe(iters, 0.25f);
+    const ProbeResult want = ref::FmaProbe(iters, 0.25f), got = cpu::FmaProbe(iters, 0.25f, config());
     EXPECT_NEAR(got.value, want.value, 1e-5f) << iters;
     const double lanes = iters > 0 ? got.flops / want.flops : 0;
     if (iters > 0) {
@@ -144,7 +145,7 @@ TEST_P(ElementwiseTest, ProbesMatchTheirTwins) {
   for (size_t n : {size_t{0}, size_t{1}, size_t{31}, size_t{1000}, size_t{65537}}) {
     const std::vector<float> x = RandomVec(n + 1, static_cast<uint32_t>(n), -1.0f, 1.0f);
     const double want = ref::ReadProbe(x.data() + 1, static_cast<int64_t>(n));
-    EXPECT_NEAR(cpu::ReadProbe(x.data() + 1, static_cast<int64_t>(n)), want,
+    EXPECT_NEAR(cpu::ReadProbe(x.data() + 1, static_cast<int64_t>(n), config()), want,
                 1e-6 * static_cast<double>(n) + 1e-9)
         << n;
   }
@@ -167,18 +168,19 @@ TEST_P(ElementwiseTest, ToF16RowsMatchesItsTwin) {
   for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
     std::vector<uint16_t> want(static_cast<size_t>(rows * os), 0xabcd), got(want);
     ref::ToF16Rows(x.data(), rows, cols, xs, want.data(), os);
-    cpu::ToF16Rows(x.data(), rows, cols, xs, got.data(), os, p);
+    cpu::ToF16Rows(x.data(), rows, cols, xs, got.data(), os, Ctx(p));
     EXPECT_EQ(got, want);
   }
 }
 
 MINERU_INSTANTIATE_PER_TARGET(ElementwiseTest);
 
-// bench --target / MINERU_KERNELS: a tier caps what every kernel dispatches to, and lifts.
-TEST(SimdTierTest, CapsTheDispatchAndLifts) {
-  const std::string best = ActiveTargetName();
-  EXPECT_FALSE(CapSimdTier("avx9").ok());
-  EXPECT_EQ(ActiveTargetName(), best);  // a refused tier changes nothing
+// bench --target / MINERU_KERNELS: a tier's configuration caps what every kernel dispatches to;
+// none is the best target. Configurations are values: making one changes no other.
+TEST(SimdTierTest, CapsTheDispatch) {
+  const std::string best = TargetName(KernelConfig());
+  EXPECT_FALSE(KernelConfigForTier("avx9").ok());
+  EXPECT_EQ(TargetName(KernelConfig()), best);  // a refused tier changes nothing
 #if HWY_ARCH_X86
   const struct {
     const char* tier;
@@ -190,23 +192,47 @@ TEST(SimdTierTest, CapsTheDispatchAndLifts) {
                {"sse4", HWY_SSE4}};
   int capped = 0;
   for (const auto& t : tiers) {
-    const Status s = CapSimdTier(t.tier);
-    if (!s.ok()) continue;  // above this CPU
+    const StatusOr<KernelConfig> c = KernelConfigForTier(t.tier);
+    if (!c.ok()) continue;  // above this CPU
     ++capped;
-    EXPECT_STREQ(ActiveTargetName(), hwy::TargetName(t.target)) << t.tier;
-    EXPECT_EQ(IntegerPanelsAvailable(), t.target == HWY_AVX3_DL) << t.tier;
+    EXPECT_STREQ(TargetName(*c), hwy::TargetName(t.target)) << t.tier;
+    EXPECT_EQ(IntegerPanelsAvailable(*c), t.target == HWY_AVX3_DL) << t.tier;
     // AVX-VNNI is used only by the tier that names it (and where the CPU has it).
-    EXPECT_EQ(cpu::UseDotExtension(), std::string(t.tier) == "avx2_vnni") << t.tier;
+    EXPECT_EQ(cpu::UseDotExtension(*c), std::string(t.tier) == "avx2_vnni") << t.tier;
+    EXPECT_EQ(TargetName(KernelConfig()), best) << t.tier;  // the default stays uncapped
   }
   // avx2_vnni is refused exactly where the CPU lacks AVX-VNNI (or AVX2).
   if (!cpu::HasDotExtension()) {
-    EXPECT_FALSE(CapSimdTier("avx2_vnni").ok());
+    EXPECT_FALSE(KernelConfigForTier("avx2_vnni").ok());
   }
   EXPECT_GE(capped, 1);  // every x86-64 CPU that runs this has SSE4
 #endif
-  ASSERT_TRUE(CapSimdTier("").ok());
-  EXPECT_EQ(ActiveTargetName(), best);
-  EXPECT_EQ(cpu::UseDotExtension(), cpu::HasDotExtension());
+  const StatusOr<KernelConfig> none = KernelConfigForTier("");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(TargetName(*none), best);
+  EXPECT_EQ(cpu::UseDotExtension(*none), cpu::HasDotExtension());
+  const StatusOr<KernelConfig> ref = KernelConfigForTier("ref");
+  ASSERT_TRUE(ref.ok());
+  EXPECT_STREQ(TargetName(*ref), "reference");
+}
+
+// MINERU_KERNELS is read by KernelConfigFromEnv alone: a tier, the reference, nothing, or an
+// error that names the variable.
+TEST(SimdTierTest, ConfigFromTheEnvironment) {
+  ASSERT_EQ(unsetenv("MINERU_KERNELS"), 0);
+  StatusOr<KernelConfig> c = KernelConfigFromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->reference);
+  EXPECT_EQ(c->target, 0);
+  ASSERT_EQ(setenv("MINERU_KERNELS", "reference", 1), 0);
+  c = KernelConfigFromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->reference);
+  ASSERT_EQ(setenv("MINERU_KERNELS", "sse9", 1), 0);
+  c = KernelConfigFromEnv();
+  EXPECT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("MINERU_KERNELS"), std::string::npos) << c.status().message();
+  ASSERT_EQ(unsetenv("MINERU_KERNELS"), 0);
 }
 
 // The dot-product probes (not per Highway target: CPUID decides) against their twins.

@@ -91,15 +91,19 @@ inline std::string TargetParamName(const ::testing::TestParamInfo<int64_t>& info
   return hwy::TargetName(info.param);
 }
 
-// Runs each TEST_P once per compiled + supported target, with the dispatch forced to it.
+// Runs each TEST_P once per compiled + supported target: config() runs the SIMD kernels on it.
 class PerTarget : public ::testing::TestWithParam<int64_t> {
  protected:
   void SetUp() override {
-    hwy::SetSupportedTargetsForTest(GetParam());
-    SetKernelPath(KernelPath::kHighway);
-    ASSERT_STREQ(cpu::DispatchedTargetName(), hwy::TargetName(GetParam()));
+    config_.target = GetParam();
+    ASSERT_STREQ(cpu::DispatchedTargetName(config_), hwy::TargetName(GetParam()));
   }
-  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+  const KernelConfig& config() const { return config_; }
+  // A context of config() on pool (may be null), with scratch of its own.
+  KernelWorkspace Ctx(ThreadPool* pool = nullptr) const { return KernelWorkspace(config_, pool); }
+
+ private:
+  KernelConfig config_;
 };
 
 #define MINERU_INSTANTIATE_PER_TARGET(suite)                                                        \

@@ -109,37 +109,31 @@ Weights& GetWeights(int shape, int wtype) {
   return *slot;
 }
 
-// Target cap for the duration of one benchmark.
-class TargetScope {
- public:
-  explicit TargetScope(int target) {
+// The kernels of one benchmark's "tgt" argument.
+KernelConfig BenchConfig(int target) {
+  KernelConfig c;
 #if HWY_ARCH_X86
-    if (target == 1 || target == 6) hwy::SetSupportedTargetsForTest(HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
-    if (target == 3) hwy::SetSupportedTargetsForTest(HWY_AVX3 | HWY_AVX2 | HWY_SSE4 | HWY_SCALAR);
+  if (target == 1 || target == 6) c.target = HWY_AVX2;
+  if (target == 3) c.target = HWY_AVX3;
 #endif  // elsewhere (ARM: NEON only) the x86 caps do not apply and the best target runs
-    SetKernelPath(target == 2 ? KernelPath::kReference : KernelPath::kHighway);
-    cpu::AllowDotExtension(target != 6);  // 6: AVX2 without AVX-VNNI (vpmaddubsw)
-  }
-  ~TargetScope() {
-    cpu::AllowDotExtension(true);
-    hwy::SetSupportedTargetsForTest(0);
-    SetKernelPath(KernelPath::kHighway);
-  }
-};
+  c.reference = target == 2;
+  c.dot_extension = target != 6;  // 6: AVX2 without AVX-VNNI (vpmaddubsw)
+  return c;
+}
 
 void BM_MatMul(benchmark::State& state) {
   const int shape = static_cast<int>(state.range(0)), wtype = static_cast<int>(state.range(1));
   const int64_t m = state.range(2);
-  TargetScope scope(static_cast<int>(state.range(3)));
+  const KernelWorkspace ctx(BenchConfig(static_cast<int>(state.range(3))), &Pool());
   const LinearShape& s = kLinearShapes[shape];
   Weights& weights = GetWeights(shape, wtype);
   WeightView view = weights.view;
   if (state.range(3) == 5) {
-    if (!IntegerPanelsAvailable() || !view.quantized()) {
+    if (!IntegerPanelsAvailable(ctx.config()) || !view.quantized()) {
       state.SkipWithError("no integer panels on this CPU");
       return;
     }
-    if (weights.panels.empty()) weights.panels = PackIntegerPanels(view, &Pool());
+    if (weights.panels.empty()) weights.panels = PackIntegerPanels(view, ctx);
     view.panels = weights.panels.data();
   }
   const Weights& w = weights;
@@ -149,9 +143,9 @@ void BM_MatMul(benchmark::State& state) {
   const bool int_path = state.range(3) == 4;
   for (auto _ : state) {
     if (int_path) {
-      cpu::MatMulQuantInt(x.data(), m, w.view, bias.data(), y.data(), &Pool());
+      cpu::MatMulQuantInt(x.data(), m, w.view, bias.data(), y.data(), ctx);
     } else {
-      MatMul(x.data(), m, view, bias.data(), y.data(), &Pool());
+      MatMul(x.data(), m, view, bias.data(), y.data(), ctx);
     }
     benchmark::DoNotOptimize(y.data());
   }
@@ -160,7 +154,7 @@ void BM_MatMul(benchmark::State& state) {
   const double wbytes = w.view.quantized() ? static_cast<double>(w.q.size_bytes())
                                            : static_cast<double>(s.n * s.k) * (wtype == kF32 ? 4.0 : 2.0);
   state.counters["WGBs"] = benchmark::Counter(wbytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(s.name) + "/" + kWTypeNames[wtype] + "/" + ActiveTargetName());
+  state.SetLabel(std::string(s.name) + "/" + kWTypeNames[wtype] + "/" + TargetName(ctx.config()));
 }
 
 void MatMulArgs(benchmark::internal::Benchmark* b) {
@@ -200,7 +194,7 @@ void BM_Attention(benchmark::State& state) {
   const int64_t n_q = state.range(0), n_kv = state.range(1), heads = state.range(2),
                 kv_heads = state.range(3), hd = state.range(4);
   const bool causal = state.range(5) != 0;
-  TargetScope scope(static_cast<int>(state.range(6)));
+  const KernelWorkspace ctx(BenchConfig(static_cast<int>(state.range(6))), &Pool());
   AttentionShape s;
   s.int8_qk = state.range(7) != 0;  // Q Kᵀ in int8 (AVX-512 VNNI)
   s.int8_pv = state.range(7) == 2;  // and P V (the vision encoder with q8 weights)
@@ -230,7 +224,7 @@ void BM_Attention(benchmark::State& state) {
   }
   s.out_stride = heads * hd;
   for (auto _ : state) {
-    Attention(qp, kp, vp, s, out.data(), &Pool());
+    Attention(qp, kp, vp, s, out.data(), ctx);
     benchmark::DoNotOptimize(out.data());
   }
   // Score and value products actually needed (causal: the lower triangle + prefix).
@@ -241,8 +235,9 @@ void BM_Attention(benchmark::State& state) {
   const double kv_bytes = 2.0 * static_cast<double>(n_kv * kv_heads * hd) * 4.0;
   state.counters["KVGBs"] =
       benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(ActiveTargetName()) + (AttentionUsesInt8(s) ? "/int8-qk" : "") +
-                 (AttentionUsesInt8Pv(s) ? "/int8-pv" : ""));
+  state.SetLabel(std::string(TargetName(ctx.config())) +
+                 (AttentionUsesInt8(s, ctx.config()) ? "/int8-qk" : "") +
+                 (AttentionUsesInt8Pv(s, ctx.config()) ? "/int8-pv" : ""));
 }
 BENCHMARK(BM_Attention)
     ->ArgNames({"nq", "nkv", "H", "KV", "hd", "causal", "tgt", "int8"})
@@ -261,7 +256,7 @@ BENCHMARK(BM_Attention)
 void BM_Elementwise(benchmark::State& state) {
   const int op = static_cast<int>(state.range(0));
   const int64_t m = 1369, n = op == 0 ? 1280 * 4 : 1280;
-  TargetScope scope(static_cast<int>(state.range(1)));
+  const KernelWorkspace ctx(BenchConfig(static_cast<int>(state.range(1))), &Pool());
   std::vector<float> x = RandomNormalVec(static_cast<size_t>(m * n), 3), y(x.size());
   const std::vector<float> w = RandomNormalVec(static_cast<size_t>(n), 4),
                            b = RandomNormalVec(static_cast<size_t>(n), 5);
@@ -272,11 +267,11 @@ void BM_Elementwise(benchmark::State& state) {
       state.PauseTiming();
       std::copy(x0.begin(), x0.end(), x.begin());
       state.ResumeTiming();
-      QuickGelu(x.data(), m * n, &Pool());
+      QuickGelu(x.data(), m * n, ctx);
     } else if (op == 1) {
-      LayerNorm(x.data(), m, n, w.data(), b.data(), 1e-6f, y.data(), &Pool());
+      LayerNorm(x.data(), m, n, w.data(), b.data(), 1e-6f, y.data(), ctx);
     } else {
-      SiluMul(x.data(), x.data(), m * n, y.data(), &Pool());
+      SiluMul(x.data(), x.data(), m * n, y.data(), ctx);
     }
     benchmark::DoNotOptimize(y.data());
   }
@@ -337,7 +332,8 @@ void BM_QuantAccuracy(benchmark::State& state) {
                                       : QuantType::kQ4_G128;
   const QuantizedMatrix q = Quantize(dense, qt);
   std::vector<float> y(static_cast<size_t>(m * n));
-  for (auto _ : state) MatMul(x.data(), m, q.view(), nullptr, y.data(), &Pool());
+  const KernelWorkspace ctx(KernelConfig(), &Pool());
+  for (auto _ : state) MatMul(x.data(), m, q.view(), nullptr, y.data(), ctx);
   double err = 0, ref = 0;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -349,7 +345,7 @@ void BM_QuantAccuracy(benchmark::State& state) {
   }
   state.counters["rel_rmse"] = std::sqrt(err / ref);
   state.SetLabel(std::string(kWTypeNames[wtype]) +
-                 (m < QuantDequantMinRows() ? "/int8-acts" : "/dequant-panels") +
+                 (m < QuantDequantMinRows(ctx.config()) ? "/int8-acts" : "/dequant-panels") +
                  (tails ? "/outliers" : "/gaussian"));
 }
 BENCHMARK(BM_QuantAccuracy)

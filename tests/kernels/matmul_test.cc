@@ -49,7 +49,7 @@ struct Case {
   int64_t m, n, k;
 };
 
-void RunMatMulCase(const Case& c, DType dtype, bool with_bias, ThreadPool* pool, cpu::MatMulPath path,
+void RunMatMulCase(const Case& c, DType dtype, bool with_bias, const KernelContext& ctx, cpu::MatMulPath path,
                    uint32_t seed) {
   // Misaligned x (+1 float) and W (+1 element).
   std::vector<float> xbuf = RandomVec(static_cast<size_t>(c.m * c.k + 1), seed);
@@ -59,8 +59,8 @@ void RunMatMulCase(const Case& c, DType dtype, bool with_bias, ThreadPool* pool,
   const std::vector<float> bias = RandomVec(static_cast<size_t>(c.n), seed + 2);
   const float* b = with_bias ? bias.data() : nullptr;
   std::vector<float> want(static_cast<size_t>(c.m * c.n)), got(want.size(), NAN);
-  ref::MatMul(x, c.m, w.view(), b, want.data(), nullptr);
-  cpu::MatMul(x, c.m, w.view(), b, got.data(), pool, path);
+  ref::MatMul(x, c.m, w.view(), b, want.data(), ctx.Serial(0));
+  cpu::MatMul(x, c.m, w.view(), b, got.data(), ctx, path);
   const std::string what = "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
                            " k=" + std::to_string(c.k) + " dtype=" + DTypeName(dtype) +
                            " path=" + std::to_string(static_cast<int>(path));
@@ -72,12 +72,13 @@ TEST_P(MatMulTest, OddSizesAllPathsMatchReference) {
   const int64_t ns[] = {1, 5, 33};
   const int64_t ks[] = {1, 7, 8, 13, 64, 100};
   uint32_t seed = 1;
+  const KernelWorkspace ctx = Ctx();
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
     for (int64_t m : ms) {
       for (int64_t n : ns) {
         for (int64_t k : ks) {
           for (cpu::MatMulPath path : {cpu::MatMulPath::kDot, cpu::MatMulPath::kPacked}) {
-            RunMatMulCase({m, n, k}, dt, (seed & 1) != 0, nullptr, path, seed);
+            RunMatMulCase({m, n, k}, dt, (seed & 1) != 0, ctx, path, seed);
             ++seed;
           }
         }
@@ -92,10 +93,11 @@ TEST_P(MatMulTest, PanelAndDepthBlockingWithPool) {
   const Case cases[] = {{1, 300, 257},  {6, 200, 513},  {47, 97, 300},   {50, 130, 600},
                         {64, 896, 300}, {13, 40, 1176}, {3, 2000, 1000}, {20, 300, 1000}};
   uint32_t seed = 100;
+  const KernelWorkspace ctx = Ctx(&pool);
   for (const Case& c : cases) {
     for (DType dt : {DType::kF32, DType::kBF16}) {
       for (cpu::MatMulPath path : {cpu::MatMulPath::kAuto, cpu::MatMulPath::kDot, cpu::MatMulPath::kPacked}) {
-        RunMatMulCase(c, dt, true, &pool, path, seed++);
+        RunMatMulCase(c, dt, true, ctx, path, seed++);
       }
     }
   }
@@ -107,25 +109,26 @@ TEST_P(MatMulTest, PublicEntryPointMatchesReference) {
   std::vector<float> x = RandomVec(static_cast<size_t>(c.m * c.k), 7);
   const DenseWeights w(RandomVec(static_cast<size_t>(c.n * c.k), 8), c.n, c.k, DType::kBF16);
   std::vector<float> want(static_cast<size_t>(c.m * c.n)), got(want.size());
-  ref::MatMul(x.data(), c.m, w.view(), nullptr, want.data(), nullptr);
-  MatMul(x.data(), c.m, w.view(), nullptr, got.data(), &pool);
+  ref::MatMul(x.data(), c.m, w.view(), nullptr, want.data(), Ctx());
+  MatMul(x.data(), c.m, w.view(), nullptr, got.data(), Ctx(&pool));
   ExpectCloseScaled(got, want, AbsDot(x.data(), c.m, w.view(), nullptr), 5e-6f, "public");
 }
 
 MINERU_INSTANTIATE_PER_TARGET(MatMulTest);
 
 TEST(BackendTest, ReferenceBackendIsSelectable) {
-  SetKernelPath(KernelPath::kReference);
-  EXPECT_STREQ(ActiveTargetName(), "reference");
+  KernelConfig reference;
+  reference.reference = true;
+  EXPECT_STREQ(TargetName(reference), "reference");
   const Case c{3, 5, 7};
   std::vector<float> x = RandomVec(21, 1);
   const DenseWeights w(RandomVec(35, 2), c.n, c.k, DType::kF32);
   std::vector<float> want(15), got(15);
-  ref::MatMul(x.data(), c.m, w.view(), nullptr, want.data(), nullptr);
-  MatMul(x.data(), c.m, w.view(), nullptr, got.data(), nullptr);
-  EXPECT_EQ(want, got);  // the very same code
-  SetKernelPath(KernelPath::kHighway);
-  EXPECT_STRNE(ActiveTargetName(), "reference");
+  const KernelWorkspace ctx(reference, nullptr);
+  ref::MatMul(x.data(), c.m, w.view(), nullptr, want.data(), ctx);
+  MatMul(x.data(), c.m, w.view(), nullptr, got.data(), ctx);
+  EXPECT_EQ(want, got);                                   // the very same code
+  EXPECT_STRNE(TargetName(KernelConfig()), "reference");  // the default runs the SIMD kernels
 }
 
 }  // namespace

@@ -120,7 +120,7 @@ TEST(QuantTest, QuantizeFromBf16AndMappedViewAgree) {
   const WeightView v = QuantizedView(QuantType::kQ4_G128, ext.data() + 1, 5, 96);
   std::vector<float> a(96), b(96);
   for (int r = 0; r < 5; ++r) {
-    WeightRowToF32(v, r, a.data());
+    WeightRowToF32(v, r, a.data(), KernelConfig());
     ref::WeightRowToF32(q.view(), r, b.data());
     EXPECT_EQ(a, b);
   }
@@ -132,7 +132,8 @@ struct Case {
   int64_t m, n, k;
 };
 
-void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed) {
+// The kernels of ctx against their twin (on the calling thread, ctx's configuration).
+void CheckQuantCase(QuantType t, const Case& c, const KernelContext& ctx, uint32_t seed) {
   std::vector<float> xbuf = RandomVec(static_cast<size_t>(c.m * c.k + 1), seed);
   const float* x = xbuf.data() + 1;  // misaligned
   const std::vector<float> wv = RandomVec(static_cast<size_t>(c.n * c.k), seed + 1);
@@ -149,15 +150,15 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
   const WeightView wd{DType::kF32, deq.data(), c.n, c.k};
   std::vector<float> base(static_cast<size_t>(c.m * c.n)), twin(base.size()), simd(base.size(), NAN),
       simd_int(base.size(), NAN), prepacked(base.size(), NAN);
-  ref::MatMul(x, c.m, wd, bias.data(), base.data(), nullptr);
-  ref::MatMul(x, c.m, w, bias.data(), twin.data(), nullptr);
-  MatMul(x, c.m, w, bias.data(), simd.data(), pool);                   // the auto rule
-  cpu::MatMulQuantInt(x, c.m, w, bias.data(), simd_int.data(), pool);  // integer path at any m
+  ref::MatMul(x, c.m, wd, bias.data(), base.data(), ctx.Serial(0));
+  ref::MatMul(x, c.m, w, bias.data(), twin.data(), ctx.Serial(0));
+  MatMul(x, c.m, w, bias.data(), simd.data(), ctx);                   // the auto rule
+  cpu::MatMulQuantInt(x, c.m, w, bias.data(), simd_int.data(), ctx);  // integer path at any m
   // Panels packed once (VNNI CPUs; elsewhere empty and ignored) run at every m, one row too.
-  const PackedPanels panels = PackIntegerPanels(w, pool);
+  const PackedPanels panels = PackIntegerPanels(w, ctx);
   WeightView wp = w;
   wp.panels = panels.data();
-  MatMul(x, c.m, wp, bias.data(), prepacked.data(), pool);
+  MatMul(x, c.m, wp, bias.data(), prepacked.data(), ctx);
 
   // Scale of each output: sum |x| |w| + |b|. The Q4 formats' integer paths may sum unsigned
   // nibbles and subtract the "- 8" part afterwards (the twin does), so their rounding scales
@@ -179,7 +180,7 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
       scale[i * c.n + j] = static_cast<float>(t == QuantType::kQ8_0 ? s : std::max(s, s4));
     }
   }
-  const bool int_path = c.m < QuantDequantMinRows();
+  const bool int_path = c.m < QuantDequantMinRows(ctx.config());
   int bad = 0;
   for (size_t i = 0; i < base.size(); ++i) {
     const float s = scale[i];
@@ -202,24 +203,23 @@ void CheckQuantCase(QuantType t, const Case& c, ThreadPool* pool, uint32_t seed)
   EXPECT_EQ(bad, 0);
 }
 
-// Runs body once per integer instruction set of the dispatched target: on CPUs with a dot-product
+// Runs body(config) once per integer instruction set of base's target: on CPUs with a dot-product
 // extension (x86 AVX-VNNI: vpdpbusd vs vpmaddubsw panels; ARM dotprod: sdot vs portable tiles)
 // and with ARM's int8 matrix multiply (smmla tiles for pairs of rows and columns) the integer
 // kernels run with and without each, so all are tested on every such CPU.
 template <class F>
-void ForEachDotExtensionChoice(F body) {
+void ForEachDotExtensionChoice(const KernelConfig& base, F body) {
   for (bool dot : {false, true}) {
     for (bool mm : {false, true}) {
       if ((dot && !cpu::HasDotExtension()) || (mm && !cpu::HasI8mm())) continue;
-      cpu::AllowDotExtension(dot);
-      cpu::AllowI8mm(mm);
+      KernelConfig config = base;
+      config.dot_extension = dot;
+      config.i8mm = mm;
       SCOPED_TRACE(std::string(dot ? "dot product extension allowed" : "no dot product extension") +
                    (mm ? ", i8mm allowed" : ""));
-      body();
+      body(config);
     }
   }
-  cpu::AllowDotExtension(true);
-  cpu::AllowI8mm(true);
 }
 
 // CI's qemu stage names the CPU features its emulated CPU has (MINERU_EXPECT_I8MM=1 on qemu's
@@ -236,7 +236,7 @@ TEST(CpuFeatureTest, TheProbeSeesTheFeaturesTheRunnerExpects) {
   // on qemu's `max` with 128- and 256-bit vectors), so the SVE kernels cannot silently go untested.
   const char* target = std::getenv("MINERU_EXPECT_TARGET");
   if (target != nullptr) {
-    EXPECT_STREQ(cpu::DispatchedTargetName(), target);
+    EXPECT_STREQ(cpu::DispatchedTargetName(KernelConfig()), target);
   }
 }
 
@@ -244,23 +244,25 @@ TEST_P(QuantMatMulTest, MatchesTwinAndDequantizedReference) {
   const Case cases[] = {{1, 1, 32},   {1, 5, 33},    {2, 33, 100}, {3, 7, 128},   {4, 9, 300},   {5, 5, 257},
                         {7, 33, 64},  {1, 40, 1176}, {15, 9, 64},  {16, 16, 32},  {17, 23, 300}, {47, 6, 160},
                         {48, 17, 96}, {50, 33, 300}, {9, 3, 1},    {203, 37, 96}, {33, 1, 1200}};
-  ForEachDotExtensionChoice([&] {
+  ForEachDotExtensionChoice(config(), [&](const KernelConfig& config) {
     uint32_t seed = 40;
+    const KernelWorkspace ctx(config, nullptr);
     for (QuantType t : kTypes) {
-      for (const Case& c : cases) CheckQuantCase(t, c, nullptr, seed++);
+      for (const Case& c : cases) CheckQuantCase(t, c, ctx, seed++);
     }
   });
 }
 
 TEST_P(QuantMatMulTest, WithPoolAndManyColumns) {
   ThreadPool pool(3);
-  ForEachDotExtensionChoice([&] {
+  ForEachDotExtensionChoice(config(), [&](const KernelConfig& config) {
     uint32_t seed = 400;
+    const KernelWorkspace ctx(config, &pool);
     for (QuantType t : kTypes) {
       // The last three are large enough for the kernels to actually use the pool.
       for (const Case& c : {Case{1, 257, 256}, Case{6, 100, 512}, Case{60, 150, 384}, Case{8, 700, 1024},
                             Case{400, 70, 640}}) {
-        CheckQuantCase(t, c, &pool, seed++);
+        CheckQuantCase(t, c, ctx, seed++);
       }
     }
   });
@@ -279,10 +281,11 @@ TEST_P(QuantMatMulTest, AvxVnniAndAvx2PanelsAgreeBitForBit) {
       const QuantizedMatrix qm = Quantize(
           DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
       std::vector<float> a(static_cast<size_t>(c.m * c.n)), b(a.size());
-      cpu::AllowDotExtension(false);
-      cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, a.data(), &pool);
-      cpu::AllowDotExtension(true);
-      cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, b.data(), &pool);
+      KernelConfig avx2 = config(), avx_vnni = config();
+      avx2.dot_extension = false;
+      avx_vnni.dot_extension = true;
+      cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, a.data(), KernelWorkspace(avx2, &pool));
+      cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, b.data(), KernelWorkspace(avx_vnni, &pool));
       ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
           << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k;
     }
@@ -297,10 +300,11 @@ TEST_P(QuantMatMulTest, IntegerPathAgreesWithTwinForAllRowCounts) {
     const QuantizedMatrix qm =
         Quantize(DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), 6), c.n, c.k, DType::kF32).view(), t);
     std::vector<float> a(static_cast<size_t>(c.m * c.n)), b(a.size());
-    cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, a.data(), nullptr);
+    const KernelWorkspace ctx = Ctx();
+    cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, a.data(), ctx);
     // Twin: row by row (m = 1 always takes the integer path in the reference).
     for (int64_t i = 0; i < c.m; ++i)
-      ref::MatMul(x.data() + i * c.k, 1, qm.view(), nullptr, b.data() + i * c.n, nullptr);
+      ref::MatMul(x.data() + i * c.k, 1, qm.view(), nullptr, b.data() + i * c.n, ctx);
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f) << QuantTypeName(t) << " " << i;
   }
 }
@@ -311,6 +315,7 @@ TEST_P(QuantMatMulTest, PrepackedPanelsGiveTheSameBitsAsPackingPerCall) {
   // tiles instead, CheckQuantCase compares them with the twin. Elsewhere they are empty and
   // MatMul ignores the field.
   ThreadPool pool(2);
+  const KernelWorkspace ctx = Ctx(&pool);
   uint32_t seed = 900;
   for (QuantType t : kTypes) {
     for (const Case& c : {Case{1, 33, 300}, Case{3, 40, 256}, Case{4, 17, 1176}, Case{7, 700, 256},
@@ -318,8 +323,8 @@ TEST_P(QuantMatMulTest, PrepackedPanelsGiveTheSameBitsAsPackingPerCall) {
       const std::vector<float> x = RandomVec(static_cast<size_t>(c.m * c.k), seed++);
       const QuantizedMatrix qm = Quantize(
           DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
-      const PackedPanels panels = PackIntegerPanels(qm.view(), &pool);
-      EXPECT_EQ(panels.empty(), !IntegerPanelsAvailable());
+      const PackedPanels panels = PackIntegerPanels(qm.view(), ctx);
+      EXPECT_EQ(panels.empty(), !IntegerPanelsAvailable(config()));
       if (!panels.empty()) {
         // As many bytes as 16 rows per panel, give or take the padding of a panel's scales (int8
         // values unpacked from nibbles would take 1.9x for the Q4 formats).
@@ -329,8 +334,8 @@ TEST_P(QuantMatMulTest, PrepackedPanelsGiveTheSameBitsAsPackingPerCall) {
       WeightView packed = qm.view();
       packed.panels = panels.data();
       std::vector<float> a(static_cast<size_t>(c.m * c.n)), b(a.size());
-      MatMul(x.data(), c.m, qm.view(), nullptr, a.data(), &pool);
-      MatMul(x.data(), c.m, packed, nullptr, b.data(), &pool);
+      MatMul(x.data(), c.m, qm.view(), nullptr, a.data(), ctx);
+      MatMul(x.data(), c.m, packed, nullptr, b.data(), ctx);
       if (c.m < 4 && !panels.empty()) continue;
       ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
           << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k;

@@ -301,16 +301,16 @@ struct CaseRun {
 };
 std::vector<float> LastLogits(const Qwen2VLModel& m, const std::vector<int32_t>& ids,
                               const std::vector<float>& image_embeds, const MropePositions& pos,
-                              ThreadPool* pool) {
+                              const kernels::KernelContext& ctx) {
   const int64_t H = m.config().text.hidden_size, V = m.config().text.vocab_size, n = ids.size();
   auto embeds = m.BuildInputEmbeddings(ids, image_embeds);
   EXPECT_TRUE(embeds.ok());
   if (!embeds.ok()) return {};
   KvCache cache;
   std::vector<float> hidden(n * H), logits(V);
-  m.decoder().Forward(embeds->data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(),
-                      pool, nullptr);
-  m.decoder().Logits(hidden.data() + (n - 1) * H, 1, logits.data(), pool);
+  m.decoder().Forward(embeds->data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache, hidden.data(), ctx,
+                      nullptr);
+  m.decoder().Logits(hidden.data() + (n - 1) * H, 1, logits.data(), ctx);
   return logits;
 }
 
@@ -333,6 +333,7 @@ CaseRun RunGoldenCase(const Qwen2VLModel& m, const std::string& golden_case) {
     }
   }
   ThreadPool pool(2);
+  const kernels::KernelWorkspace ctx(m.kernel_config(), &pool);
   CaseRun r;
   // Last prompt position's logits, computed the way the golden test does.
   std::vector<float> image_embeds;
@@ -344,16 +345,16 @@ CaseRun RunGoldenCase(const Qwen2VLModel& m, const std::string& golden_case) {
       grids.push_back(im.grid);
     }
     auto e = m.vision().Encode(px.data(), static_cast<int64_t>(px.size()) / m.config().vision.patch_dim(),
-                               grids, &pool, nullptr);
+                               grids, ctx, nullptr);
     EXPECT_TRUE(e.ok());
     if (e.ok()) image_embeds = std::move(e).value();
     auto pos =
         ComputeMropePositions(ids, grids, m.config().vision.spatial_merge_size, m.config().image_token_id);
-    r.logits = LastLogits(m, ids, image_embeds, *pos, &pool);
+    r.logits = LastLogits(m, ids, image_embeds, *pos, ctx);
   } else {
     auto pos =
         ComputeMropePositions(ids, {}, m.config().vision.spatial_merge_size, m.config().image_token_id);
-    r.logits = LastLogits(m, ids, image_embeds, *pos, &pool);
+    r.logits = LastLogits(m, ids, image_embeds, *pos, ctx);
   }
   GenerateOptions opt;
   opt.max_new_tokens = 16;

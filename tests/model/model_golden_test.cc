@@ -50,6 +50,7 @@ class ModelGoldenTest : public ::testing::TestWithParam<Case> {
   std::vector<float> pixels_;
   float atol_ = 1e-4f;
   ThreadPool pool_{2};
+  kernels::KernelWorkspace ctx_{kernels::KernelConfig(), &pool_};  // the model's (default) kernels
 };
 
 TEST_P(ModelGoldenTest, MropePositionIdsMatch) {
@@ -71,7 +72,7 @@ TEST_P(ModelGoldenTest, ActivationsAndLogitsMatch) {
   if (!grids_.empty()) {
     VisionTrace trace;
     const int64_t patches = static_cast<int64_t>(pixels_.size()) / cfg.vision.patch_dim();
-    auto e = model_->vision().Encode(pixels_.data(), patches, grids_, &pool_, &trace);
+    auto e = model_->vision().Encode(pixels_.data(), patches, grids_, ctx_, &trace);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     image_embeds = std::move(e).value();
     ExpectClose(trace.patch_embed, golden_->F32("act.vision.patch_embed"), atol_, atol_, "patch_embed");
@@ -86,12 +87,12 @@ TEST_P(ModelGoldenTest, ActivationsAndLogitsMatch) {
   DecoderTrace dtrace;
   std::vector<float> hidden(n * H);
   model_->decoder().Forward(embeds->data(), n, pos.t.data(), pos.h.data(), pos.w.data(), &cache,
-                            hidden.data(), &pool_, &dtrace);
+                            hidden.data(), ctx_, &dtrace);
   ExpectClose(dtrace.layer0, golden_->F32("act.lm.layer0"), atol_, atol_, "lm layer0");
   ExpectClose(hidden, golden_->F32("act.lm.final_norm"), atol_, atol_, "final norm");
 
   std::vector<float> logits(n * V);
-  model_->decoder().Logits(hidden.data(), n, logits.data(), &pool_);
+  model_->decoder().Logits(hidden.data(), n, logits.data(), ctx_);
   if (golden_->Has("logits")) {
     ExpectClose(logits, golden_->F32("logits"), atol_, atol_, "logits");
   } else {
@@ -121,7 +122,7 @@ TEST_P(ModelGoldenTest, Fp16KvCacheStaysCloseToTheReference) {
   std::vector<float> image_embeds;
   if (!grids_.empty()) {
     const int64_t patches = static_cast<int64_t>(pixels_.size()) / cfg.vision.patch_dim();
-    image_embeds = model_->vision().Encode(pixels_.data(), patches, grids_, &pool_).value();
+    image_embeds = model_->vision().Encode(pixels_.data(), patches, grids_, ctx_).value();
   }
   auto pos = ComputeMropePositions(ids_, grids_, cfg.vision.spatial_merge_size, cfg.image_token_id).value();
   const std::vector<float> embeds = model_->BuildInputEmbeddings(ids_, image_embeds).value();
@@ -131,10 +132,10 @@ TEST_P(ModelGoldenTest, Fp16KvCacheStaysCloseToTheReference) {
     KvCache cache(type);
     std::vector<float> hidden(static_cast<size_t>(n * H));
     model_->decoder().Forward(embeds.data(), first, pos.t.data(), pos.h.data(), pos.w.data(), &cache,
-                              hidden.data(), &pool_);
+                              hidden.data(), ctx_);
     for (int64_t i = first; i < n; ++i) {
       model_->decoder().Forward(embeds.data() + i * H, 1, pos.t.data() + i, pos.h.data() + i,
-                                pos.w.data() + i, &cache, hidden.data() + i * H, &pool_);
+                                pos.w.data() + i, &cache, hidden.data() + i * H, ctx_);
     }
     return hidden;
   };
@@ -225,9 +226,10 @@ TEST(VisionProfileTest, CountsEveryOpAndChangesNothing) {
   const VisionConfig& vc = (*m)->config().vision;
   const int64_t P = static_cast<int64_t>(pixels.size()) / vc.patch_dim();
   ThreadPool pool(2);
-  auto plain = (*m)->vision().Encode(pixels.data(), P, grids, &pool);
+  const kernels::KernelWorkspace ctx((*m)->kernel_config(), &pool);
+  auto plain = (*m)->vision().Encode(pixels.data(), P, grids, ctx);
   OpProfile prof;
-  auto profiled = (*m)->vision().Encode(pixels.data(), P, grids, &pool, nullptr, &prof);
+  auto profiled = (*m)->vision().Encode(pixels.data(), P, grids, ctx, nullptr, &prof);
   ASSERT_TRUE(plain.ok() && profiled.ok());
   EXPECT_EQ(*plain, *profiled);
   const int64_t blocks = vc.depth, E = vc.embed_dim, M = vc.mlp_dim;
@@ -255,13 +257,14 @@ TEST(VisionOwnedPixelsTest, SameOutputAndChecksTheSize) {
   std::vector<float> pixels = golden.F32("pixel_values");
   const int64_t P = static_cast<int64_t>(pixels.size()) / (*m)->config().vision.patch_dim();
   ThreadPool pool(2);
-  auto by_pointer = (*m)->vision().Encode(pixels.data(), P, grids, &pool);
+  const kernels::KernelWorkspace ctx((*m)->kernel_config(), &pool);
+  auto by_pointer = (*m)->vision().Encode(pixels.data(), P, grids, ctx);
   std::vector<float> copy = pixels;
-  auto owned = (*m)->vision().Encode(std::move(copy), grids, &pool);
+  auto owned = (*m)->vision().Encode(std::move(copy), grids, ctx);
   ASSERT_TRUE(by_pointer.ok() && owned.ok());
   EXPECT_EQ(*by_pointer, *owned);
   pixels.pop_back();
-  EXPECT_FALSE((*m)->vision().Encode(std::move(pixels), grids, &pool).ok());
+  EXPECT_FALSE((*m)->vision().Encode(std::move(pixels), grids, ctx).ok());
 }
 
 // An image of more patches than one chunk (1,024 rows) runs norm1, the qkv product and the MLP in
@@ -279,11 +282,12 @@ TEST(VisionChunkTest, ImagesPastOneChunkMatchThemselvesAlone) {
     v = static_cast<float>(seed >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
   }
   ThreadPool pool(2);
+  const kernels::KernelWorkspace ctx((*m)->kernel_config(), &pool);
   auto both =
-      (*m)->vision().Encode(pixels.data(), big.num_patches() + small.num_patches(), {big, small}, &pool);
+      (*m)->vision().Encode(pixels.data(), big.num_patches() + small.num_patches(), {big, small}, ctx);
   auto alone = (*m)->vision().Encode(pixels.data() + big.num_patches() * vc.patch_dim(), small.num_patches(),
-                                     {small}, &pool);
-  auto big_alone = (*m)->vision().Encode(pixels.data(), big.num_patches(), {big}, &pool);
+                                     {small}, ctx);
+  auto big_alone = (*m)->vision().Encode(pixels.data(), big.num_patches(), {big}, ctx);
   ASSERT_TRUE(both.ok() && alone.ok() && big_alone.ok());
   const size_t big_rows = big_alone->size();
   ASSERT_EQ(both->size(), big_rows + alone->size());
@@ -301,7 +305,7 @@ TEST(VisionChunkTest, ImagesPastOneChunkMatchThemselvesAlone) {
   EXPECT_LT(close(both->data() + big_rows, alone->data(), alone->size()), 1e-4);
   EXPECT_LT(close(both->data(), big_alone->data(), big_rows), 1e-4);
   // No image at all: no rows, no error (and no division by a zero chunk count).
-  auto none = (*m)->vision().Encode(nullptr, 0, {}, &pool);
+  auto none = (*m)->vision().Encode(nullptr, 0, {}, ctx);
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_TRUE(none->empty());
 }

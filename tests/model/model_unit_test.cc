@@ -300,6 +300,7 @@ TEST(DecoderTest, LongPrefillEqualsItsHalvesBitForBit) {
     auto m = Qwen2VLModel::Load(FixturePath("tiny"), quant, &pool);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     const Decoder& dec = (*m)->decoder();
+    const kernels::KernelWorkspace ctx((*m)->kernel_config(), &pool);
     const int64_t H = dec.config().hidden_size, n = 700;
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -309,11 +310,11 @@ TEST(DecoderTest, LongPrefillEqualsItsHalvesBitForBit) {
     std::iota(pos.begin(), pos.end(), 0);
     std::vector<float> whole(embeds.size()), halves(embeds.size());
     KvCache one, two;
-    dec.Forward(embeds.data(), n, pos.data(), pos.data(), pos.data(), &one, whole.data(), &pool);
+    dec.Forward(embeds.data(), n, pos.data(), pos.data(), pos.data(), &one, whole.data(), ctx);
     for (int64_t h0 = 0; h0 < n; h0 += n / 2) {
       const size_t at = static_cast<size_t>(h0);
       dec.Forward(embeds.data() + at * H, n / 2, pos.data() + at, pos.data() + at, pos.data() + at, &two,
-                  halves.data() + at * H, &pool);
+                  halves.data() + at * H, ctx);
     }
     int bad = 0;
     for (size_t i = 0; i < whole.size(); ++i) {

@@ -58,7 +58,7 @@ TEST(QuantizeTest, VisionPanelsPackedAtLoadChangeNothing) {
   ASSERT_TRUE(pre.ok() && live.ok());
   const WeightView& fc1 = (*pre)->weights().vision.blocks[0].fc1;
   ASSERT_TRUE(fc1.quantized());
-  EXPECT_EQ(fc1.panels != nullptr, kernels::IntegerPanelsAvailable());
+  EXPECT_EQ(fc1.panels != nullptr, kernels::IntegerPanelsAvailable((*pre)->kernel_config()));
   EXPECT_EQ((*live)->weights().vision.blocks[0].fc1.panels, nullptr);
   testing::Golden golden("tiny", "two_images");
   std::vector<ImageGrid> grids;
@@ -66,8 +66,9 @@ TEST(QuantizeTest, VisionPanelsPackedAtLoadChangeNothing) {
   for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
   const std::vector<float> pixels = golden.F32("pixel_values");
   const int64_t P = static_cast<int64_t>(pixels.size()) / (*pre)->config().vision.patch_dim();
-  auto a = (*pre)->vision().Encode(pixels.data(), P, grids, &pool);
-  auto b = (*live)->vision().Encode(pixels.data(), P, grids, &pool);
+  const kernels::KernelWorkspace ctx((*pre)->kernel_config(), &pool);
+  auto a = (*pre)->vision().Encode(pixels.data(), P, grids, ctx);
+  auto b = (*live)->vision().Encode(pixels.data(), P, grids, ctx);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
 }
@@ -100,14 +101,15 @@ TEST(QuantizeTest, VisionLayoutsChangeNoValue) {
   s.num_heads = s.num_kv_heads = vc.num_heads;
   s.head_dim = vc.head_dim();
   s.int8_qk = s.int8_pv = true;
-  const bool packs = kernels::PackedAttentionRuns(s);
+  const kernels::KernelWorkspace ctx((*m)->kernel_config(), &pool);
+  const bool packs = kernels::PackedAttentionRuns(s, ctx.config());
   for (const auto& input : {std::pair{two, two_pixels}, std::pair{big, big_pixels}}) {
     const std::vector<ImageGrid>& grids = input.first;
     const std::vector<float>& pixels = input.second;
     const int64_t P = static_cast<int64_t>(pixels.size()) / vc.patch_dim();
     auto encode = [&](int64_t chunk, bool packed) {
       const VisionEncoder enc(vc, vw, VisionEncoderOptions{chunk, packed});
-      auto r = enc.Encode(pixels.data(), P, grids, &pool);
+      auto r = enc.Encode(pixels.data(), P, grids, ctx);
       EXPECT_TRUE(r.ok());
       return r.ok() ? *r : std::vector<float>{};
     };

@@ -27,6 +27,7 @@
 #include "hwy/highway.h"
 #include "kernels/cpu/attention_internal-inl.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd-inl.h"
 
@@ -295,8 +296,8 @@ namespace cpu {
 HWY_EXPORT(AttentionImpl);
 
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
-               ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, k, v, s, out, pool);
+               const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), AttentionImpl)(q, k, v, s, out, ctx.pool());
 }
 
 }  // namespace cpu

@@ -32,6 +32,7 @@
 #include "hwy/highway.h"
 #include "kernels/cpu/attention_internal-inl.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 
 HWY_BEFORE_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL && defined(__GNUC__)
@@ -345,7 +346,9 @@ namespace cpu {
 
 HWY_EXPORT(AttentionInt8AvailableImpl);
 
-bool AttentionInt8Available() { return HWY_DYNAMIC_DISPATCH(AttentionInt8AvailableImpl)(); }
+bool AttentionInt8Available(const KernelConfig& config) {
+  return MINERU_DISPATCH(config, AttentionInt8AvailableImpl)();
+}
 
 }  // namespace cpu
 }  // namespace kernels

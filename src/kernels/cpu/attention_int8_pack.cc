@@ -18,6 +18,7 @@
 #include "hwy/highway.h"
 #include "kernels/cpu/attention_internal-inl.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/reference.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -252,18 +253,18 @@ HWY_EXPORT(AttentionInt8RowImpl);
 HWY_EXPORT(AttentionInt8KeysImpl);
 HWY_EXPORT(AttentionInt8ValuesImpl);
 
-float AttentionInt8Row(const float* x, int64_t n, int8_t* q8) {
-  return HWY_DYNAMIC_DISPATCH(AttentionInt8RowImpl)(x, n, q8);
+float AttentionInt8Row(const float* x, int64_t n, int8_t* q8, const KernelConfig& config) {
+  return MINERU_DISPATCH(config, AttentionInt8RowImpl)(x, n, q8);
 }
 
 void AttentionInt8Keys(const float* k, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
-                       int64_t stride, int8_t* k8, float* ks) {
-  HWY_DYNAMIC_DISPATCH(AttentionInt8KeysImpl)(k, s, kvh, k_lo, nk, stride, k8, ks);
+                       int64_t stride, int8_t* k8, float* ks, const KernelConfig& config) {
+  MINERU_DISPATCH(config, AttentionInt8KeysImpl)(k, s, kvh, k_lo, nk, stride, k8, ks);
 }
 
 void AttentionInt8Values(const float* v, const AttentionShape& s, int64_t kvh, int64_t k_lo, int64_t nk,
-                         int64_t stride, int8_t* v8, float* vs, float* mu) {
-  HWY_DYNAMIC_DISPATCH(AttentionInt8ValuesImpl)(v, s, kvh, k_lo, nk, stride, v8, vs, mu);
+                         int64_t stride, int8_t* v8, float* vs, float* mu, const KernelConfig& config) {
+  MINERU_DISPATCH(config, AttentionInt8ValuesImpl)(v, s, kvh, k_lo, nk, stride, v8, vs, mu);
 }
 
 }  // namespace cpu

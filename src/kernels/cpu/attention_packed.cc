@@ -19,6 +19,7 @@
 #include "hwy/highway.h"
 #include "kernels/cpu/attention_internal-inl.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd-inl.h"
 
@@ -157,16 +158,18 @@ HWY_EXPORT(PackedKvHeadBytesImpl);
 HWY_EXPORT(PackKvInt8Impl);
 HWY_EXPORT(AttentionPackedImpl);
 
-size_t PackedKvHeadBytes(const AttentionShape& s) { return HWY_DYNAMIC_DISPATCH(PackedKvHeadBytesImpl)(s); }
+size_t PackedKvHeadBytes(const AttentionShape& s, const KernelConfig& config) {
+  return MINERU_DISPATCH(config, PackedKvHeadBytesImpl)(s);
+}
 
 void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride,
-                ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(PackKvInt8Impl)(kv, s, dst, dst_stride, pool);
+                const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), PackKvInt8Impl)(kv, s, dst, dst_stride, ctx.pool());
 }
 
 void AttentionPacked(const float* q, const AttentionShape& s, const uint8_t* packed, size_t stride,
-                     float* out, ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(AttentionPackedImpl)(q, s, packed, stride, out, pool);
+                     float* out, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), AttentionPackedImpl)(q, s, packed, stride, out, ctx.pool());
 }
 
 }  // namespace cpu

@@ -12,6 +12,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd-inl.h"
 #include "kernels/quant.h"
@@ -280,46 +281,60 @@ HWY_EXPORT(TargetNameImpl);
 HWY_EXPORT(ToF16RowsImpl);
 
 void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
-               int64_t out_stride, ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(ToF16RowsImpl)(x, rows, cols, x_stride, out, out_stride, pool);
+               int64_t out_stride, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), ToF16RowsImpl)(x, rows, cols, x_stride, out, out_stride, ctx.pool());
 }
 
 void RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,
-             ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x, m, n, weight, eps, y, pool);
+             const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), RmsNormImpl)(x, m, n, weight, eps, y, ctx.pool());
 }
 void LayerNorm(const float* x, int64_t m, int64_t n, const float* weight, const float* bias, float eps,
-               float* y, ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(LayerNormImpl)(x, m, n, weight, bias, eps, y, pool);
+               float* y, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), LayerNormImpl)(x, m, n, weight, bias, eps, y, ctx.pool());
 }
-void QuickGelu(float* x, int64_t n, ThreadPool* pool) { HWY_DYNAMIC_DISPATCH(QuickGeluImpl)(x, n, pool); }
-void GeluErf(float* x, int64_t n, ThreadPool* pool) { HWY_DYNAMIC_DISPATCH(GeluErfImpl)(x, n, pool); }
-void SiluMul(const float* gate, const float* up, int64_t n, float* out, ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(SiluMulImpl)(gate, up, n, out, pool);
+void QuickGelu(float* x, int64_t n, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), QuickGeluImpl)(x, n, ctx.pool());
 }
-void AddInPlace(float* x, const float* d, int64_t n, ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(AddInPlaceImpl)(x, d, n, pool);
+void GeluErf(float* x, int64_t n, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), GeluErfImpl)(x, n, ctx.pool());
 }
-void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin) {
-  HWY_DYNAMIC_DISPATCH(RopeRotateHalfImpl)(x, head_dim, cos, sin);
+void SiluMul(const float* gate, const float* up, int64_t n, float* out, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), SiluMulImpl)(gate, up, n, out, ctx.pool());
+}
+void AddInPlace(float* x, const float* d, int64_t n, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), AddInPlaceImpl)(x, d, n, ctx.pool());
+}
+void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin,
+                    const KernelConfig& config) {
+  MINERU_DISPATCH(config, RopeRotateHalfImpl)(x, head_dim, cos, sin);
 }
 void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
-                        const float* cos, const float* sin, ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(RopeRotateHalfRowsImpl)(x, n, x_stride, num_heads, head_dim, cos, sin, pool);
+                        const float* cos, const float* sin, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), RopeRotateHalfRowsImpl)
+  (x, n, x_stride, num_heads, head_dim, cos, sin, ctx.pool());
 }
-void WeightRowToF32(const WeightView& w, int64_t row, float* out) {
-  HWY_DYNAMIC_DISPATCH(WeightRowToF32Impl)(w, row, out);
+void WeightRowToF32(const WeightView& w, int64_t row, float* out, const KernelConfig& config) {
+  MINERU_DISPATCH(config, WeightRowToF32Impl)(w, row, out);
 }
-const char* DispatchedTargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
+const char* DispatchedTargetName(const KernelConfig& config) {
+  return MINERU_DISPATCH(config, TargetNameImpl)();
+}
 
 std::vector<int64_t> SupportedCompiledTargets() {
-  std::vector<int64_t> out;
-  for (int64_t t : hwy::SupportedAndGeneratedTargets()) out.push_back(t);
-  // Highway 1.0.3's SupportedTargets() re-chooses the dispatch target from the CPU's features
-  // before it adds the vector-length-specific ARM targets (SVE2_128, SVE_256) to what it
-  // returns: choose again from the complete set, or every later dispatch would run NEON.
-  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-  return out;
+  // Highway 1.0.3's SupportedTargets() adds the vector-length-specific ARM targets (SVE2_128,
+  // SVE_256) to what it returns after its own choice of target: the list is complete (the
+  // dispatch here never reads Highway's choice).
+  return hwy::SupportedAndGeneratedTargets();
+}
+
+int64_t BestTarget() {
+  // Read once: the CPU's features never change (and CPUID can trap to the hypervisor).
+  static const int64_t best = [] {
+    const std::vector<int64_t> targets = SupportedCompiledTargets();
+    return targets.empty() ? int64_t{HWY_STATIC_TARGET} : targets.front();
+  }();
+  return best;
 }
 
 }  // namespace cpu

@@ -20,6 +20,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd-inl.h"
 #include "kernels/quant.h"
@@ -362,13 +363,13 @@ namespace cpu {
 
 HWY_EXPORT(MatMulImpl);
 
-void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, ThreadPool* pool,
-            MatMulPath path) {
+void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
+            const KernelContext& ctx, MatMulPath path) {
   if (path == MatMulPath::kQuantInt) {
-    MatMulQuantInt(x, m, w, bias, y, pool);
+    MatMulQuantInt(x, m, w, bias, y, ctx);
     return;
   }
-  HWY_DYNAMIC_DISPATCH(MatMulImpl)(x, m, w, bias, y, pool, path);
+  MINERU_DISPATCH(ctx.config(), MatMulImpl)(x, m, w, bias, y, ctx.pool(), path);
 }
 
 }  // namespace cpu

@@ -14,13 +14,13 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
-#include <atomic>
 #include <new>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/matmul_quant_internal-inl.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd-inl.h"
@@ -140,8 +140,9 @@ ActScratch& ThreadActScratch(size_t q_elems, size_t block_elems) {
 bool IntegerPathAtAnyRowsImpl() { return HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2; }
 
 void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const float* bias, float* y,
-                        ThreadPool* pool) {
+                        const KernelContext& ctx) {
   if (m64 <= 0 || w.rows <= 0) return;
+  ThreadPool* pool = ctx.pool();
   const size_t m = static_cast<size_t>(m64), n = static_cast<size_t>(w.rows), k = static_cast<size_t>(w.cols);
   pool = PoolFor(pool, m * n * k, n * QuantizedRowBytes(w.quant, w.cols));
   const internal::ActLayout l = internal::MakeActLayout(w.quant, w.cols);
@@ -177,10 +178,13 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
 #elif HWY_TARGET == HWY_AVX2
   if (panels) {
     MatMulPanels256(w.quant, qs, d, xc, m, kpad, nb, static_cast<const uint8_t*>(w.data),
-                    QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool, cpu::UseDotExtension());
+                    QuantizedRowBytes(w.quant, w.cols), n, bias, y, pool, cpu::UseDotExtension(ctx.config()));
     return;
   }
 #endif
+  TileExtensions ext;
+  ext.sdot = cpu::UseDotExtension(ctx.config());
+  ext.smmla = cpu::UseI8mm(ctx.config());
   std::vector<QRow> rows(m);
   for (size_t i = 0; i < m; ++i) rows[i] = QRow{qs + i * kpad, d + i * nb, corr + i * nb};
 
@@ -194,16 +198,17 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
     for (size_t j0 = jt0; j0 < jt1; j0 += block) {
       const size_t j1 = std::min(jt1, j0 + block);
       size_t i = 0;
-      for (; i + 4 <= m; i += 4) QuantRows<4>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1);
+      for (; i + 4 <= m; i += 4)
+        QuantRows<4>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1, ext);
       switch (m - i) {
         case 3:
-          QuantRows<3>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1);
+          QuantRows<3>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1, ext);
           break;
         case 2:
-          QuantRows<2>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1);
+          QuantRows<2>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1, ext);
           break;
         case 1:
-          QuantRows<1>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1);
+          QuantRows<1>(w.quant, &rows[i], wbase, row_bytes, nb, bias, y, i, n, j0, j1, ext);
           break;
         default:
           break;
@@ -235,8 +240,6 @@ bool CpuHasDotExtension() {
 #endif
 }
 
-std::atomic<bool> g_dot_extension_allowed{true};
-
 bool CpuHasI8mm() {
 #if HWY_ARCH_ARM_A64 && defined(__linux__)
 #ifndef HWCAP2_I8MM
@@ -248,8 +251,6 @@ bool CpuHasI8mm() {
 #endif
 }
 
-std::atomic<bool> g_i8mm_allowed{true};
-
 }  // namespace
 
 bool HasDotExtension() {
@@ -257,29 +258,25 @@ bool HasDotExtension() {
   return has;
 }
 
-void AllowDotExtension(bool allow) { g_dot_extension_allowed.store(allow, std::memory_order_relaxed); }
-
-bool UseDotExtension() {
-  return HasDotExtension() && g_dot_extension_allowed.load(std::memory_order_relaxed);
-}
+bool UseDotExtension(const KernelConfig& config) { return config.dot_extension && HasDotExtension(); }
 
 bool HasI8mm() {
   static const bool has = CpuHasI8mm();
   return has;
 }
 
-void AllowI8mm(bool allow) { g_i8mm_allowed.store(allow, std::memory_order_relaxed); }
-
-bool UseI8mm() { return HasI8mm() && g_i8mm_allowed.load(std::memory_order_relaxed); }
+bool UseI8mm(const KernelConfig& config) { return config.i8mm && HasI8mm(); }
 
 HWY_EXPORT(MatMulQuantIntImpl);
 HWY_EXPORT(IntegerPathAtAnyRowsImpl);
 
-bool IntegerPathAtAnyRows() { return HWY_DYNAMIC_DISPATCH(IntegerPathAtAnyRowsImpl)(); }
+bool IntegerPathAtAnyRows(const KernelConfig& config) {
+  return MINERU_DISPATCH(config, IntegerPathAtAnyRowsImpl)();
+}
 
 void MatMulQuantInt(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
-                    ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(MatMulQuantIntImpl)(x, m, w, bias, y, pool);
+                    const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), MatMulQuantIntImpl)(x, m, w, bias, y, ctx);
 }
 
 }  // namespace cpu

@@ -33,12 +33,20 @@ struct QRow {  // one quantized activation row
   const float* corr;
 };
 
+// The ARM integer instructions the row tiles use beyond the target's own: the dot product (sdot)
+// and the int8 matrix multiply (smmla), each where the CPU has it and the configuration allows it
+// (cpu::UseDotExtension, cpu::UseI8mm). Ignored elsewhere.
+struct TileExtensions {
+  bool sdot = false;
+  bool smmla = false;
+};
+
 // y[(i0 + r) * n + j] (+ bias[j]) for the R quantized activation rows xr and columns [j0, j1)
 // of W (rows of row_bytes bytes from wbase, nb blocks or groups each): the row tiles of
 // matmul_quant_tiles.cc, for R = 1, 2, 3, 4.
 template <size_t R>
 void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_bytes, size_t nb,
-               const float* bias, float* y, size_t i0, size_t n, size_t j0, size_t j1);
+               const float* bias, float* y, size_t i0, size_t n, size_t j0, size_t j1, TileExtensions ext);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace kernels

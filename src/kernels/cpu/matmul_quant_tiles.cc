@@ -336,7 +336,9 @@ HWY_INLINE void TileQ4x2(const uint8_t* const* HWY_RESTRICT wrow, const QRow* HW
 }
 
 template <size_t R, size_t C>
-HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
+HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out,
+                     TileExtensions ext) {
+  (void)ext;  // no extension beyond the target on x86
   float tail[R * C];
   if (t == QuantType::kQ4_G128) {
     TileQ4x2<R, C, 4>(wrow, xr, nb, out);
@@ -358,7 +360,9 @@ HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, si
 #else   // AVX2
 
 template <size_t R, size_t C>
-HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
+HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out,
+                     TileExtensions ext) {
+  (void)ext;
   if (t == QuantType::kQ8_0) {
     TileQ8<R, C>(wrow, xr, 0, nb, out);
   } else if (t == QuantType::kQ4_0) {
@@ -385,11 +389,12 @@ HWY_INLINE int32_t BlockDotI8(const int8_t* HWY_RESTRICT a, const int8_t* HWY_RE
 }
 
 template <size_t R, size_t C>
-HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out) {
+HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, size_t nb, float* out,
+                     TileExtensions ext) {
 #if HWY_ARCH_ARM_A64 && (HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2_128)
   constexpr bool kPairs = (R == 2 || R == 4) && C == 2;  // smmla's 2 x 2 tiles
-  const bool smmla = kPairs && cpu::UseI8mm();
-  if (smmla || cpu::UseDotExtension()) {  // smmla / sdot (matmul_smmla_arm.cc, matmul_sdot_arm.cc)
+  const bool smmla = kPairs && ext.smmla;
+  if (smmla || ext.sdot) {  // smmla / sdot (matmul_smmla_arm.cc, matmul_sdot_arm.cc)
     const int8_t* xq[R];
     const float* xd[R];
     for (size_t r = 0; r < R; ++r) xq[r] = xr[r].q, xd[r] = xr[r].d;
@@ -400,6 +405,8 @@ HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, si
     }
     return;
   }
+#else
+  (void)ext;
 #endif
   alignas(64) int8_t wq[128];
   for (size_t c = 0; c < C; ++c) {
@@ -438,7 +445,7 @@ HWY_INLINE void Tile(QuantType t, const uint8_t* const* wrow, const QRow* xr, si
 
 template <size_t R>
 void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_bytes, size_t nb,
-               const float* bias, float* y, size_t i0, size_t n, size_t j0, size_t j1) {
+               const float* bias, float* y, size_t i0, size_t n, size_t j0, size_t j1, TileExtensions ext) {
   constexpr size_t C = R == 1 ? 4 : 2;
   float out[R * C];
   size_t j = j0;
@@ -451,26 +458,26 @@ void QuantRows(QuantType t, const QRow* xr, const uint8_t* wbase, size_t row_byt
       const uint8_t* next = wbase + (j + C) * row_bytes;
       for (size_t off = 0; off < C * row_bytes; off += 64) hwy::Prefetch(next + off);
     }
-    Tile<R, C>(t, wr, xr, nb, out);
+    Tile<R, C>(t, wr, xr, nb, out, ext);
     for (size_t r = 0; r < R; ++r) {
       for (size_t c = 0; c < C; ++c) y[(i0 + r) * n + j + c] = out[r * C + c] + (bias ? bias[j + c] : 0.0f);
     }
   }
   for (; j < j1; ++j) {
     const uint8_t* wr[1] = {wbase + j * row_bytes};
-    Tile<R, 1>(t, wr, xr, nb, out);
+    Tile<R, 1>(t, wr, xr, nb, out, ext);
     for (size_t r = 0; r < R; ++r) y[(i0 + r) * n + j] = out[r] + (bias ? bias[j] : 0.0f);
   }
 }
 
 template void QuantRows<1>(QuantType, const QRow*, const uint8_t*, size_t, size_t, const float*, float*,
-                           size_t, size_t, size_t, size_t);
+                           size_t, size_t, size_t, size_t, TileExtensions);
 template void QuantRows<2>(QuantType, const QRow*, const uint8_t*, size_t, size_t, const float*, float*,
-                           size_t, size_t, size_t, size_t);
+                           size_t, size_t, size_t, size_t, TileExtensions);
 template void QuantRows<3>(QuantType, const QRow*, const uint8_t*, size_t, size_t, const float*, float*,
-                           size_t, size_t, size_t, size_t);
+                           size_t, size_t, size_t, size_t, TileExtensions);
 template void QuantRows<4>(QuantType, const QRow*, const uint8_t*, size_t, size_t, const float*, float*,
-                           size_t, size_t, size_t, size_t);
+                           size_t, size_t, size_t, size_t, TileExtensions);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace kernels

@@ -42,6 +42,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/quant_blocks-inl.h"
 #include "kernels/quant.h"
@@ -471,10 +472,12 @@ HWY_EXPORT(PrepackedPanelsImpl);
 HWY_EXPORT(IntegerPanelsBytesImpl);
 HWY_EXPORT(PackIntegerPanelsImpl);
 
-bool PrepackedPanels() { return HWY_DYNAMIC_DISPATCH(PrepackedPanelsImpl)(); }
-size_t IntegerPanelsBytes(const WeightView& w) { return HWY_DYNAMIC_DISPATCH(IntegerPanelsBytesImpl)(w); }
-void PackIntegerPanels(const WeightView& w, uint8_t* out, ThreadPool* pool) {
-  HWY_DYNAMIC_DISPATCH(PackIntegerPanelsImpl)(w, out, pool);
+bool PrepackedPanels(const KernelConfig& config) { return MINERU_DISPATCH(config, PrepackedPanelsImpl)(); }
+size_t IntegerPanelsBytes(const WeightView& w, const KernelConfig& config) {
+  return MINERU_DISPATCH(config, IntegerPanelsBytesImpl)(w);
+}
+void PackIntegerPanels(const WeightView& w, uint8_t* out, const KernelContext& ctx) {
+  MINERU_DISPATCH(ctx.config(), PackIntegerPanelsImpl)(w, out, ctx.pool());
 }
 
 }  // namespace cpu

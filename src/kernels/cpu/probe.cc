@@ -8,6 +8,7 @@
 
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dispatch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mineru {
@@ -70,8 +71,12 @@ namespace cpu {
 HWY_EXPORT(FmaProbeImpl);
 HWY_EXPORT(ReadProbeImpl);
 
-ProbeResult FmaProbe(int64_t iters, float start) { return HWY_DYNAMIC_DISPATCH(FmaProbeImpl)(iters, start); }
-double ReadProbe(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(ReadProbeImpl)(x, n); }
+ProbeResult FmaProbe(int64_t iters, float start, const KernelConfig& config) {
+  return MINERU_DISPATCH(config, FmaProbeImpl)(iters, start);
+}
+double ReadProbe(const float* x, int64_t n, const KernelConfig& config) {
+  return MINERU_DISPATCH(config, ReadProbeImpl)(x, n);
+}
 
 }  // namespace cpu
 }  // namespace kernels
