@@ -29,7 +29,7 @@ Status MakeDirs(const std::string& path) {
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
       if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-        return IoError("cannot create directory " + cur + ": " + std::strerror(errno));
+        return IoErrorFromErrno("cannot create directory " + cur, errno);  // no room: StorageFull
       }
     }
     if (i < path.size()) cur += path[i];

@@ -302,7 +302,6 @@ struct SyncParse {
     pipeline::ParseOptions o = OptionsFor(st, p, work + "/out");
     o.deadline = deadline;
     pipeline::DocumentReport r = pipeline::ParseDocument(path, o, *backend, &global_page);
-    r.status = WithStorageKind(r.status);
     if (r.status.code() == StatusCode::kDeadlineExceeded) {
       char secs[32];
       std::snprintf(secs, sizeof(secs), "%g", st.opt.file_parse_timeout_s);

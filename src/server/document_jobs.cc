@@ -278,7 +278,6 @@ void RunJob(Server::State& st, const Job& j) {
   int global_page = 0;
   pipeline::DocumentReport r =
       pipeline::ParseDocument(paths.input, o, *backend, &global_page, std::ref(progress));
-  r.status = WithStorageKind(r.status);
   keeper.Stop();
   if (r.status.code() == StatusCode::kDeadlineExceeded) {
     char secs[32];

@@ -63,22 +63,6 @@ bool OutputsNotWritten(const Status& s) {
   return s.code() == StatusCode::kIoError || s.code() == StatusCode::kStorageFull;
 }
 
-// The pipeline creates its output folders itself (pipeline/document.cc) and reports a failed
-// mkdir as IoError whatever its errno. Until it uses IoErrorFromErrno, such an error that ends with
-// the text of a no-room errno is typed StorageFull here, where a report comes in, so that all that
-// follows decides by kind (issue 36: the one error text still read; remove it with that change).
-Status WithStorageKind(const Status& s) {
-  if (s.code() != StatusCode::kIoError) return s;
-  const std::string& m = s.message();
-  for (int e : {ENOSPC, EDQUOT, EFBIG}) {
-    const std::string why = std::string(": ") + std::strerror(e);
-    if (m.size() >= why.size() && m.compare(m.size() - why.size(), why.size(), why) == 0) {
-      return StorageFullError(m);
-    }
-  }
-  return s;
-}
-
 std::string JobError(const pipeline::DocumentReport& r) {
   std::string err = r.status.ok() ? "" : r.status.message();
   if (OutputsNotWritten(r.status)) {

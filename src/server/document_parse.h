@@ -37,9 +37,6 @@ pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p
 // A parse whose outputs could not be written (an I/O failure, or no room for them).
 bool OutputsNotWritten(const Status& s);
 
-// An IoError whose text ends with a no-room errno's, typed StorageFull (see document_parse.cc).
-Status WithStorageKind(const Status& s);
-
 // The job's error text for a finished parse: "" on success, storage failures explained, else the
 // first failed page.
 std::string JobError(const pipeline::DocumentReport& r);

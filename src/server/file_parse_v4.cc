@@ -182,7 +182,7 @@ Status ParseToZip(Server::State& st, const FormV4& form, const std::string& work
   int global_page = 0;
   const pipeline::DocumentReport rep = pipeline::ParseDocument(input, *o, *backend, &global_page);
   if (!rep.status.ok()) {
-    const Status s = WithStorageKind(rep.status);
+    const Status& s = rep.status;
     return s.code() == StatusCode::kDeadlineExceeded || OutputsNotWritten(s) ? s : AsRequestError(s);
   }
   if (rep.failed_pages() > 0) return InternalError(JobError(rep));
