@@ -463,6 +463,40 @@ TEST_P(AttentionTest, Fp16PagedKvEqualsItsWidenedValues) {
   }
 }
 
+// The scratch a workspace keeps between calls (each worker's fp32 block buffers, the int8 value
+// packer's rows) changes no bit: calls of growing, shrinking and changing shapes through one
+// workspace, on the pool and on one worker's slot (Serial, as the decoder calls it inside its own
+// tasks), equal the same calls through fresh workspaces. It holds memory after them, none after
+// ReleaseScratch, and serves again after that.
+TEST_P(AttentionTest, KeptScratchChangesNoBitAndIsReleased) {
+  ThreadPool pool(3);
+  KernelWorkspace kept = Ctx(&pool);
+  const Case cases[] = {{1, 300, 14, 2, 64, true, false}, {1, 1500, 14, 2, 64, true, false},
+                        {40, 90, 4, 2, 80, true, false},  {60, 60, 2, 2, 80, false, false},
+                        {1, 200, 14, 2, 64, true, false}, {9, 70, 4, 2, 16, true, false}};
+  auto run_all = [&](uint32_t seed) {
+    for (const Case& c : cases) {
+      for (bool int8 : {false, true}) {
+        DenseQkv d = RandomDenseQkv(c, &seed);
+        d.s.int8_qk = d.s.int8_pv = int8 && !c.causal;
+        const size_t n = static_cast<size_t>(c.n_q * d.qd);
+        std::vector<float> want(n), got(n), want1(n), got1(n);
+        cpu::Attention(d.q.data(), d.k.data(), d.v.data(), d.s, want.data(), Ctx(&pool));
+        cpu::Attention(d.q.data(), d.k.data(), d.v.data(), d.s, got.data(), kept);
+        cpu::Attention(d.q.data(), d.k.data(), d.v.data(), d.s, want1.data(), Ctx());
+        cpu::Attention(d.q.data(), d.k.data(), d.v.data(), d.s, got1.data(), kept.Serial(2));
+        EXPECT_EQ(got, want) << "n_q=" << c.n_q << " n_kv=" << c.n_kv << " int8=" << int8;
+        EXPECT_EQ(got1, want1) << "serial, n_q=" << c.n_q << " n_kv=" << c.n_kv << " int8=" << int8;
+      }
+    }
+  };
+  run_all(1000);
+  EXPECT_GT(kept.scratch_bytes(), 0u);
+  kept.ReleaseScratch();
+  EXPECT_EQ(kept.scratch_bytes(), 0u);
+  run_all(2000);
+}
+
 // Keys and values packed once (PackKvInt8, from fp16 rows head-major with padded strides) and
 // queries attended in runs (AttentionPacked) give Attention's int8 result over the same values
 // widened to fp32, bit for bit, however the queries are split, and packed in place over the fp16

@@ -29,6 +29,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/cpu/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -42,32 +43,43 @@ namespace HWY_NAMESPACE {
 namespace {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The per-worker scratch of one Attention call. The fp32 path's is kept on the calling thread and
-// reused while the geometry fits (a decode step calls Attention once per layer: per-call scratch
-// was freed, trimmed and faulted in again every time); its panels are written whole each call
-// (zero columns included). The int8 path's (the vision encoder's few large calls) is per call:
-// its panels' neutral tails are filled once, at allocation.
-struct ScratchSet {
-  std::vector<Scratch> slots;
-  size_t hd = 0, hdp = 0, keys = 0;  // what the slots were (or will be) allocated for
+// The block scratch of the workers of one Attention call over up to max_keys keys per task. The
+// fp32 path's is each worker's kept one (KernelScratch::attention), reused while the geometry fits
+// (a decode step calls Attention once per layer: per-call scratch was freed, trimmed and faulted in
+// again every time); its panels are written whole each call (zero columns included). The int8
+// path's (the vision encoder's few large calls) is per call, `count` slots: its panels' neutral
+// tails are filled once, at allocation.
+class CallScratch {
+ public:
+  CallScratch(const Geometry& g, size_t max_keys, size_t count, const KernelContext& ctx)
+      : g_(g), max_keys_(max_keys), ctx_(ctx) {
+    if (g.int8_qk || g.int8_pv) per_call_.resize(count);
+  }
+  // Worker slot `slot`'s scratch, allocated for the call's geometry (by that worker).
+  Scratch& Slot(size_t slot) {
+    if (!per_call_.empty()) {
+      Scratch& s = per_call_[slot];
+      if (!s.s) AllocScratch(g_, max_keys_, s);
+      return s;
+    }
+    cpu::KeptAttention& kept = ctx_.scratch(slot).attention;
+    const bool same = kept.target == HWY_TARGET && kept.hd == g_.hd && kept.hdp == g_.hdp;
+    if (!same || kept.keys < max_keys_) {
+      // A growing context reallocates every 1.5x, not every step.
+      const size_t keys = same ? std::max(max_keys_, kept.keys * 3 / 2) : max_keys_;
+      kept = cpu::KeptAttention();
+      AllocScratch(g_, keys, kept.s);
+      kept.target = HWY_TARGET, kept.hd = g_.hd, kept.hdp = g_.hdp, kept.keys = keys;
+    }
+    return kept.s;
+  }
+
+ private:
+  const Geometry& g_;
+  const size_t max_keys_;
+  const KernelContext& ctx_;
+  std::vector<Scratch> per_call_;
 };
-ScratchSet& CallScratch(const Geometry& g, size_t max_keys, size_t count, ScratchSet* per_call) {
-  if (g.int8_qk || g.int8_pv) {
-    per_call->slots.resize(count);
-    per_call->keys = max_keys;
-    return *per_call;
-  }
-  thread_local ScratchSet kept;
-  if (kept.hd != g.hd || kept.hdp != g.hdp || kept.keys < max_keys || kept.slots.size() < count) {
-    // A growing context reallocates every 1.5x, not every step.
-    const size_t keys =
-        kept.hd == g.hd && kept.hdp == g.hdp ? std::max(max_keys, kept.keys * 3 / 2) : max_keys;
-    kept.slots.clear();
-    kept.slots.resize(count);
-    kept.hd = g.hd, kept.hdp = g.hdp, kept.keys = keys;
-  }
-  return kept;
-}
 
 // Row r of KV head kvh: its query pointer, output pointer and visible key count.
 struct RowInfo {
@@ -198,15 +210,13 @@ void MergeKeySplits(const Geometry& g, size_t splits, const std::vector<float>& 
 // The decode form (one row block): each task = KV head x a key range; the partial (O, m, l)
 // are merged afterwards.
 void AttentionSplitKeys(const Geometry& g, const float* q, const float* k, const float* v, size_t splits,
-                        size_t threads, float* out, ThreadPool* pool) {
+                        size_t threads, float* out, ThreadPool* pool, const KernelContext& ctx) {
   const size_t span = (g.n_kv + splits - 1) / splits;
   const size_t tasks = g.num_kv_heads * splits;
   std::vector<float> part_o(tasks * g.rows * g.hdp), part_m(tasks * g.rows), part_l(tasks * g.rows);
-  ScratchSet per_call;
-  ScratchSet& scratch = CallScratch(g, span, std::min(threads, tasks), &per_call);
+  CallScratch scratch(g, span, std::min(threads, tasks), ctx);
   RunTasks(pool, tasks, [&](size_t t, size_t slot) {
-    Scratch& s = scratch.slots[slot];
-    if (!s.s) AllocScratch(g, scratch.keys, s);
+    Scratch& s = scratch.Slot(slot);
     const size_t kvh = t / splits, sp = t % splits;
     const size_t k_lo = sp * span, nk = std::min(g.n_kv, k_lo + span) - std::min(g.n_kv, k_lo);
     const size_t nr = g.rows;  // <= kBQ
@@ -219,7 +229,7 @@ void AttentionSplitKeys(const Geometry& g, const float* q, const float* k, const
         PackKeysInt8(F32Rows{*g.shape, k, false, kvh, g.hd}, g.n_kv, g.hd, k_lo, nk, s.k8.get(), s.ks.get());
       if (g.int8_pv) {
         PackValuesInt8(F32Rows{*g.shape, v, true, kvh, g.hd}, g.n_kv, g.hd, k_lo, nk, s.v8.get(), s.vs.get(),
-                       s.vmu.get());
+                       s.vmu.get(), ctx.scratch(slot).values8);
       }
 #endif
       RunBlock(g, rows, nr, nk, s);
@@ -238,7 +248,7 @@ void AttentionSplitKeys(const Geometry& g, const float* q, const float* k, const
 }  // namespace
 
 void AttentionImpl(const float* q, const float* k, const float* v, const AttentionShape& shape, float* out,
-                   ThreadPool* pool) {
+                   const KernelContext& ctx) {
   if (shape.n_q <= 0 || shape.num_heads <= 0) return;
   const Geometry g = MakeGeometry(shape);
   if (g.n_kv == 0) {
@@ -247,8 +257,8 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     return;
   }
 
-  pool = PoolFor(pool, 2 * g.n_q * g.n_kv * g.hd * g.group * g.num_kv_heads,
-                 2 * g.n_kv * g.hd * g.num_kv_heads * sizeof(float));
+  ThreadPool* pool = PoolFor(ctx.pool(), 2 * g.n_q * g.n_kv * g.hd * g.group * g.num_kv_heads,
+                             2 * g.n_kv * g.hd * g.num_kv_heads * sizeof(float));
   const size_t threads = NumWorkers(pool);
   const size_t nblk = (g.rows + kBQ - 1) / kBQ;
   const size_t splits = KeySplits(g, nblk, threads);
@@ -257,11 +267,9 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     // Tasks: KV head × a range of row blocks; ~4 tasks per worker, heaviest (last rows) first.
     const size_t bpt = BlocksPerTask(g, nblk, threads);
     const size_t tph = (nblk + bpt - 1) / bpt;
-    ScratchSet per_call;
-    ScratchSet& scratch = CallScratch(g, g.n_kv, std::min(threads, tph * g.num_kv_heads), &per_call);
+    CallScratch scratch(g, g.n_kv, std::min(threads, tph * g.num_kv_heads), ctx);
     RunTasks(pool, tph * g.num_kv_heads, [&](size_t t, size_t slot) {
-      Scratch& s = scratch.slots[slot];
-      if (!s.s) AllocScratch(g, scratch.keys, s);
+      Scratch& s = scratch.Slot(slot);
       const size_t kvh = t % g.num_kv_heads, tb = tph - 1 - t / g.num_kv_heads;
       const size_t b0 = tb * bpt, b1 = std::min(nblk, b0 + bpt);
       const size_t r_last = std::min(g.rows, b1 * kBQ) - 1;
@@ -272,7 +280,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
         PackKeysInt8(F32Rows{*g.shape, k, false, kvh, g.hd}, g.n_kv, g.hd, 0, nk, s.k8.get(), s.ks.get());
       if (g.int8_pv) {
         PackValuesInt8(F32Rows{*g.shape, v, true, kvh, g.hd}, g.n_kv, g.hd, 0, nk, s.v8.get(), s.vs.get(),
-                       s.vmu.get());
+                       s.vmu.get(), ctx.scratch(slot).values8);
       }
 #endif
       RunRowBlocks(g, q, kvh, b0, b1, nk, s, out);
@@ -280,7 +288,7 @@ void AttentionImpl(const float* q, const float* k, const float* v, const Attenti
     return;
   }
 
-  AttentionSplitKeys(g, q, k, v, splits, threads, out, pool);
+  AttentionSplitKeys(g, q, k, v, splits, threads, out, pool, ctx);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -297,7 +305,7 @@ HWY_EXPORT(AttentionImpl);
 
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                const KernelContext& ctx) {
-  MINERU_DISPATCH(ctx.config(), AttentionImpl)(q, k, v, s, out, ctx.pool());
+  MINERU_DISPATCH(ctx.config(), AttentionImpl)(q, k, v, s, out, ctx);
 }
 
 }  // namespace cpu

@@ -256,15 +256,23 @@ void RunBlock(const Geometry& g, const RowRefs& rows, size_t nr, size_t nk, Scra
 void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s, bool own_kv) {
   const size_t NR = PanelWidth();
   const size_t kpad = (max_keys + NR - 1) / NR * NR;
+  size_t floats = 0, bytes = 0;  // what is allocated, for Scratch::bytes
   // The fp32 K / V panels only where the int8 ones do not replace them.
-  if (!g.int8_qk) s.kt = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hd));
-  if (!g.int8_qk) s.k32 = hwy::AllocateAligned<float>(NR * g.hd);
-  if (!g.int8_pv) s.vp = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hdp));
+  if (!g.int8_qk) {
+    s.kt = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hd));
+    s.k32 = hwy::AllocateAligned<float>(NR * g.hd);
+    floats += std::max<size_t>(1, kpad * g.hd) + NR * g.hd;
+  }
+  if (!g.int8_pv) {
+    s.vp = hwy::AllocateAligned<float>(std::max<size_t>(1, kpad * g.hdp));
+    floats += std::max<size_t>(1, kpad * g.hdp);
+  }
   s.s = hwy::AllocateAligned<float>(kBQ * kBK);
   s.o = hwy::AllocateAligned<float>(kBQ * g.hdp);
   s.m.resize(kBQ);
   s.l.resize(kBQ);
   s.alpha.resize(kBQ);
+  floats += kBQ * kBK + kBQ * g.hdp + 3 * kBQ;
   if (g.int8_qk) {  // whole key tiles (zero panels past the keys), kScorePanels panels at a time
     const size_t hd4 = (g.hd + 3) / 4 * 4, keys = (max_keys + kBK - 1) / kBK * kBK;
     if (own_kv) {
@@ -272,9 +280,11 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s, bool own_kv) {
       std::fill(s.k8.get(), s.k8.get() + keys * hd4, uint8_t{128});
       s.ks = hwy::AllocateAligned<float>(keys);
       std::fill(s.ks.get(), s.ks.get() + keys, 0.0f);
+      bytes += keys * hd4, floats += keys;
     }
     s.q8 = hwy::AllocateAligned<int8_t>(kBQ * hd4);
     s.k8p = s.k8.get(), s.ksp = s.ks.get();
+    bytes += kBQ * hd4;
   }
   if (g.int8_pv) {  // whole key tiles of value panels, zero past the keys
     const size_t dims = (g.hd + 15) / 16 * 16, keys = (max_keys + kBK - 1) / kBK * kBK;
@@ -283,10 +293,13 @@ void AllocScratch(const Geometry& g, size_t max_keys, Scratch& s, bool own_kv) {
       std::fill(s.v8.get(), s.v8.get() + keys * dims, int8_t{0});
       s.vs = hwy::AllocateAligned<float>(dims);
       s.vmu = hwy::AllocateAligned<float>(dims);
+      bytes += keys * dims, floats += 2 * dims;
     }
     s.p8 = hwy::AllocateAligned<uint8_t>(kBQ * kBK);
     s.v8p = s.v8.get(), s.vsp = s.vs.get(), s.vmup = s.vmu.get();
+    bytes += kBQ * kBK;
   }
+  s.bytes = bytes + floats * sizeof(float);
 }
 
 }  // namespace HWY_NAMESPACE

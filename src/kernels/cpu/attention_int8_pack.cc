@@ -163,11 +163,12 @@ void QuantizeQueries(const Geometry& g, const RowRefs& rows, size_t nr, Scratch&
 // caller keeps them zero).
 template <class Rows>
 void PackValuesInt8(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_t nk, int8_t* dst, float* vs,
-                    float* mu) {
+                    float* mu, std::vector<int8_t>& staging) {
   const size_t nvec = (hd + kDimLanes - 1) / kDimLanes, stride = nvec * kDimLanes;
-  // Kept by each thread between calls (assign zero-fills without reallocating): a fresh vector
-  // per head was fresh pages per head, faulted in by its zero fill (~half a MB at 5,476 keys).
-  thread_local std::vector<int8_t> v8;
+  // The worker's staging rows, kept between calls (assign zero-fills without reallocating): a
+  // fresh vector per head was fresh pages per head, faulted in by its zero fill (~half a MB at
+  // 5,476 keys).
+  std::vector<int8_t>& v8 = staging;
   v8.assign(nk * stride, int8_t{0});
   Int8Values(rows, n_kv, hd, k_lo, nk, stride, v8.data(), vs, mu);
   // Quad jq, vector dv: the 16 dims of 4 keys interleaved byte by byte (a 4 x 16 transpose);
@@ -196,10 +197,10 @@ void PackValuesInt8(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_
 // heads of PackKvInt8 (attention_packed.cc).
 template void PackKeysInt8<F32Rows>(const F32Rows&, size_t, size_t, size_t, size_t, uint8_t*, float*);
 template void PackKeysInt8<F16Rows>(const F16Rows&, size_t, size_t, size_t, size_t, uint8_t*, float*);
-template void PackValuesInt8<F32Rows>(const F32Rows&, size_t, size_t, size_t, size_t, int8_t*, float*,
-                                      float*);
-template void PackValuesInt8<F16Rows>(const F16Rows&, size_t, size_t, size_t, size_t, int8_t*, float*,
-                                      float*);
+template void PackValuesInt8<F32Rows>(const F32Rows&, size_t, size_t, size_t, size_t, int8_t*, float*, float*,
+                                      std::vector<int8_t>&);
+template void PackValuesInt8<F16Rows>(const F16Rows&, size_t, size_t, size_t, size_t, int8_t*, float*, float*,
+                                      std::vector<int8_t>&);
 #endif  // HWY_AVX3_DL
 
 // The quantizers as this target runs them (cpu_kernels.h), for the tests against ref::.

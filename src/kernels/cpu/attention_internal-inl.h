@@ -27,6 +27,7 @@
 
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
 
@@ -39,7 +40,7 @@ namespace mineru {
 namespace kernels {
 namespace HWY_NAMESPACE {
 
-constexpr size_t kBQ = 48;  // query rows per block (multiple of kMR)
+constexpr size_t kBQ = cpu::kAttentionRowBlock;  // query rows per block (multiple of kMR)
 // Keys per tile (Geometry::tile, also the row stride of the score tile S): kBK for int8 Q Kᵀ or
 // P V, whose per-row softmax bookkeeping (two reductions, a scalar exp and the u8 step) is then
 // shared by twice the keys (attention 8% faster at 5,476 patches); kBK / 2 for fp32 attention,
@@ -64,30 +65,8 @@ struct Geometry {
   size_t tile;   // keys per tile and the row stride of S: kBK with int8 Q Kᵀ or P V, else kBK / 2
 };
 
-struct Scratch {
-  hwy::AlignedFreeUniquePtr<float[]> kt, vp, s, o;
-  hwy::AlignedFreeUniquePtr<float[]> k32;  // fp16 keys of one panel widened [panel width][hd]
-  std::vector<float> m, l, alpha;
-  // int8 Q Kᵀ: key panels (16 keys x hd4 bytes each), key scales, the block's int8 Q rows
-  // (kBQ x hd4), their scales and -128 x their sums.
-  hwy::AlignedFreeUniquePtr<uint8_t[]> k8;
-  hwy::AlignedFreeUniquePtr<float[]> ks;
-  hwy::AlignedFreeUniquePtr<int8_t[]> q8;
-  float qs[kBQ];
-  int32_t qc[kBQ];
-  // int8 P V: value panels (key quad, 16 dims: 64 bytes), per-dim scales and means (16-padded),
-  // the tile's u8 probabilities (kBQ x kBK), their steps and sums.
-  hwy::AlignedFreeUniquePtr<int8_t[]> v8;
-  hwy::AlignedFreeUniquePtr<float[]> vs, vmu;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> p8;
-  float ps[kBQ];
-  int32_t psum[kBQ];
-  // What the int8 tiles read: the buffers above, or one KV head of PackKvInt8's bytes.
-  const uint8_t* k8p = nullptr;
-  const float* ksp = nullptr;
-  const int8_t* v8p = nullptr;
-  const float *vsp = nullptr, *vmup = nullptr;
-};
+// One worker's block scratch (kernels/cpu/scratch.h).
+using Scratch = cpu::AttentionScratch;
 
 // Per-row state of one block.
 struct RowRefs {
@@ -180,10 +159,11 @@ void QuantizeQueries(const Geometry& g, const RowRefs& rows, size_t nr, Scratch&
 template <class Rows>
 void PackKeysInt8(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_t nk, uint8_t* k8out,
                   float* ksout);
-// Values [k_lo, k_lo + nk) of one KV head (n_kv in all) as int8 panels, per-dim scales and means.
+// Values [k_lo, k_lo + nk) of one KV head (n_kv in all) as int8 panels, per-dim scales and means;
+// staging: the calling worker's rows of int8 values before the transpose (KernelScratch::values8).
 template <class Rows>
 void PackValuesInt8(const Rows& rows, size_t n_kv, size_t hd, size_t k_lo, size_t nk, int8_t* dst, float* vs,
-                    float* mu);
+                    float* mu, std::vector<int8_t>& staging);
 #endif  // HWY_AVX3_DL
 
 }  // namespace HWY_NAMESPACE

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
@@ -21,6 +22,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/cpu/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -51,15 +53,17 @@ struct PackedHead {
   }
 };
 
-// Packs KV head h of kv (n_kv keys of hd dims) into dst (PackedHead's layout).
-void PackHead(const HalfKv& kv, size_t h, size_t n_kv, size_t hd, const PackedHead& L, uint8_t* dst) {
+// Packs KV head h of kv (n_kv keys of hd dims) into dst (PackedHead's layout); staging: the calling
+// worker's (PackValuesInt8).
+void PackHead(const HalfKv& kv, size_t h, size_t n_kv, size_t hd, const PackedHead& L, uint8_t* dst,
+              std::vector<int8_t>& staging) {
   std::fill(dst, dst + L.ks, uint8_t{128});
   std::fill(dst + L.ks, dst + L.bytes, uint8_t{0});
   const size_t rs = static_cast<size_t>(kv.row_stride), hs = static_cast<size_t>(kv.head_stride);
   PackKeysInt8(F16Rows{kv.k + h * hs, rs, hd}, n_kv, hd, 0, n_kv, dst + L.k8,
                reinterpret_cast<float*>(dst + L.ks));
   PackValuesInt8(F16Rows{kv.v + h * hs, rs, hd}, n_kv, hd, 0, n_kv, reinterpret_cast<int8_t*>(dst + L.v8),
-                 reinterpret_cast<float*>(dst + L.vs), reinterpret_cast<float*>(dst + L.vmu));
+                 reinterpret_cast<float*>(dst + L.vs), reinterpret_cast<float*>(dst + L.vmu), staging);
 }
 #endif  // HWY_AVX3_DL
 
@@ -74,38 +78,35 @@ size_t PackedKvHeadBytesImpl(const AttentionShape& s) {
 #endif
 }
 
-// Heads in rounds of as many as there are workers, each packed into a slot's buffer and copied to
-// its place after the round (so a destination may overlap sources of heads up to its own).
+// Heads in rounds of as many as there are workers, each packed into a buffer of the context's
+// scratch (round head t in slot t's KernelScratch::packed_head, grown, never shrunk: allocated per
+// call they were fresh pages every layer of every image) and copied to its place after the round
+// (so a destination may overlap sources of heads up to its own).
 void PackKvInt8Impl(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride,
-                    ThreadPool* pool) {
+                    const KernelContext& ctx) {
 #if HWY_TARGET == HWY_AVX3_DL
   const size_t n_kv = static_cast<size_t>(s.n_kv), hd = static_cast<size_t>(s.head_dim);
   const size_t heads = static_cast<size_t>(s.num_kv_heads);
   const PackedHead L(n_kv, hd);
-  pool = PoolFor(pool, 8 * n_kv * hd * heads);
+  ThreadPool* pool = PoolFor(ctx.pool(), 8 * n_kv * hd * heads);
   const size_t round = std::min(heads, NumWorkers(pool));
-  // The round's buffers are kept between calls (grown, never shrunk; the calling thread owns
-  // them): allocated per call they were fresh pages every layer of every image.
-  // (A named reference: the workers' tasks would otherwise name their own threads' variables.)
-  thread_local std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> kept;
-  thread_local std::vector<size_t> kept_bytes;
-  std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>>& tmp = kept;
-  if (kept.size() < round) {
-    kept.resize(round);
-    kept_bytes.resize(round, 0);
-  }
   for (size_t t = 0; t < round; ++t) {
-    if (kept_bytes[t] >= L.bytes) continue;
-    kept[t] = hwy::AllocateAligned<uint8_t>(L.bytes);
-    kept_bytes[t] = L.bytes;
+    KernelScratch& k = ctx.scratch(t);
+    if (k.packed_head_bytes >= L.bytes) continue;
+    k.packed_head = hwy::AllocateAligned<uint8_t>(L.bytes);
+    k.packed_head_bytes = k.packed_head ? L.bytes : 0;
+    if (!k.packed_head) throw std::bad_alloc();
   }
   for (size_t h0 = 0; h0 < heads; h0 += round) {
     const size_t n = std::min(round, heads - h0);
-    RunTasks(pool, n, [&](size_t t, size_t) { PackHead(kv, h0 + t, n_kv, hd, L, tmp[t].get()); });
-    for (size_t t = 0; t < n; ++t) std::memcpy(dst + (h0 + t) * dst_stride, tmp[t].get(), L.bytes);
+    RunTasks(pool, n, [&](size_t t, size_t slot) {
+      PackHead(kv, h0 + t, n_kv, hd, L, ctx.scratch(t).packed_head.get(), ctx.scratch(slot).values8);
+    });
+    for (size_t t = 0; t < n; ++t)
+      std::memcpy(dst + (h0 + t) * dst_stride, ctx.scratch(t).packed_head.get(), L.bytes);
   }
 #else
-  (void)kv, (void)s, (void)dst, (void)dst_stride, (void)pool;
+  (void)kv, (void)s, (void)dst, (void)dst_stride, (void)ctx;
 #endif
 }
 
@@ -164,7 +165,7 @@ size_t PackedKvHeadBytes(const AttentionShape& s, const KernelConfig& config) {
 
 void PackKvInt8(const HalfKv& kv, const AttentionShape& s, uint8_t* dst, size_t dst_stride,
                 const KernelContext& ctx) {
-  MINERU_DISPATCH(ctx.config(), PackKvInt8Impl)(kv, s, dst, dst_stride, ctx.pool());
+  MINERU_DISPATCH(ctx.config(), PackKvInt8Impl)(kv, s, dst, dst_stride, ctx);
 }
 
 void AttentionPacked(const float* q, const AttentionShape& s, const uint8_t* packed, size_t stride,
