@@ -358,15 +358,22 @@ TEST_F(Hostile, AMixOfBadRequestsNeverGetsA5xx) {
 // how many requests it holds at once.
 class SlowImageHost {
  public:
-  explicit SlowImageHost(std::chrono::milliseconds delay) {
+  // Each answer takes `delay`, or, with gather > 0, only until `gather` requests have been in
+  // flight at once (from then on every answer is immediate): a client that fetches in parallel is
+  // answered at once however loaded the machine, one that fetches serially waits `delay` per image.
+  explicit SlowImageHost(std::chrono::milliseconds delay, int gather = 0) {
     png_ = *ReadFileToString(kFx + "/image0.png");
-    srv_.Get(R"(/img/(\d+)\.png)", [this, delay](const httplib::Request&, httplib::Response& res) {
+    srv_.Get(R"(/img/(\d+)\.png)", [this, delay, gather](const httplib::Request&, httplib::Response& res) {
       const int now = ++running_;
       int seen = max_running_.load();
       while (now > seen && !max_running_.compare_exchange_weak(seen, now)) {
       }
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, delay, [this] { return released_; });  // the host's latency, not a race
+      if (gather > 0 && now >= gather) {
+        gathered_ = true;
+        cv_.notify_all();
+      }
+      cv_.wait_for(lock, delay, [this] { return released_ || gathered_; });  // the host's latency
       --running_;
       res.set_content(png_, "image/png");
     });
@@ -394,7 +401,7 @@ class SlowImageHost {
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool released_ = false;
+  bool released_ = false, gathered_ = false;
   std::atomic<int> running_{0}, max_running_{0};
 };
 
@@ -434,8 +441,9 @@ TEST(HostileRemote, AllFetchesOfARequestShareOneDeadlineAndRunTogether) {
     EXPECT_EQ(never.max_running(), 0);
   }
   {
-    // Quick ones succeed, fetched several at once.
-    SlowImageHost quick(std::chrono::milliseconds(300));
+    // Fetched several at once, they succeed: the host answers as soon as two are in flight (fetched
+    // one at a time, each would take 2 s and the 3 s deadline would refuse the request).
+    SlowImageHost quick(std::chrono::milliseconds(2000), 2);
     auto r = srv.Client().Post("/v1/chat/completions", ImagesRequest(quick, 5), "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << r->body;
