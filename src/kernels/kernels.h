@@ -65,7 +65,8 @@ const char* TargetName(const KernelConfig& config);
 // Dense W is widened to fp32 on the fly. Quantized W (kernels/quant.h): for
 // m < QuantDequantMinRows() the rows of x are quantized to int8 per block and multiplied with
 // integer dot products; for larger m W is dequantized panel by panel into the fp32 GEMM.
-// Scratch: O(k) per call plus per-worker panels (~100 KB).
+// Scratch: the int8 rows of x in ctx's scratch (kept, grown to the largest call), per-worker panels
+// (~100 KB) per call.
 void MatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y,
             const KernelContext& ctx);
 

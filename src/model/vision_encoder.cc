@@ -137,8 +137,8 @@ void CompactQRows(float* buf, int64_t P, int64_t E, ThreadPool* pool) {
 }
 
 // y [m, w.rows] = x [m, w.cols] · Wᵀ + bias, in products of at most `chunk` rows: the values are
-// those of one call (rows are independent), and a quantized product's int8 copy of x (scratch the
-// calling thread keeps, sized by its largest call) stays at `chunk` rows instead of m.
+// those of one call (rows are independent), and a quantized product's int8 copy of x (scratch ctx
+// keeps, sized by its largest call) stays at `chunk` rows instead of m.
 void ChunkedMatMul(const float* x, int64_t m, const WeightView& w, const float* bias, float* y, int64_t chunk,
                    const kernels::KernelContext& ctx) {
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {

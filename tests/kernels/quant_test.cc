@@ -343,6 +343,32 @@ TEST_P(QuantMatMulTest, PrepackedPanelsGiveTheSameBitsAsPackingPerCall) {
   }
 }
 
+// The int8 activations a workspace keeps between calls change no bit: integer products of growing
+// and shrinking shapes through one workspace equal the same products through fresh ones. The
+// workspace holds them after the calls, nothing after ReleaseScratch, and serves again after that.
+TEST_P(QuantMatMulTest, KeptActivationsChangeNoBitAndAreReleased) {
+  ThreadPool pool(2);
+  KernelWorkspace kept = Ctx(&pool);
+  uint32_t seed = 1300;
+  for (int round = 0; round < 2; ++round) {
+    for (QuantType t : kTypes) {
+      for (const Case& c : {Case{40, 33, 300}, Case{3, 17, 96}, Case{64, 40, 1024}, Case{1, 9, 64}}) {
+        const std::vector<float> x = RandomVec(static_cast<size_t>(c.m * c.k), seed++);
+        const QuantizedMatrix qm = Quantize(
+            DenseWeights(RandomVec(static_cast<size_t>(c.n * c.k), seed++), c.n, c.k, DType::kF32).view(), t);
+        std::vector<float> want(static_cast<size_t>(c.m * c.n)), got(want.size());
+        cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, want.data(), Ctx(&pool));
+        cpu::MatMulQuantInt(x.data(), c.m, qm.view(), nullptr, got.data(), kept);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+            << QuantTypeName(t) << " m=" << c.m << " n=" << c.n << " k=" << c.k;
+      }
+    }
+    EXPECT_GT(kept.scratch_bytes(), 0u);
+    kept.ReleaseScratch();
+    EXPECT_EQ(kept.scratch_bytes(), 0u);
+  }
+}
+
 MINERU_INSTANTIATE_PER_TARGET(QuantMatMulTest);
 
 TEST(ActQuantTest, SimdAndScalarQuantizersProduceTheSameBytes) {

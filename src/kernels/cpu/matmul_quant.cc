@@ -14,15 +14,14 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
-#include <new>
 #include <vector>
 
-#include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/matmul_quant_internal-inl.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/cpu/simd-inl.h"
 #include "kernels/quant.h"
 #include "kernels/quant_internal.h"
@@ -106,36 +105,6 @@ void MatMulPanels256(QuantType t, const int8_t* xs, const float* d, const int32_
 constexpr size_t kPanel256MinRows = 16;
 #endif
 
-// The quantized activations of one MatMulQuantInt call, kept per calling thread and grown to the
-// largest call so far (a prefill's 2,048 x 4,864 is ~10 MB): a product per layer and step would
-// otherwise allocate and fault in fresh pages each time (with the serving allocator's settings,
-// cli/common.h, anything over 1 MB is a fresh mmap). Calls do not nest on one thread.
-struct ActScratch {
-  hwy::AlignedFreeUniquePtr<int8_t[]> q;       // [m, kpad]
-  hwy::AlignedFreeUniquePtr<float[]> d, corr;  // [m, nb] each
-  hwy::AlignedFreeUniquePtr<int32_t[]> xc;     // [m, nb]
-  size_t q_cap = 0, b_cap = 0;
-};
-ActScratch& ThreadActScratch(size_t q_elems, size_t block_elems) {
-  thread_local ActScratch s;
-  if (q_elems > s.q_cap) {
-    s.q = hwy::AllocateAligned<int8_t>(q_elems);
-    s.q_cap = q_elems;
-  }
-  if (block_elems > s.b_cap) {
-    s.d = hwy::AllocateAligned<float>(block_elems);
-    s.corr = hwy::AllocateAligned<float>(block_elems);
-    s.xc = hwy::AllocateAligned<int32_t>(block_elems);
-    s.b_cap = block_elems;
-  }
-  // Out of memory: the caller's bad_alloc handling applies (a pass of a request fails, not the process).
-  if ((q_elems > 0 && !s.q) || (block_elems > 0 && (!s.d || !s.corr || !s.xc))) {
-    s = ActScratch();
-    throw std::bad_alloc();
-  }
-  return s;
-}
-
 // Targets with a panel kernel multiply int8 faster than fp32 at every m.
 bool IntegerPathAtAnyRowsImpl() { return HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2; }
 
@@ -147,7 +116,9 @@ void MatMulQuantIntImpl(const float* x, int64_t m64, const WeightView& w, const 
   pool = PoolFor(pool, m * n * k, n * QuantizedRowBytes(w.quant, w.cols));
   const internal::ActLayout l = internal::MakeActLayout(w.quant, w.cols);
   const size_t kpad = static_cast<size_t>(l.kpad), nb = static_cast<size_t>(l.nb);
-  ActScratch& scratch = ThreadActScratch(m * kpad, m * nb);
+  // The int8 rows, kept in the context's scratch (slot 0's: the call's own) between calls.
+  cpu::ActScratch& scratch = ctx.scratch(0).act;
+  scratch.Reserve(m * kpad, m * nb);
   int8_t* const qs = scratch.q.get();
   float* d = scratch.d.get();
   float* corr = scratch.corr.get();

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
@@ -56,6 +57,38 @@ struct KeptAttention {
   size_t hd = 0, hdp = 0, keys = 0;
 };
 
+// The quantized activations of one MatMulQuantInt call (matmul_quant.cc), grown to the largest
+// call so far (a prefill's 2,048 x 4,864 is ~10 MB): a product per layer and step would otherwise
+// allocate and fault in fresh pages each time (with the serving allocator's settings, cli/common.h,
+// anything over 1 MB is a fresh mmap).
+struct ActScratch {
+  hwy::AlignedFreeUniquePtr<int8_t[]> q;       // [m, kpad]
+  hwy::AlignedFreeUniquePtr<float[]> d, corr;  // [m, nb] each
+  hwy::AlignedFreeUniquePtr<int32_t[]> xc;     // [m, nb]
+  size_t q_cap = 0, b_cap = 0;
+
+  // Room for q_elems int8 values and block_elems of each per-block array. Out of memory: frees
+  // everything and throws std::bad_alloc (the caller's handling applies: a pass of a request
+  // fails, not the process).
+  void Reserve(size_t q_elems, size_t block_elems) {
+    if (q_elems > q_cap) {
+      q = hwy::AllocateAligned<int8_t>(q_elems);
+      q_cap = q_elems;
+    }
+    if (block_elems > b_cap) {
+      d = hwy::AllocateAligned<float>(block_elems);
+      corr = hwy::AllocateAligned<float>(block_elems);
+      xc = hwy::AllocateAligned<int32_t>(block_elems);
+      b_cap = block_elems;
+    }
+    if ((q_elems > 0 && !q) || (block_elems > 0 && (!d || !corr || !xc))) {
+      *this = ActScratch();
+      throw std::bad_alloc();
+    }
+  }
+  size_t Bytes() const { return q_cap + b_cap * (2 * sizeof(float) + sizeof(int32_t)); }
+};
+
 }  // namespace cpu
 
 class KernelScratch {
@@ -68,6 +101,8 @@ class KernelScratch {
   // each round of heads (slot i holds the round's head i).
   hwy::AlignedFreeUniquePtr<uint8_t[]> packed_head;
   size_t packed_head_bytes = 0;
+  // MatMulQuantInt (matmul_quant.cc): the call's int8 activations (slot 0's, used by the call).
+  cpu::ActScratch act;
 
   // Frees every buffer (they grow again on the next call that needs them).
   void Release() {
@@ -75,9 +110,10 @@ class KernelScratch {
     std::vector<int8_t>().swap(values8);
     packed_head.reset();
     packed_head_bytes = 0;
+    act = cpu::ActScratch();
   }
   // Bytes held now.
-  size_t Bytes() const { return attention.s.bytes + values8.capacity() + packed_head_bytes; }
+  size_t Bytes() const { return attention.s.bytes + values8.capacity() + packed_head_bytes + act.Bytes(); }
 };
 
 }  // namespace kernels
