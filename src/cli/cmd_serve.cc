@@ -127,6 +127,16 @@ void AddEndpointFlags(CLI::App* c, ServeFlags* f) {
                 "(fetched 4 at a time)")
       ->check(CLI::Range(1.0, 3600.0))
       ->capture_default_str();
+  c->add_flag("--allow-remote-sources", f->o.allow_remote_sources,
+              "MinerU 4 tasks (POST /v1/tasks) may name files by http(s) URL, fetched by the server under "
+              "--remote-image-timeout-s (public addresses only; see --allow-private-source-hosts)");
+  c->add_flag("--allow-private-source-hosts", f->o.allow_private_source_hosts,
+              "With --allow-remote-sources: also fetch from loopback, private and link-local addresses "
+              "(request forgery risk: only where every client is trusted)");
+  c->add_option("--max-tasks", f->o.max_tasks,
+                "MinerU 4 tasks kept at once (until --retention-hours); more: 429")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
   c->add_option("--allowed-host", f->o.edge.allowed_hosts,
                 "A host name clients may use besides the bound address, IP literals and localhost (repeat; "
                 "behind a proxy: the name it forwards; '*': any, which lets DNS-rebinding pages in)");

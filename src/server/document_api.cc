@@ -22,6 +22,7 @@
 #include "server/base64.h"
 #include "server/document_parse.h"
 #include "server/job_storage.h"
+#include "server/job_submit.h"
 #include "server/state.h"
 
 namespace mineru::server {
@@ -32,32 +33,6 @@ bool IsTrue(const httplib::Request& req, const char* key, bool def) {
   std::string v = req.get_file_value(key).content;
   for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return v == "true" || v == "1" || v == "yes" || v == "on";
-}
-
-// Idempotency keys are per caller: the same key from another caller is another task (else a
-// guessed key would hand out someone else's task id). The caller is its API key when the server
-// has one, else its address: the peer's, or behind a --trusted-proxy the address that proxy saw
-// (X-Forwarded-For from anyone else is ignored: it is whatever the client wrote).
-std::string CallerScope(const httplib::Request& req, const ServerOptions& opt) {
-  if (!opt.api_key.empty()) return Sha256Hex("key\n" + req.get_header_value("Authorization")).substr(0, 32);
-  std::string forwarded;  // every X-Forwarded-For line, in order (a proxy may append its own line)
-  for (size_t i = 0; i < req.get_header_value_count("X-Forwarded-For"); ++i) {
-    forwarded += (i ? "," : "") + req.get_header_value("X-Forwarded-For", i);
-  }
-  const std::string addr = ClientAddress(req.remote_addr, forwarded, opt.edge);
-  return Sha256Hex("addr\n" + addr).substr(0, 32);
-}
-
-// A safe file name for an upload (no directories, no leading dots).
-std::string SafeName(const std::string& name) {
-  std::string base = name;
-  const size_t slash = base.find_last_of("/\\");
-  if (slash != std::string::npos) base = base.substr(slash + 1);
-  std::string out;
-  for (char c : base)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
-  while (!out.empty() && out[0] == '.') out.erase(0, 1);
-  return out.empty() ? "document" : out.substr(0, 120);
 }
 
 constexpr size_t kMaxSyncFiles = 16;  // files per /file_parse request
@@ -94,16 +69,6 @@ StatusOr<ParseRequest> ReadParseRequest(const httplib::Request& req) {
   MINERU_ASSIGN_OR_RETURN(const int end, PageIdField(req, "end_page_id", 99999));
   p.end_page = std::max(p.start_page, end);
   return p;
-}
-
-Json ParseRequestJson(const ParseRequest& p) {
-  return {{"return_md", p.return_md},
-          {"return_content_list", p.return_content_list},
-          {"return_middle_json", p.return_middle_json},
-          {"return_model_output", p.return_model_output},
-          {"return_images", p.return_images},
-          {"start_page_id", p.start_page},
-          {"end_page_id", p.end_page}};
 }
 
 // Reads a document's output files (paths relative to the output directory: "DOC/DOC.md",
@@ -208,32 +173,12 @@ Json DocumentResult(OutputReader& out, const std::string& name, const ParseReque
   return r;
 }
 
-Status CheckPageLimit(const Server::State& st, const std::string& path, const ParseRequest& p) {
-  pipeline::InputLimits limits;  // the limits the parse will use (OptionsFor)
-  limits.pdf.max_pages = 1 << 24;
-  limits.image.max_pixels = st.opt.max_image_pixels;
-  auto doc = pipeline::InputDocument::Open(path, limits);
-  if (!doc.ok()) return doc.status();
-  const int pages = std::min((*doc)->num_pages(), p.end_page + 1) - p.start_page;
-  if (pages <= 0) return InvalidArgumentError("start_page_id is past the end of the document");
-  if (pages > st.opt.max_pages) {
-    return ResourceExhaustedError("the document has " + std::to_string(pages) +
-                                  " pages to parse, over the limit of " + std::to_string(st.opt.max_pages));
-  }
-  return Status::Ok();
-}
-
 // Failures to store something are the server's, never the client's (AsStorageError): 507 when the
 // disk, a quota or a file size limit is full (StorageFull), 503 when the storage refuses writes
 // otherwise (read-only, unreachable).
 void SendStorageError(Server::State& st, httplib::Response& res, const std::string& what, const Status& s) {
-  const Status kind = AsStorageError(s);
-  const bool full = kind.code() == StatusCode::kStorageFull;
-  st.metrics.Inc("mineru_storage_errors_total", full ? "kind=\"full\"" : "kind=\"unavailable\"");
-  // The detail names server paths: it goes to the log, the client gets the kind of failure.
-  std::fprintf(stderr, "storage error: %s: %s\n", what.c_str(), s.message().c_str());
-  SendError(res, HttpStatusFor(kind),
-            what + (full ? ": the server's storage is full" : ": the server cannot write its storage"));
+  const Status failure = StorageFailure(st, what, s);
+  SendError(res, HttpStatusFor(failure), failure.message());
 }
 
 Status ErrnoError(const std::string& what) { return IoErrorFromErrno(what, errno); }
@@ -390,65 +335,15 @@ void HandleSubmitTask(Server::State& st, const httplib::Request& req, httplib::R
   // A client (or a proxy retrying for it) that sends the same Idempotency-Key gets the same task.
   const std::string key = req.get_header_value("Idempotency-Key");
   if (key.size() > 200) return SendError(res, 400, "Idempotency-Key is longer than 200 characters");
-  auto queued = st.jobs->CountByStatus("queued");
-  if (!queued.ok()) return SendError(res, 503, queued.status().message());
-  if (static_cast<size_t>(*queued) >= st.opt.max_queued_jobs) {
-    return SendError(res, 429, "the job queue is full (" + std::to_string(*queued) + " queued)");
-  }
   const auto f = req.get_file_value("files");
   const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
   if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
-  const ParseRequest& p = *parsed;
-  // Charged now, given back on every path that does not store a new job (a refused upload, an
-  // idempotent replay, a store error).
-  StoreCharge charge(st, static_cast<int64_t>(f.content.size()));
-  if (Status room = charge.Take(); !room.ok()) {
-    st.metrics.Inc("mineru_storage_errors_total", "kind=\"quota\"");
-    return SendError(res, HttpStatusFor(AsStorageError(room)), room.message());
-  }
-  const bool stored = st.jobs->stores_files();
-  Job j;
-  j.id = NewJobId();
-  j.status = "queued";
-  j.created = j.updated = NowSeconds();
-  j.filename = SafeName(f.filename);
-  j.client_key = key.empty() ? "" : CallerScope(req, st.opt) + ":" + key;
-  // The upload goes to the job's directory (with a store that keeps files: only long enough to
-  // check it, the store keeps it from then on).
-  const std::string dir = st.opt.data_dir + "/jobs/" + j.id;
-  if (::mkdir(dir.c_str(), 0755) != 0) {
-    return SendStorageError(st, res, "cannot store the job", ErrnoError("cannot create " + dir));
-  }
-  const std::string path = dir + "/" + j.filename;
-  Status w = WriteStringToFile(path, f.content);
-  if (!w.ok()) {
-    RemoveTree(dir);
-    return SendStorageError(st, res, "cannot store the upload", w);
-  }
-  Status lim = CheckPageLimit(st, path, p);
-  if (!lim.ok()) {
-    RemoveTree(dir);
-    return SendError(res, HttpStatusFor(AsRequestError(lim)), lim.message());  // 413, 507 or 400
-  }
-  j.options = ParseRequestJson(p).dump();
-  if (!stored) {
-    j.input_path = path;
-    j.result_dir = dir + "/out";
-  }
-  std::string existing;
-  Status ins = st.jobs->Insert(j, stored ? &f.content : nullptr, &existing);
-  if (stored || !ins.ok() || !existing.empty()) RemoveTree(dir);
-  if (!ins.ok()) return SendStorageError(st, res, "cannot store the job", ins);
-  if (existing.empty()) charge.Keep();
-  if (!existing.empty()) {
-    auto e = st.jobs->Get(existing);
-    const std::string status = e.ok() && e->has_value() ? (*e)->status : "queued";
-    res.set_header("Idempotent-Replayed", "true");
-    return SendJson(res, 202, {{"task_id", existing}, {"status", status}});
-  }
-  st.jobs_cv.notify_one();
-  st.metrics.Inc("mineru_jobs_submitted_total");
-  SendJson(res, 202, {{"task_id", j.id}, {"status", "queued"}});
+  JobSubmission sub{SafeName(f.filename), &f.content, *parsed,
+                    key.empty() ? "" : CallerScope(req, st.opt) + ":" + key, nullptr};
+  const StatusOr<SubmittedJob> job = SubmitJob(st, sub);
+  if (!job.ok()) return SendError(res, HttpStatusFor(job.status()), job.status().message());
+  if (job->replayed) res.set_header("Idempotent-Replayed", "true");
+  SendJson(res, 202, {{"task_id", job->id}, {"status", job->status}});
 }
 
 // The job named by the route's first group; nullopt when res already holds the answer (404, 503).

@@ -71,8 +71,9 @@ class LeaseKeeper {
     lost = true;
     cancel = true;
   }
-  std::atomic<bool> cancel{false};  // the parse stops at the next page
-  std::atomic<bool> lost{false};    // another worker owns the job: discard everything
+  std::atomic<bool> cancel{false};     // the parse stops at the next page
+  std::atomic<bool> lost{false};       // another worker owns the job: discard everything
+  std::atomic<bool> by_client{false};  // the client canceled the job (State::CancelJob)
 
  private:
   void Run() {
@@ -85,6 +86,10 @@ class LeaseKeeper {
       cv_.wait_for(lock, std::chrono::milliseconds(100));  // also notices draining within 0.1 s
       if (stop_) break;
       if (st_.draining) cancel = true;
+      if (st_.JobCanceled(id_)) {
+        by_client = true;
+        cancel = true;
+      }
       if (Clock::now() < next) continue;
       lock.unlock();
       auto r = st_.jobs->RenewLease(id_, st_.worker_id, st_.opt.job_lease_s);
@@ -239,6 +244,8 @@ void RecordOutcome(Server::State& st, const Job& j, const pipeline::DocumentRepo
                    const JobProgress& progress) {
   if (progress.keeper.lost) {
     JobLost(st, j);
+  } else if (r.status.code() == StatusCode::kCancelled && progress.keeper.by_client) {
+    FinishJob(st, j, false, kJobCanceledError, progress.stored ? "" : progress.result_dir, {});
   } else if (r.status.code() == StatusCode::kCancelled) {
     // Draining: hand the job back to the queue (another worker, or this one after a restart, redoes it).
     auto released = st.jobs->Release(j.id, st.worker_id);
@@ -259,6 +266,7 @@ void RunJob(Server::State& st, const Job& j) {
                          " attempts: the worker parsing this document stopped each time",
                      j.result_dir, {});
   }
+  if (st.JobCanceled(j.id)) return FinishJob(st, j, false, kJobCanceledError, j.result_dir, {});
   const bool stored = st.jobs->stores_files();
   JobPaths paths{j.input_path, j.result_dir, ""};
   if (stored && !StageUpload(st, j, &paths)) return;

@@ -24,7 +24,18 @@ ParseRequest ParseRequestFrom(const Json& j) {
   p.return_images = j.value("return_images", false);
   p.start_page = std::clamp(j.value("start_page_id", 0), 0, kMaxPageId);
   p.end_page = std::clamp(j.value("end_page_id", 99999), p.start_page, kMaxPageId);
+  p.version = j.value("version", "");
+  p.pages = j.value("pages", "");
+  p.ocr_mode = j.value("ocr_mode", "");
+  p.page_images = j.value("page_images", true);
   return p;
+}
+
+// MinerU 4's ocr_mode as the pipeline's text source; "" (the 3.x routes): the model reads every page.
+pipeline::TextSource TextSourceOf(const std::string& ocr_mode) {
+  return ocr_mode == "auto"  ? pipeline::TextSource::kAuto
+         : ocr_mode == "txt" ? pipeline::TextSource::kPdf
+                             : pipeline::TextSource::kModel;
 }
 
 }  // namespace
@@ -32,6 +43,26 @@ ParseRequest ParseRequestFrom(const Json& j) {
 ParseRequest JobParseRequest(const Job& j) {
   Json o;
   return ParseRequestFrom(ParseJson(j.options, {}, &o).ok() && o.is_object() ? o : Json::object());
+}
+
+Json ParseRequestJson(const ParseRequest& p) {
+  Json j = {{"return_md", p.return_md},
+            {"return_content_list", p.return_content_list},
+            {"return_middle_json", p.return_middle_json},
+            {"return_model_output", p.return_model_output},
+            {"return_images", p.return_images},
+            {"start_page_id", p.start_page},
+            {"end_page_id", p.end_page}};
+  if (!p.version.empty()) j["version"] = p.version;
+  if (!p.pages.empty()) j["pages"] = p.pages;
+  if (!p.ocr_mode.empty()) j["ocr_mode"] = p.ocr_mode;
+  if (!p.page_images) j["page_images"] = false;
+  return j;
+}
+
+int PagesToParse(const ParseRequest& p, int num_pages) {
+  if (!p.pages.empty()) return static_cast<int>(std::count(p.pages.begin(), p.pages.end(), ',')) + 1;
+  return std::max(0, std::min(num_pages, p.end_page + 1) - p.start_page);
 }
 
 pipeline::PipelineVersion VersionOf(const Server::State& st) {
@@ -53,8 +84,15 @@ pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p
   o.limits.pdf.max_pages = 1 << 24;
   o.limits.pdf.render_timeout_s = st.opt.page_render_timeout_s;
   o.limits.image.max_pixels = st.opt.max_image_pixels;
-  o.page_images = true;
+  o.page_images = p.page_images;
+  if (!p.page_images) o.layout_pictures = false;
+  if (!p.pages.empty()) o.pages = p.pages;
+  o.text_source = TextSourceOf(p.ocr_mode);
   o.version = VersionOf(st);
+  if (!p.version.empty()) {
+    if (StatusOr<pipeline::PipelineVersion> v = pipeline::PipelineVersionNamed(p.version); v.ok())
+      o.version = std::move(v).value();
+  }
   o.cancel = &st.draining;
   return o;
 }

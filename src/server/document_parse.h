@@ -20,7 +20,21 @@ struct ParseRequest {
   bool return_md = true, return_content_list = false, return_middle_json = false, return_model_output = false,
        return_images = false;
   int start_page = 0, end_page = 99999;  // 0-based, inclusive
+  // Set by MinerU 4's Tasks API (defaults for the 3.x routes):
+  std::string version;      // the job's pipeline version (PipelineVersionNamed); "" = the server's
+  std::string pages;        // 1-based ascending page list ("1,2,5"); when set, start/end are unused
+  std::string ocr_mode;     // auto | txt | ocr ("" = auto): where text comes from
+  bool page_images = true;  // page pictures (and layout pictures) for the web page
 };
+
+// The job options kept for p (read back by JobParseRequest).
+Json ParseRequestJson(const ParseRequest& p);
+
+// Pages a parse of p covers in a document of num_pages pages (0 when none).
+int PagesToParse(const ParseRequest& p, int num_pages);
+
+// The error of a job its client canceled (Server::State::CancelJob).
+inline constexpr const char* kJobCanceledError = "canceled by the client";
 
 // A job's parse options (its stored JSON, read as the form fields were; defaults where missing).
 ParseRequest JobParseRequest(const Job& j);

@@ -22,14 +22,6 @@
 namespace mineru::server {
 namespace {
 
-// A refusal: HTTP status, 4.x error code, message, the field it is about.
-struct Refusal {
-  int status = 400;
-  std::string code = "invalid_request";
-  std::string message;
-  std::string param;
-};
-
 struct FormV4 {
   std::string file_name, content;
   std::string tier, ocr_mode = "auto", page_range, request_id;
@@ -47,56 +39,57 @@ int PageOf(const std::string& s, int num_pages) {
   return AllDigits(s) ? std::stoi(s) : 0;
 }
 
-std::optional<Refusal> CheckScalars(const httplib::Request& req) {
+std::optional<RefusalV4> CheckScalars(const httplib::Request& req) {
   static const std::set<std::string> kScalars = {"tier", "ocr_mode", "page_range", "wait_timeout",
                                                  "request_id"};
   std::set<std::string> seen;
   for (const auto& [name, item] : req.files) {
     if (name == "file" || name == "output_formats") continue;
     if (kScalars.count(name) == 0)
-      return Refusal{400, "unsupported_parameter", "unknown field: " + name, name};
-    if (!seen.insert(name).second) return Refusal{400, "invalid_request", "repeated field: " + name, name};
+      return RefusalV4{400, "unsupported_parameter", "unknown field: " + name, name};
+    if (!seen.insert(name).second) return RefusalV4{400, "invalid_request", "repeated field: " + name, name};
   }
-  if (req.files.count("file") != 1) return Refusal{400, "invalid_request", "send exactly one 'file'", "file"};
+  if (req.files.count("file") != 1)
+    return RefusalV4{400, "invalid_request", "send exactly one 'file'", "file"};
   return std::nullopt;
 }
 
-std::optional<Refusal> CheckOutputFormats(const httplib::Request& req) {
+std::optional<RefusalV4> CheckOutputFormats(const httplib::Request& req) {
   const auto range = req.files.equal_range("output_formats");
   for (auto it = range.first; it != range.second; ++it) {
     const std::string& f = it->second.content;
     if (f == "default") continue;
     if (f == "docx" || f == "html" || f == "latex") {
-      return Refusal{400, "unsupported_output_format",
-                     "output format '" + f + "' is not served here (only default, the ZIP)",
-                     "output_formats"};
+      return RefusalV4{400, "unsupported_output_format",
+                       "output format '" + f + "' is not served here (only default, the ZIP)",
+                       "output_formats"};
     }
-    return Refusal{400, "invalid_request", "unknown output format '" + f + "'", "output_formats"};
+    return RefusalV4{400, "invalid_request", "unknown output format '" + f + "'", "output_formats"};
   }
   return std::nullopt;
 }
 
 // The scalar fields' values, each checked.
-std::optional<Refusal> ReadScalars(const httplib::Request& req, FormV4* form) {
+std::optional<RefusalV4> ReadScalars(const httplib::Request& req, FormV4* form) {
   auto value = [&req](const char* name) {
     return req.has_file(name) ? req.get_file_value(name).content : "";
   };
   form->tier = value("tier");
   if (!form->tier.empty() && form->tier != "advanced") {
-    return Refusal{
+    return RefusalV4{
         400, "unsupported_parameter",
         "tier '" + form->tier + "' is not served here: this server runs 'advanced' (the full VLM extraction)",
         "tier"};
   }
   if (req.has_file("ocr_mode")) form->ocr_mode = value("ocr_mode");
   if (form->ocr_mode != "auto" && form->ocr_mode != "txt" && form->ocr_mode != "ocr") {
-    return Refusal{400, "invalid_request", "ocr_mode must be auto, txt or ocr", "ocr_mode"};
+    return RefusalV4{400, "invalid_request", "ocr_mode must be auto, txt or ocr", "ocr_mode"};
   }
   form->page_range = value("page_range");
   if (req.has_file("wait_timeout")) {
     const std::string w = value("wait_timeout");
     if (!AllDigits(w) || std::stoi(w) > 3600)
-      return Refusal{400, "invalid_request", "wait_timeout must be 0..3600", "wait_timeout"};
+      return RefusalV4{400, "invalid_request", "wait_timeout must be 0..3600", "wait_timeout"};
     form->wait_timeout_s = std::stoi(w);
   }
   form->request_id = value("request_id");
@@ -104,23 +97,23 @@ std::optional<Refusal> ReadScalars(const httplib::Request& req, FormV4* form) {
                      std::all_of(form->request_id.begin(), form->request_id.end(),
                                  [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-'; });
   if (req.has_file("request_id") && (form->request_id.empty() || !id_ok)) {
-    return Refusal{400, "invalid_request", "request_id must be 1-64 of [A-Za-z0-9_-]", "request_id"};
+    return RefusalV4{400, "invalid_request", "request_id must be 1-64 of [A-Za-z0-9_-]", "request_id"};
   }
   return std::nullopt;
 }
 
-std::optional<Refusal> ReadForm(const httplib::Request& req, FormV4* form) {
-  if (!req.is_multipart_form_data()) return Refusal{400, "invalid_request", "send multipart/form-data", ""};
+std::optional<RefusalV4> ReadForm(const httplib::Request& req, FormV4* form) {
+  if (!req.is_multipart_form_data()) return RefusalV4{400, "invalid_request", "send multipart/form-data", ""};
   if (!req.params.empty())
-    return Refusal{400, "invalid_request", "no query parameters are taken", req.params.begin()->first};
+    return RefusalV4{400, "invalid_request", "no query parameters are taken", req.params.begin()->first};
   if (auto r = CheckScalars(req)) return r;
   if (auto r = CheckOutputFormats(req)) return r;
   const auto file = req.get_file_value("file");
   const size_t dot = file.filename.find_last_of('.');
   if (file.content.empty() || dot == std::string::npos || dot == 0 || dot + 1 == file.filename.size() ||
       file.filename.find('/') != std::string::npos) {
-    return Refusal{400, "invalid_request", "'file' must be a non-empty file whose name keeps its extension",
-                   "file"};
+    return RefusalV4{400, "invalid_request", "'file' must be a non-empty file whose name keeps its extension",
+                     "file"};
   }
   form->file_name = file.filename;
   form->content = file.content;
@@ -259,6 +252,28 @@ StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages) {
   return out;
 }
 
+bool PageRangeSyntaxV4(const std::string& spec) {
+  if (spec.empty() || spec.size() > 1000) return false;
+  auto endpoint = [](const std::string& e) {
+    const std::string digits = !e.empty() && e[0] == 'r' ? e.substr(1) : e;
+    return AllDigits(digits) && std::stoi(digits) > 0;
+  };
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t end = std::min(spec.find(',', start), spec.size());
+    std::string item = spec.substr(start, end - start);
+    item.erase(std::remove_if(item.begin(), item.end(), [](unsigned char c) { return std::isspace(c); }),
+               item.end());
+    start = end + 1;
+    const size_t dash = item.find('-');
+    const bool ok = item == "all" || (dash == std::string::npos ? endpoint(item)
+                                                                : endpoint(item.substr(0, dash)) &&
+                                                                      endpoint(item.substr(dash + 1)));
+    if (!ok) return false;
+  }
+  return true;
+}
+
 void SendErrorV4(httplib::Response& res, int status, const std::string& code, const std::string& message,
                  const std::string& param) {
   const char* type = status == 401   ? "authentication_error"
@@ -282,14 +297,15 @@ void HandleHealthV4(Server::State& st, httplib::Response& res) {
   if (st.draining) return SendErrorV4(res, 503, "service_unavailable", "the server is shutting down");
   if (!st.ready && !st.doc_backend)
     return SendErrorV4(res, 503, "service_unavailable", "the model is loading");
-  SendJson(res, 200,
-           {{"status", "ok"},
-            {"version", kMineruCppVersion},
-            {"features",
-             {{"webhook", false},
-              {"output_formats", {"default"}},
-              {"sources", {"upload"}},
-              {"routes", {"/v1/file_parse", "/v1/chat/completions", "/v1/models", "/v1/tiers"}}}}});
+  SendJson(
+      res, 200,
+      {{"status", "ok"},
+       {"version", kMineruCppVersion},
+       {"features",
+        {{"webhook", false},
+         {"output_formats", {"default"}},
+         {"sources", st.opt.allow_remote_sources ? Json{"upload", "url"} : Json{"upload"}},
+         {"routes", {"/v1/tasks", "/v1/file_parse", "/v1/chat/completions", "/v1/models", "/v1/tiers"}}}}});
 }
 
 // GET /v1/tiers: the one tier this server runs, MinerU 4's "advanced" (two-step VLM extraction).

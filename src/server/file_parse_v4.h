@@ -11,6 +11,7 @@
 // extraction); an explicit other tier is refused with 400, never served as another.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@
 
 namespace mineru::server {
 
+// A refusal in MinerU 4's terms: HTTP status, 4.x error code, message, the field it is about.
+struct RefusalV4 {
+  int status = 400;
+  std::string code = "invalid_request";
+  std::string message;
+  std::string param;
+};
+
 // POST /v1/file_parse, GET /v1/health (4.x shape) and GET /v1/tiers; the last two are public
 // (no API key), as MinerU 4's discovery routes are.
 void RegisterFileParseV4(httplib::Server& http, Server::State& st);
@@ -30,6 +39,10 @@ void RegisterFileParseV4(httplib::Server& http, Server::State& st);
 // inclusive. Returns the 0-based pages in the order given, duplicates dropped; refuses an empty
 // item, a page out of the document or a range that runs backwards.
 StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages);
+
+// Whether spec is a 4.x page range in form alone (items "all", "N", "rN", "A-B" of those), without
+// a document to check the pages against; at most 1000 characters.
+bool PageRangeSyntaxV4(const std::string& spec);
 
 // MinerU 4's error envelope: {"error": {"type", "code", "message", "param"}}; type from the status.
 void SendErrorV4(httplib::Response& res, int status, const std::string& code, const std::string& message,

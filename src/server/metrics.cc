@@ -28,17 +28,42 @@ const char* TaskRoute(const std::string& rest) {
   return nullptr;
 }
 
+// path below "/v1/tasks/" -> its template, or nullptr (MinerU 4's Tasks API).
+const char* TaskRouteV4(const std::string& rest) {
+  const size_t slash = rest.find('/');
+  const std::string id = rest.substr(0, slash);
+  if (id.size() != 37 || id.rfind("task_", 0) != 0 || !IsHexId(id.substr(5))) return nullptr;
+  if (slash == std::string::npos) return "/v1/tasks/{task_id}";
+  const std::string tail = rest.substr(slash + 1);
+  if (tail == "cancel") return "/v1/tasks/{task_id}/cancel";
+  if (tail.rfind("uploads/", 0) == 0) return "/v1/tasks/{task_id}/uploads/{file_id}";
+  if (tail.rfind("files/", 0) == 0) return "/v1/tasks/{task_id}/files/{file_id}/result";
+  return nullptr;
+}
+
 }  // namespace
 
 const char* RouteLabel(const std::string& path) {
-  static const char* const kExact[] = {
-      "/",           "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-      "/file_parse", "/tasks"};
+  static const char* const kExact[] = {"/",
+                                       "/health",
+                                       "/metrics",
+                                       "/v1/models",
+                                       "/v1/chat/completions",
+                                       "/v1/completions",
+                                       "/file_parse",
+                                       "/tasks",
+                                       "/v1/file_parse",
+                                       "/v1/health",
+                                       "/v1/tiers",
+                                       "/v1/tasks"};
   for (const char* r : kExact) {
     if (path == r) return r;
   }
   if (path.rfind("/tasks/", 0) == 0) {
     if (const char* r = TaskRoute(path.substr(7))) return r;
+  }
+  if (path.rfind("/v1/tasks/", 0) == 0) {
+    if (const char* r = TaskRouteV4(path.substr(10))) return r;
   }
   return "other";
 }

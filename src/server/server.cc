@@ -24,6 +24,7 @@
 #include "server/file_parse_v4.h"
 #include "server/http_front.h"
 #include "server/state.h"
+#include "server/tasks_v4.h"
 
 namespace mineru::server {
 
@@ -163,6 +164,8 @@ Status PrepareStorage(Server::State& st) {
   MINERU_ASSIGN_OR_RETURN(int requeued, st.jobs->RequeueInterrupted());
   if (requeued > 0) std::fprintf(stderr, "resuming %d interrupted job(s)\n", requeued);
   MeasureJobStorage(st);
+  st.tasks_v4 = std::make_unique<TaskRegistryV4>(st.opt.data_dir + "/tasks");
+  MINERU_RETURN_IF_ERROR(st.tasks_v4->Load());
   std::fprintf(stderr, "job store: %s, worker id %s\n", st.jobs->kind(), st.worker_id.c_str());
   if (!st.opt.replay.empty()) {
     MINERU_ASSIGN_OR_RETURN(st.doc_backend,
@@ -245,7 +248,7 @@ void InstallRequestHooks(HttpFront& http, Server::State& s) {
         if (RefusedAtTheEdge(req, res, s, root)) return httplib::Server::HandlerResponse::Handled;
         const std::string path = CanonicalApiPath(req.path);
         const bool open_path = path == "/health" || path == "/v1/health" || path == "/v1/tiers" ||
-                               req.method == "OPTIONS" ||
+                               req.method == "OPTIONS" || (req.method == "PUT" && IsTaskUploadPathV4(path)) ||
                                (req.method == "GET" && path.rfind("/v1", 0) != 0 &&
                                 path.rfind("/tasks", 0) != 0 && path != "/metrics");
         if (!s.opt.api_key.empty() && !open_path) {
@@ -384,6 +387,7 @@ StatusOr<int> Server::Start() {
   RegisterOpenAiRoutes(http, st);
   RegisterDocumentRoutes(http, st);
   RegisterFileParseV4(http, st);
+  RegisterTasksV4(http, st);
   RegisterWebPage(http, st.opt.web_dir);
 
   const int port = st.opt.port == 0 ? http.bind_to_any_port(st.opt.host)

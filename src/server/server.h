@@ -41,7 +41,13 @@ struct ServerOptions {
   bool allow_remote_images = false;
   bool allow_private_image_hosts =
       false;  // with allow_remote_images: loopback/private hosts too (tests, intranets)
-  double remote_image_timeout_s = 30;    // all remote image fetches of one request together
+  double remote_image_timeout_s = 30;  // all remote image fetches of one request together
+  // MinerU 4 tasks (POST /v1/tasks) may name files by URL (fetched under remote_image_timeout_s,
+  // public addresses only unless allow_private_source_hosts).
+  bool allow_remote_sources = false;
+  bool allow_private_source_hosts = false;
+  size_t max_tasks = 10000;              // MinerU 4 tasks kept (until retention_hours); more: 429
+  double task_upload_ttl_s = 24 * 3600;  // a task's upload links expire this long after creation
   std::string data_dir = "mineru-data";  // uploads, job outputs
   std::string jobs_db;                   // SQLite path (default: data_dir/jobs.sqlite3) or postgresql://…
   double job_lease_s = 30;               // a running job's lease; renewed every third of it

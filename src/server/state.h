@@ -7,12 +7,14 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "model/qwen2vl.h"
 #include "server/http_status.h"
 #include "server/retry_share.h"
 #include "server/server.h"
+#include "server/tasks_v4_registry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mineru::server {
@@ -38,8 +40,9 @@ struct Server::State {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<pipeline::Backend> doc_backend;
   std::unique_ptr<JobStore> jobs;
-  std::unique_ptr<RetryShare> retry;  // identical deterministic retries share one run
-  std::string worker_id;              // this process as a job owner (NewWorkerId)
+  std::unique_ptr<TaskRegistryV4> tasks_v4;  // MinerU 4's tasks (data_dir/tasks)
+  std::unique_ptr<RetryShare> retry;         // identical deterministic retries share one run
+  std::string worker_id;                     // this process as a job owner (NewWorkerId)
   Metrics metrics;
   std::mutex jobs_mu;
   std::condition_variable jobs_cv;
@@ -52,8 +55,21 @@ struct Server::State {
   // Finished jobs whose outcome the store could not record yet (by id; see FinishJob).
   std::mutex unrecorded_mu;
   std::map<std::string, Job> unrecorded;
+  // Jobs a client canceled (MinerU 4's POST /v1/tasks/{id}/cancel), by id: a queued one finishes
+  // as failed with kJobCanceledError when a worker of this process claims it, a running one stops
+  // before its next page. Kept by the process (the Tasks API is served per server).
+  void CancelJob(const std::string& id) {
+    std::lock_guard<std::mutex> lock(canceled_mu);
+    canceled_jobs.insert(id);
+  }
+  bool JobCanceled(const std::string& id) const {
+    std::lock_guard<std::mutex> lock(canceled_mu);
+    return canceled_jobs.count(id) > 0;
+  }
 
  private:
+  mutable std::mutex canceled_mu;
+  std::set<std::string> canceled_jobs;
   mutable std::mutex load_error_mu;
   std::string load_error;
 };

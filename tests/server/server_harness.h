@@ -40,6 +40,7 @@ class ServerProcess {
   bool Start(const std::vector<std::string>& args, const std::string& log_path, double deadline_s = 60,
              int ready_status = 200) {
     log_ = log_path;
+    port_ = 0;  // a restarted server listens on a new port
     std::remove(log_.c_str());
     pid_ = ::fork();
     if (pid_ == 0) {

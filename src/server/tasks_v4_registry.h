@@ -1,0 +1,94 @@
+// server/tasks_v4_registry.h — the tasks of MinerU 4.1's Tasks API (/v1/tasks): what a client
+// declared (files, options), which file became which document job, and each file's and the task's
+// status as MinerU 4 names them. The parsing itself is done by document jobs (job_store.h); a task
+// only points at them. HTTP-free: the routes are in tasks_v4.cc.
+//
+// Persistence: one JSON file per task in `dir` (data_dir/tasks), written whole through a temporary
+// file and rename, read back at start, so a task survives a restart of this server. Tasks are this
+// server's: with a shared PostgreSQL job store the jobs are shared, the task records are not (a
+// load balancer keeps a task on the server that created it). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "server/job_store.h"
+
+namespace mineru::server {
+
+// One file of a task. `state` is the task's own record of it; its status as the client sees it
+// also depends on its job (FileStatusV4).
+struct TaskFileV4 {
+  std::string file_id;    // "file_" + 32 hex digits
+  std::string file_name;  // as the client declared it (validated)
+  int64_t bytes = 0;      // declared size (0 for a url source)
+  std::string url, sha256sum, page_range;
+  // waiting-file: no bytes yet; uploading: a PUT is storing them; submitted: job_id parses them;
+  // failed: refused before a job existed (error_code, error); canceled: canceled before a job.
+  std::string state = "waiting-file";
+  std::string job_id;
+  std::string error_code, error;
+};
+
+struct TaskOptionsV4 {
+  std::string tier;  // "" = the server's choice (advanced, the only tier served)
+  std::string ocr_mode = "auto";
+  std::string page_range;
+  std::vector<std::string> output_formats = {"default"};
+};
+
+struct TaskV4 {
+  std::string task_id;  // "task_" + 32 hex digits
+  double created_at = 0, updated_at = 0;
+  std::string client_key;  // caller-scoped Idempotency-Key ("" none)
+  TaskOptionsV4 options;
+  std::vector<TaskFileV4> files;
+  bool canceled = false;
+};
+
+// The status strings of MinerU 4.1 (`status_str`): waiting-file, pending, running, completed,
+// partial (some files completed, some failed or canceled), failed, canceled.
+// A file's status from its record and its job (nullopt: none, or expired): an upload not made
+// within upload_ttl_s of the task's creation fails as expired.
+std::string FileStatusV4(const TaskFileV4& f, const std::optional<Job>& job, double created_at,
+                         double upload_ttl_s, double now);
+// The task's status from its files' statuses.
+std::string TaskStatusV4(const std::vector<std::string>& file_statuses, bool canceled);
+bool TerminalStatusV4(const std::string& status);
+
+class TaskRegistryV4 {
+ public:
+  explicit TaskRegistryV4(std::string dir) : dir_(std::move(dir)) {}
+  // Reads every task file of dir (creating dir); unreadable files are reported and skipped.
+  Status Load();
+  // Stores a new task. When its client_key names a task already kept, nothing is stored and
+  // that task is returned with *replayed set. Busy when max_tasks are kept.
+  StatusOr<TaskV4> Create(const TaskV4& t, size_t max_tasks, bool* replayed);
+  std::optional<TaskV4> Get(const std::string& task_id) const;
+  // Runs fn on the task under the registry's lock and stores the result when fn succeeds (the
+  // task is left as it was when fn fails or the file cannot be written). NotFound: no such task.
+  Status Update(const std::string& task_id, const std::function<Status(TaskV4&)>& fn);
+  // The job of a submitted file whose bytes had this sha256 (the newest), if any.
+  std::optional<std::string> JobWithSha256(const std::string& sha256) const;
+  // Forgets (and deletes the files of) tasks created before cutoff.
+  void PruneCreatedBefore(double cutoff);
+  size_t size() const;
+
+ private:
+  Status Store(const TaskV4& t) const;
+  std::string dir_;
+  mutable std::mutex mu_;
+  std::map<std::string, TaskV4> tasks_;
+};
+
+// A task as its stored JSON (and back): exposed for tests.
+std::string TaskToJsonV4(const TaskV4& t);
+StatusOr<TaskV4> TaskFromJsonV4(const std::string& text);
+
+}  // namespace mineru::server
