@@ -515,18 +515,31 @@ Status ParseChatCompletionBody(const std::string& body, const ServerOptions& opt
 namespace {
 
 // The routes under one prefix (see ApiPathPrefixes).
+// The one model this server answers as: "checkpoint" says which weights (the id is --model-name,
+// for clients' checks).
+Json ModelObject(const Server::State& st) {
+  return {{"id", st.opt.model_name},
+          {"object", "model"},
+          {"created", 0},
+          {"owned_by", "mineru.cpp"},
+          {"checkpoint", st.ready && st.model ? st.model->name() : ""},
+          {"max_model_len", st.opt.engine.max_prompt_tokens + st.opt.default_max_tokens}};
+}
+
 void RegisterUnder(httplib::Server& http, Server::State& st, const std::string& prefix) {
   http.Get(prefix + "/models", [&st](const httplib::Request&, httplib::Response& res) {
-    SendJson(res, 200,
-             {{"object", "list"},
-              // "checkpoint": which weights answer (the id is --model-name, for clients' checks).
-              {"data",
-               {{{"id", st.opt.model_name},
-                 {"object", "model"},
-                 {"created", 0},
-                 {"owned_by", "mineru.cpp"},
-                 {"checkpoint", st.ready && st.model ? st.model->name() : ""},
-                 {"max_model_len", st.opt.engine.max_prompt_tokens + st.opt.default_max_tokens}}}}});
+    SendJson(res, 200, {{"object", "list"}, {"data", {ModelObject(st)}}});
+  });
+  // OpenAI's (and MinerU 4's) GET /models/{model}: 404 model_not_found for another id.
+  http.Get(prefix + "/models/([^/]+)", [&st](const httplib::Request& req, httplib::Response& res) {
+    if (req.matches[1] == st.opt.model_name) return SendJson(res, 200, ModelObject(st));
+    SendJson(res, 404,
+             {{"error",
+               {{"type", "invalid_request_error"},
+                {"code", "model_not_found"},
+                {"message", "no model named '" + req.matches[1].str() + "' (this server answers as '" +
+                                st.opt.model_name + "')"},
+                {"param", "model"}}}});
   });
 
   // The whole body: moved out of the front when it comes through one, else read here.

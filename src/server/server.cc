@@ -247,10 +247,14 @@ void InstallRequestHooks(HttpFront& http, Server::State& s) {
         res.set_header("X-Request-Id", RequestIdFor(req));  // every answer, refusals included
         if (RefusedAtTheEdge(req, res, s, root)) return httplib::Server::HandlerResponse::Handled;
         const std::string path = CanonicalApiPath(req.path);
-        const bool open_path = path == "/health" || path == "/v1/health" || path == "/v1/tiers" ||
-                               req.method == "OPTIONS" || (req.method == "PUT" && IsTaskUploadPathV4(path)) ||
-                               (req.method == "GET" && path.rfind("/v1", 0) != 0 &&
-                                path.rfind("/tasks", 0) != 0 && path != "/metrics");
+        // MinerU 4's discovery routes are public (health, models, tiers), and a task's upload link
+        // is a capability (tasks_v4.h).
+        const bool open_path =
+            path == "/health" || path == "/v1/health" || path == "/v1/tiers" ||
+            (req.method == "GET" && (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0)) ||
+            req.method == "OPTIONS" || (req.method == "PUT" && IsTaskUploadPathV4(path)) ||
+            (req.method == "GET" && path.rfind("/v1", 0) != 0 && path.rfind("/tasks", 0) != 0 &&
+             path != "/metrics");
         if (!s.opt.api_key.empty() && !open_path) {
           if (!ConstantTimeEquals(req.get_header_value("Authorization"), "Bearer " + s.opt.api_key)) {
             s.metrics.Inc("mineru_http_errors_total", "code=\"401\"");

@@ -548,8 +548,8 @@ TEST(EdgeStart, ApiKeyFromFileOrEnvironmentAndLeftoverUploadsRemoved) {
     EXPECT_FALSE(FileExists(dir + "/data/sync-0123456789abcdef0123456789abcdef"))
         << "leftover upload folder kept";
     auto c = srv.Client();
-    EXPECT_EQ(c.Get("/v1/models")->status, 401);
-    EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer file-key"}})->status, 200);
+    EXPECT_EQ(c.Get("/metrics")->status, 401);
+    EXPECT_EQ(c.Get("/metrics", {{"Authorization", "Bearer file-key"}})->status, 200);
   }
   ::setenv("MINERU_API_KEY", "env-key", 1);
   ServerProcess srv;
@@ -558,8 +558,8 @@ TEST(EdgeStart, ApiKeyFromFileOrEnvironmentAndLeftoverUploadsRemoved) {
   ::unsetenv("MINERU_API_KEY");
   ASSERT_TRUE(started) << srv.log();
   auto c = srv.Client();
-  EXPECT_EQ(c.Get("/v1/models")->status, 401);
-  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer env-key"}})->status, 200);
+  EXPECT_EQ(c.Get("/metrics")->status, 401);
+  EXPECT_EQ(c.Get("/metrics", {{"Authorization", "Bearer env-key"}})->status, 200);
 }
 
 // ---- work before limits (item 9) ---------------------------------------------------------------

@@ -154,6 +154,10 @@ TEST_F(ServerTest, MinerUHttpClientShapedRequest) {
   Json m = Json::parse(models->body);
   ASSERT_EQ(m["data"].size(), 1u);
   const std::string id = m["data"][0]["id"];
+  auto one = cli.Get("/v1/models/" + id);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200);
+  EXPECT_EQ(Json::parse(one->body)["id"], id);
   // Exactly the keys MinerU's client sends (spec/HTTP_CLIENT_CONTRACT.md).
   Json body = {{"model", id},
                {"messages",
@@ -295,7 +299,7 @@ TEST_F(ServerTest, OpenAiRoutesAnswerUnderEveryBaseUrlJoin) {
     const Json j = Json::parse(r->body);
     EXPECT_EQ(j["object"], "chat.completion") << prefix;
     EXPECT_LE(j["usage"]["completion_tokens"].get<int>(), 4) << prefix;
-    EXPECT_EQ(cli.Get(prefix + "/models")->status, 401) << prefix << " needs the key like /v1";
+    EXPECT_EQ(cli.Get(prefix + "/models")->status, 200) << prefix << " is public like /v1/models (MinerU 4)";
     EXPECT_EQ(cli.Post(prefix + "/chat/completions", body.dump(), "application/json")->status, 401) << prefix;
     // A block's own bad input is the block's: 400, never 429/5xx (mineru-vl-utils 2.x isolates it).
     const Json bad = {{"messages",
@@ -419,11 +423,18 @@ TEST_F(ServerTest, AuthAndLimits) {
   StartServer({"--api-key", "sekret", "--max-body-mb", "1", "--max-image-pixels", "5000"});
   auto cli = srv_.Client();
   EXPECT_EQ(cli.Get("/health")->status, 200);  // open
-  EXPECT_EQ(cli.Get("/v1/models")->status, 401);
+  // MinerU 4's discovery routes are public: the model list and one model (404 for another id).
+  EXPECT_EQ(cli.Get("/v1/models")->status, 200);
+  EXPECT_EQ(cli.Get("/models")->status, 200);
+  EXPECT_EQ(cli.Get("/v1/models/nope")->status, 404);
+  EXPECT_EQ(cli.Get("/metrics")->status, 401);
   httplib::Headers auth = {{"Authorization", "Bearer sekret"}};
-  EXPECT_EQ(cli.Get("/v1/models", auth)->status, 200);
+  EXPECT_EQ(cli.Get("/metrics", auth)->status, 200);
   httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
-  EXPECT_EQ(cli.Get("/v1/models", wrong)->status, 401);
+  EXPECT_EQ(cli.Get("/metrics", wrong)->status, 401);
+  auto chat = cli.Post("/v1/chat/completions", Json{{"messages", Json::array()}}.dump(), "application/json");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 401);
   // Body over 1 MB.
   Json big = {{"messages", {{{"role", "user"}, {"content", std::string(2 << 20, 'a')}}}}};
   auto r = cli.Post("/v1/chat/completions", auth, big.dump(), "application/json");
