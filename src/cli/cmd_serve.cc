@@ -56,11 +56,6 @@ int RunServe(ServeFlags f) {
   if (f.o.port < 0 || f.o.port > 65535) return Fail("--port must be 0..65535");
   auto version = pipeline::PipelineVersionNamed(f.o.vl_utils);
   if (!version.ok()) return Fail("--vl-utils: " + version.status().message());
-  // The 3.x document routes answer with MinerU 3.x/2.5 file names; MinerU 4's files belong to the
-  // 4.x Tasks API, which serve does not have yet.
-  if (version->name == "4") {
-    return Fail("--vl-utils 4: serve's document API writes MinerU 3.4.4 or 2.5.4 files (1.2 or 0.1)");
-  }
   if (!ResolveApiKey(f))
     return Fail("--api-key-file: give it alone, as a readable file whose first line is the key");
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
@@ -186,7 +181,9 @@ void AddDocumentFlags(CLI::App* c, ServeFlags* f) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--vl-utils", f->o.vl_utils,
-                "Extraction and files of document jobs: " + pipeline::PipelineVersionChoices())
+                "Extraction and files of the mineru-api 3.x document routes (/file_parse, /tasks, the web "
+                "page): " +
+                    pipeline::PipelineVersionChoices() + "; MinerU 4's routes always write MinerU 4's files")
       ->capture_default_str();
 }
 

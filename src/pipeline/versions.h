@@ -20,7 +20,7 @@
 
 namespace mineru::pipeline {
 
-inline constexpr std::string_view kDefaultPipelineVersion = "1.2";
+inline constexpr std::string_view kDefaultPipelineVersion = "4";
 
 struct PipelineVersion {
   std::string name;  // the setting as the user writes it, canonical: "1.2" or "0.1"

@@ -152,17 +152,24 @@ class StoredOutputs final : public OutputReader {
   std::string id_;
 };
 
-// The MinerU version whose files the server writes.
-std::string MinerUVersion(const Server::State& st) { return std::string(VersionOf(st).writer->version()); }
+// The MinerU version whose files a parse of p writes.
+std::string MinerUVersion(const Server::State& st, const ParseRequest& p) {
+  return std::string(VersionFor(st, p).writer->version());
+}
 
-// mineru-api's per-document result: file contents as strings (as MinerU's API returns them).
-Json DocumentResult(OutputReader& out, const std::string& name, const ParseRequest& p) {
-  const std::string base = name + "/" + name;
+// mineru-api's per-document result: file contents as strings (as MinerU's API returns them), read
+// under the names the parse's version gives them (MinerU 4's files have no model output: "").
+Json DocumentResult(const Server::State& st, OutputReader& out, const std::string& name,
+                    const ParseRequest& p) {
+  const pipeline::OutputWriter::KindFiles files = VersionFor(st, p).writer->Files(name);
+  auto read = [&out, &name](const std::string& file) {
+    return file.empty() ? std::string() : out.Read(name + "/" + file).value_or("");
+  };
   Json r = Json::object();
-  if (p.return_md) r["md_content"] = out.Read(base + ".md").value_or("");
-  if (p.return_middle_json) r["middle_json"] = out.Read(base + "_middle.json").value_or("");
-  if (p.return_model_output) r["model_output"] = out.Read(base + "_model.json").value_or("");
-  if (p.return_content_list) r["content_list"] = out.Read(base + "_content_list.json").value_or("");
+  if (p.return_md) r["md_content"] = read(files.markdown);
+  if (p.return_middle_json) r["middle_json"] = read(files.middle_json);
+  if (p.return_model_output) r["model_output"] = read(files.model_output);
+  if (p.return_content_list) r["content_list"] = read(files.content_list);
   if (p.return_images) {
     Json images = Json::object();
     for (const auto& [f, data] : out.ReadDir(name + "/images", ".jpg")) {
@@ -267,7 +274,7 @@ struct SyncParse {
     }
     ++ok_files;
     LocalOutputs outputs(work + "/out");
-    results[r.name] = DocumentResult(outputs, r.name, p);
+    results[r.name] = DocumentResult(st, outputs, r.name, p);
     if (!outputs.status.ok()) {  // an output file that cannot be read back: not an empty result
       SendStorageError(st, res, "cannot read the result of " + name, outputs.status);
       return false;
@@ -323,7 +330,7 @@ void HandleFileParse(Server::State& st, const httplib::Request& req, httplib::Re
     return SendError(res, run.out_of_memory ? 507 : 400,
                      run.last_error.empty() ? "no document could be parsed" : run.last_error);
   }
-  SendJson(res, 200, {{"backend", "vlm"}, {"version", MinerUVersion(st)}, {"results", run.results}});
+  SendJson(res, 200, {{"backend", "vlm"}, {"version", MinerUVersion(st, *parsed)}, {"results", run.results}});
 }
 
 // POST /tasks: stores the upload as a queued job (202 with its id).
@@ -340,6 +347,9 @@ void HandleSubmitTask(Server::State& st, const httplib::Request& req, httplib::R
   if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
   JobSubmission sub{SafeName(f.filename), &f.content, *parsed,
                     key.empty() ? "" : CallerScope(req, st.opt) + ":" + key, nullptr};
+  // The job keeps the version it was submitted under: a restart with another --vl-utils finishes it
+  // with the files its client expects.
+  sub.request.version = VersionOf(st).name;
   const StatusOr<SubmittedJob> job = SubmitJob(st, sub);
   if (!job.ok()) return SendError(res, HttpStatusFor(job.status()), job.status().message());
   if (job->replayed) res.set_header("Idempotent-Replayed", "true");
@@ -391,13 +401,13 @@ void HandleTaskResult(Server::State& st, const httplib::Request& req, httplib::R
   p.return_md = p.return_content_list = p.return_middle_json = p.return_model_output = p.return_images = true;
   const std::string name = pipeline::DocumentName(j->filename);
   auto outputs = JobOutputs(st, *j);
-  Json doc = DocumentResult(*outputs, name, p);
+  Json doc = DocumentResult(st, *outputs, name, p);
   if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
   SendJson(res, 200,
            {{"task_id", j->id},
             {"status", "done"},
             {"backend", "vlm"},
-            {"version", MinerUVersion(st)},
+            {"version", MinerUVersion(st, p)},
             {"results", {{name, doc}}}});
 }
 
@@ -423,18 +433,23 @@ void HandleTaskFile(Server::State& st, const httplib::Request& req, httplib::Res
   if (!j) return;
   const std::string name = pipeline::DocumentName(j->filename);
   const std::string want = req.matches[2];
-  // _content_list_v2.json exists for the 1.2 extraction only (MinerU 3.4.4 files).
-  const char* kinds[] = {".md", "_content_list.json", "_content_list_v2.json", "_middle.json", "_model.json"};
-  for (const char* k : kinds) {
-    if (want == name + k) {
-      auto outputs = JobOutputs(st, *j);
-      auto data = outputs->Read(name + "/" + want);
-      if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
-      if (!data) return SendError(res, 404, "not available (yet)");
-      res.set_header("Content-Disposition", "attachment; filename=\"" + want + "\"");
-      res.set_content(*data, std::string(k) == ".md" ? "text/markdown; charset=utf-8" : "application/json");
-      return;
-    }
+  const pipeline::OutputWriter::KindFiles files = VersionFor(st, JobParseRequest(*j)).writer->Files(name);
+  // Besides the four kinds: MinerU 3.4.4's NAME_content_list_v2.json and MinerU 4's
+  // structured_content.json (404 where the version writes none).
+  const std::string known[] = {files.markdown,
+                               files.content_list,
+                               files.middle_json,
+                               files.model_output,
+                               name + "_content_list_v2.json",
+                               "structured_content.json"};
+  if (!want.empty() && std::find(std::begin(known), std::end(known), want) != std::end(known)) {
+    auto outputs = JobOutputs(st, *j);
+    auto data = outputs->Read(name + "/" + want);
+    if (!outputs->status.ok()) return SendError(res, 503, outputs->status.message());
+    if (!data) return SendError(res, 404, "not available (yet)");
+    res.set_header("Content-Disposition", "attachment; filename=\"" + want + "\"");
+    res.set_content(*data, EndsWith(want, ".md") ? "text/markdown; charset=utf-8" : "application/json");
+    return;
   }
   SendError(res, 404, "no such file");
 }

@@ -70,6 +70,14 @@ pipeline::PipelineVersion VersionOf(const Server::State& st) {
   return v.ok() ? std::move(v).value() : pipeline::DefaultPipelineVersion();
 }
 
+pipeline::PipelineVersion VersionFor(const Server::State& st, const ParseRequest& p) {
+  if (!p.version.empty()) {
+    if (StatusOr<pipeline::PipelineVersion> v = pipeline::PipelineVersionNamed(p.version); v.ok())
+      return std::move(v).value();
+  }
+  return VersionOf(st);
+}
+
 pipeline::Backend* BackendFor(Server::State& st, std::unique_ptr<pipeline::Backend>* owned) {
   if (st.doc_backend) return st.doc_backend.get();
   *owned = pipeline::MakeModelBackend(st.engine.get());
@@ -88,11 +96,7 @@ pipeline::ParseOptions OptionsFor(const Server::State& st, const ParseRequest& p
   if (!p.page_images) o.layout_pictures = false;
   if (!p.pages.empty()) o.pages = p.pages;
   o.text_source = TextSourceOf(p.ocr_mode);
-  o.version = VersionOf(st);
-  if (!p.version.empty()) {
-    if (StatusOr<pipeline::PipelineVersion> v = pipeline::PipelineVersionNamed(p.version); v.ok())
-      o.version = std::move(v).value();
-  }
+  o.version = VersionFor(st, p);
   o.cancel = &st.draining;
   return o;
 }

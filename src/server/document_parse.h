@@ -42,6 +42,9 @@ ParseRequest JobParseRequest(const Job& j);
 // The pipeline version of document jobs (validated when the server starts, as `parse` does).
 pipeline::PipelineVersion VersionOf(const Server::State& st);
 
+// The pipeline version a parse of p runs: p.version when set (and known), else the server's.
+pipeline::PipelineVersion VersionFor(const Server::State& st, const ParseRequest& p);
+
 // The server's replay backend when it has one, else a model backend made into *owned.
 pipeline::Backend* BackendFor(Server::State& st, std::unique_ptr<pipeline::Backend>* owned);
 

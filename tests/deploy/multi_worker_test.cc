@@ -197,19 +197,10 @@ class MultiWorkerTest : public ::testing::Test {
     replay_ = WriteReplay(dir_, kPages);
   }
   std::vector<std::string> WorkerArgs(int i, const std::string& lease_s = "2") const {
-    return {"--model",
-            kFx + "/tinyvocab",
-            "--data-dir",
-            dir_ + "/data" + std::to_string(i),
-            "--jobs-db",
-            pg_.Uri(),
-            "--replay",
-            replay_,
-            "--replay-delay-ms",
-            "400",
-            "--job-workers",
-            "2",
-            "--job-lease-seconds",
+    return {"--model", kFx + "/tinyvocab", "--data-dir", dir_ + "/data" + std::to_string(i), "--jobs-db",
+            pg_.Uri(), "--replay", replay_,
+            // MinerU 3.4.4's files: the checks read model_output (one entry per page parsed).
+            "--vl-utils", "1.2", "--replay-delay-ms", "400", "--job-workers", "2", "--job-lease-seconds",
             lease_s};
   }
   // The store's row for a job: status, attempts, finishes, worker_id, pages_done.

@@ -203,16 +203,18 @@ TEST(DocumentE2E, PageRenderPastItsDeadlineFailsThatPageOnly) {
 TEST(DocumentE2E, FixtureModelParsesGeneratedPdf) {
   const std::string d = EmptyTestDir("doc_model");
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/page.pdf", MakePdf({TextPageWithFigure("Model run", 6)})).ok());
+  // No --vl-utils: the default, MinerU 4's files.
   CmdResult r = RunCli({"parse", d + "/page.pdf", "-o", d + "/out", "--model", kFx + "/tinyvocab",
                         "--max-block-tokens", "24", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string o = d + "/out/page/page";
-  for (const char* suffix : {".md", "_model.json", "_middle.json", "_content_list.json"}) {
-    EXPECT_TRUE(Exists(o + suffix)) << suffix;
+  const std::string o = d + "/out/page/";
+  for (const char* file :
+       {"markdown.md", "middle_json.json", "content_list.json", "structured_content.json"}) {
+    EXPECT_TRUE(Exists(o + file)) << file;
   }
-  EXPECT_TRUE(LoadJson(o + "_model.json").is_array());
-  EXPECT_TRUE(LoadJson(o + "_middle.json").is_object());
-  EXPECT_TRUE(LoadJson(o + "_content_list.json").is_array());
+  EXPECT_FALSE(Exists(o + "page_model.json"));
+  EXPECT_TRUE(LoadJson(o + "middle_json.json")["pages"].is_array());
+  EXPECT_TRUE(LoadJson(o + "content_list.json").is_array());
   EXPECT_EQ(CountFiles(d + "/out/page/layout", ".png"), 1);
 }
 
@@ -358,8 +360,8 @@ TEST(DocumentE2E, ReplayV12ModelJsonMatchesReference) {
         {{"layout", pages[i]["layout"]}, {"blocks", pages[i]["outputs"]}, {"merges", Json::array()}});
   }
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
-                        "--no-layout-pictures"});
+  CmdResult r = RunCli({"parse", "--vl-utils", "1.2", d + "/in", "-o", d + "/out", "--replay",
+                        d + "/replay.json", "--quiet", "--no-layout-pictures"});
   ASSERT_EQ(r.code, 0) << r.err;
   for (size_t i = 0; i < pages.size(); ++i) {
     char name[32];
@@ -399,8 +401,8 @@ TEST(DocumentE2E, ReplayV12DegenerateCropIsNotSent) {
                              V12Line("100 500 900 600", "text");
   const Json replay = Json::array({{{"layout", layout}, {"blocks", {"first", "third"}}}});
   ASSERT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
-                        "--no-layout-pictures"});
+  CmdResult r = RunCli({"parse", "--vl-utils", "1.2", d + "/in", "-o", d + "/out", "--replay",
+                        d + "/replay.json", "--quiet", "--no-layout-pictures"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json model = LoadJson(d + "/out/p/p_model.json")[0];
   ASSERT_EQ(model.size(), 3u) << model.dump();
@@ -424,8 +426,8 @@ TEST(DocumentE2E, ReplayV12NonTextAnswer) {
   const Json replay = Json::array(
       {{{"layout", layout}, {"blocks", {" [Non-Text] ", "first", "  [Non-Text]\n", "[Non-Text]"}}}});
   ASSERT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
-                        "--no-layout-pictures"});
+  CmdResult r = RunCli({"parse", "--vl-utils", "1.2", d + "/in", "-o", d + "/out", "--replay",
+                        d + "/replay.json", "--quiet", "--no-layout-pictures"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json model = LoadJson(d + "/out/p/p_model.json")[0];
   ASSERT_EQ(model.size(), 3u) << model.dump();
@@ -464,8 +466,8 @@ TEST(DocumentE2E, ReplayV12CrossPageTableGetsCellMerge) {
                     {"blocks", {cells3}},
                     {"merges", {"[1, 0, 1]"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  CmdResult r = RunCli({"parse", d + "/doc.pdf", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet",
-                        "--no-layout-pictures"});
+  CmdResult r = RunCli({"parse", "--vl-utils", "1.2", d + "/doc.pdf", "-o", d + "/out", "--replay",
+                        d + "/replay.json", "--quiet", "--no-layout-pictures"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json model = LoadJson(d + "/out/doc/doc_model.json");
   ASSERT_EQ(model.size(), 3u);
@@ -482,8 +484,8 @@ TEST(DocumentE2E, ReplayV12CrossPageTableGetsCellMerge) {
 TEST(DocumentE2E, SampleReportShowsTheNewContent) {
   const std::string d = EmptyTestDir("doc_sample_report");
   const std::string src = MINERU_SOURCE_DIR;
-  CmdResult r = RunCli({"parse", src + "/samples/report.pdf", "-o", d + "/out", "--replay",
-                        src + "/samples/report_replay.json", "--quiet"});
+  CmdResult r = RunCli({"parse", "--vl-utils", "1.2", src + "/samples/report.pdf", "-o", d + "/out",
+                        "--replay", src + "/samples/report_replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string stem = d + "/out/report/report";
   const Json model = LoadJson(stem + "_model.json");
@@ -520,7 +522,8 @@ TEST(DocumentE2E, ReplayV12TableImageComesBackAsImg) {
                      "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
                     {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  CmdResult r = RunCli(
+      {"parse", "--vl-utils", "1.2", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json model = LoadJson(d + "/out/page/page_model.json")[0];
   ASSERT_EQ(model.size(), 1u);
@@ -547,7 +550,8 @@ TEST(DocumentE2E, ReplayV12WritesMinerU344Files) {
                      "<|box_start|>300 300 700 700<|box_end|><|ref_start|>image<|ref_end|><|rotate_up|>"},
                     {"blocks", {"<fcel>[ AAAA ]<fcel>\\(x\\)<nl>"}}}});
   EXPECT_TRUE(mineru::WriteStringToFile(d + "/replay.json", replay.dump()).ok());
-  CmdResult r = RunCli({"parse", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
+  CmdResult r = RunCli(
+      {"parse", "--vl-utils", "1.2", d + "/in", "-o", d + "/out", "--replay", d + "/replay.json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string o = d + "/out/page/page";
   const Json middle = LoadJson(o + "_middle.json");

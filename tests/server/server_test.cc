@@ -228,7 +228,7 @@ TEST_F(ServerTest, MinerUHttpClientShapedRequest) {
 }
 
 TEST_F(ServerTest, FileParseAndTasks) {
-  StartServer();
+  StartServer({"--vl-utils", "1.2"});  // MinerU 3.4.4's files: the 3.x API's own shapes
   auto cli = srv_.Client();
   const std::string pdf = MakePdf({TextPage("One"), TextPage("Two")});
   httplib::MultipartFormDataItems form = {
@@ -336,18 +336,22 @@ TEST_F(ServerTest, ServeAndParseWriteTheSameMinerUVersionByDefault) {
     std::ifstream f(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), {});
   };
-  const Json middle = Json::parse(read(dir_ + "/cli/report/report_middle.json"));
+  const Json middle = Json::parse(read(dir_ + "/cli/report/middle_json.json"));
 
-  EXPECT_EQ(served["version"], "3.4.4");  // today's MinerU files unless asked for older ones
-  EXPECT_EQ(middle["_version_name"], served["version"]);
-  EXPECT_EQ(Json::parse(doc["middle_json"].get<std::string>())["_version_name"], served["version"]);
-  EXPECT_EQ(doc["md_content"].get<std::string>(), read(dir_ + "/cli/report/report.md"));
+  // Today's MinerU files unless asked for older ones: MinerU 4's, in the 3.x routes' answer too;
+  // the titles the model found are kept (3.4.4's files drop doc and paragraph titles).
+  EXPECT_EQ(served["version"], "4.x");
+  const Json served_middle = Json::parse(doc["middle_json"].get<std::string>());
+  EXPECT_EQ(served_middle["pages"].size(), 2u);
+  EXPECT_EQ(served_middle["pages"], middle["pages"]);
+  EXPECT_EQ(doc["md_content"].get<std::string>(), read(dir_ + "/cli/report/markdown.md"));
+  EXPECT_NE(doc["md_content"].get<std::string>().find("# Page Title 2"), std::string::npos);
 }
 
 TEST_F(ServerTest, JobSurvivesKill9) {
   // Six pages of at least a second each: a wide window to catch the job mid-way, even on a loaded
   // machine.
-  StartServer({"--replay-delay-ms", "1000", "--job-workers", "1"});
+  StartServer({"--replay-delay-ms", "1000", "--job-workers", "1", "--vl-utils", "1.2"});
   auto cli = srv_.Client();
   const std::string pdf =
       MakePdf({TextPage("A"), TextPage("B"), TextPage("C"), TextPage("D"), TextPage("E"), TextPage("F")});

@@ -430,11 +430,51 @@ function normalizeResult(raw) {
   return res;
 }
 
+// MinerU 4's files (the server's default) have a Middle JSON 2.0 (`pages`) and no model output;
+// MinerU 3.x/2.5's have both (`pdf_info`).
 function pageCount(res) {
   if (Array.isArray(res.model_output)) return res.model_output.length;
   const mj = res.middle_json;
   if (mj && Array.isArray(mj.pdf_info)) return mj.pdf_info.length;
+  if (mj && Array.isArray(mj.pages)) return mj.pages.length;
   return 0;
+}
+
+// A block's text for its tooltip: a string, or the text of Middle JSON 2.0 spans and nested blocks.
+function blockText(content) {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((c) => (c && typeof c === 'object' ? blockText(c.content !== undefined ? c.content : c.text) : ''))
+    .filter(Boolean)
+    .join(' ');
+}
+
+// The layout boxes of page i, in reading order: the model's (model output, bbox 0-1), or the top
+// blocks of a Middle JSON 2.0 page (bbox 0-1 of the page too).
+function pageBlocks(res, i) {
+  if (Array.isArray(res.model_output)) return res.model_output[i];
+  const page = res.middle_json && Array.isArray(res.middle_json.pages) ? res.middle_json.pages[i] : null;
+  if (!page || !Array.isArray(page.blocks)) return null;
+  return page.blocks.map((b) => ({ type: b && b.type, bbox: b && b.bbox, content: blockText(b && b.content) }));
+}
+
+// The result files a task offers for download: MinerU 4's names, or MinerU 3.x/2.5's NAME_* files.
+function resultFiles(version, name) {
+  if (String(version || '').startsWith('4')) {
+    return [
+      ['markdown.md', 'Markdown'],
+      ['content_list.json', 'content list'],
+      ['middle_json.json', 'middle JSON'],
+      ['structured_content.json', 'structured content'],
+    ];
+  }
+  return [
+    [`${name}.md`, 'Markdown'],
+    [`${name}_content_list.json`, 'content list'],
+    [`${name}_middle.json`, 'middle JSON'],
+    [`${name}_model.json`, 'model output'],
+  ];
 }
 
 function renderResults(id, r, gen) {
@@ -460,12 +500,7 @@ function renderResults(id, r, gen) {
 
   names.forEach((name, ri) => {
     const res = normalizeResult(results[name]);
-    const files = [
-      [`${name}.md`, 'Markdown'],
-      [`${name}_content_list.json`, 'content list'],
-      [`${name}_middle.json`, 'middle JSON'],
-      [`${name}_model.json`, 'model output'],
-    ];
+    const files = resultFiles(r.version, name);
     const downloads = el(
       'div',
       { class: 'downloads' },
@@ -479,7 +514,7 @@ function renderResults(id, r, gen) {
     const allTypes = new Set();
     const figs = [];
     for (let i = 0; i < n; i++) {
-      const blocks = Array.isArray(res.model_output) ? res.model_output[i] : null;
+      const blocks = pageBlocks(res, i);
       const { fig, types } = pageFigure(id, i, blocks, gen);
       types.forEach((t) => allTypes.add(t));
       figs.push(fig);

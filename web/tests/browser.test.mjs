@@ -153,7 +153,9 @@ test('web page: upload a PDF, see Markdown and layout boxes, chat about an image
     assert.ok(overlay.boxes.length >= 4, `layout boxes drawn: ${JSON.stringify(overlay.boxes)}`);
     assert.ok(overlay.boxes.every((b) => b.inside && b.area > 0), `boxes lie over the image: ${JSON.stringify(overlay.boxes)}`);
     const types = overlay.boxes.map((b) => b.type);
-    for (const ty of ['title', 'table']) assert.ok(types.includes(ty), `a ${ty} box: ${types}`);
+    // a title box (MinerU 4's middle JSON names the page's first title doc_title), a table box
+    assert.ok(types.some((t) => /title$/.test(t)), `a title box: ${types}`);
+    assert.ok(types.includes('table'), `a table box: ${types}`);
     assert.ok(overlay.boxes.every((b) => b.title && b.title.includes(b.type)), 'each box has its type as tooltip');
     assert.deepEqual(
       overlay.boxes.map((b) => b.num),
@@ -165,10 +167,13 @@ test('web page: upload a PDF, see Markdown and layout boxes, chat about an image
     const links = await page.$$eval('a.download', (as) => as.map((a) => ({ file: a.dataset.file, href: a.href })));
     assert.deepEqual(
       links.map((l) => l.file),
-      ['report.md', 'report_content_list.json', 'report_middle.json', 'report_model.json'],
+      // MinerU 4's files: the server's default, titles kept (the mock answers as MinerU 3.4.4)
+      MOCK
+        ? ['report.md', 'report_content_list.json', 'report_middle.json', 'report_model.json']
+        : ['markdown.md', 'content_list.json', 'middle_json.json', 'structured_content.json'],
     );
     const mdLink = links[0].href;
-    const [download] = await Promise.all([page.waitForEvent('download'), page.click('a.download[data-file="report.md"]')]);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click(`a.download[data-file="${links[0].file}"]`)]);
     const dlPath = await download.path();
     const dlText = fs.readFileSync(dlPath, 'utf8');
     assert.ok(dlText.includes(TITLE), `the downloaded Markdown has the title (${mdLink})`);

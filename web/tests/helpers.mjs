@@ -60,8 +60,8 @@ export function makeReplay() {
         'Revenue grew as \\(x^2\\) over the quarter.',
         '<fcel>A<fcel>B<nl><fcel>1<fcel>2<nl>',
         '\\[E=mc^2\\]',
-        // The image's "\nImage Analysis:" answer (mineru-vl-utils 1.2.1, the default extraction
-        // of `serve` as of `parse`): empty, so the block stays a plain image with its crop.
+        // The image's "\nImage Analysis:" answer (mineru-vl-utils 1.2.1, the extraction of every
+        // version `serve` and `parse` default to): empty, so the block stays a plain image with its crop.
         '',
       ],
     },

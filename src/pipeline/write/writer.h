@@ -38,6 +38,13 @@ class OutputWriter {
   virtual ~OutputWriter() = default;
   // The MinerU version whose files this writes, e.g. "3.4.4" (also middle.json's _version_name).
   virtual std::string_view version() const = 0;
+  // The files a client asks for by kind, relative to the document's folder (name: the document's
+  // name): its Markdown, content list, middle JSON and model output ("" where this version writes
+  // none). What the document APIs read back; the full set of files is WriteDocument's.
+  struct KindFiles {
+    std::string markdown, content_list, middle_json, model_output;
+  };
+  virtual KindFiles Files(const std::string& name) const = 0;
   // One page, while its image is held: the writer's own assembled form of the page (opaque to the
   // driver), its crops and inline images saved through media.
   virtual Json AssemblePage(const PageInput& page, const PageMedia& media) const = 0;

@@ -12,6 +12,9 @@ namespace {
 class MinerU25Writer final : public OutputWriter {
  public:
   std::string_view version() const override { return "2.5.4"; }
+  KindFiles Files(const std::string& name) const override {
+    return {name + ".md", name + "_content_list.json", name + "_middle.json", name + "_model.json"};
+  }
 
   Json AssemblePage(const PageInput& page, const PageMedia& media) const override {
     return PageInfoJson(page, Options(media));

@@ -14,6 +14,9 @@ namespace {
 class MinerU4Writer final : public OutputWriter {
  public:
   std::string_view version() const override { return "4.x"; }
+  KindFiles Files(const std::string& name) const override {
+    return {"markdown.md", "content_list.json", "middle_json.json", ""};
+  }
 
   Json AssemblePage(const PageInput& page, const PageMedia& media) const override {
     return mineru4::MiddlePage(page, media.image_path);
