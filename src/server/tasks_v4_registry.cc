@@ -136,6 +136,7 @@ Status TaskRegistryV4::Load() {
       continue;
     }
     const std::string id = t->task_id;
+    files_ += t->files.size();
     tasks_[id] = std::move(t).value();
   }
   ::closedir(d);
@@ -162,10 +163,12 @@ StatusOr<TaskV4> TaskRegistryV4::Create(const TaskV4& t, size_t max_tasks, bool*
       }
     }
   }
-  if (tasks_.size() >= max_tasks) {
-    return BusyError("the server keeps " + std::to_string(tasks_.size()) + " tasks, its limit");
+  if (tasks_.size() >= max_tasks || files_ + t.files.size() > 10 * max_tasks) {
+    return BusyError("the server keeps " + std::to_string(tasks_.size()) + " tasks of " +
+                     std::to_string(files_) + " files, its limit (--max-tasks)");
   }
   MINERU_RETURN_IF_ERROR(Store(t));
+  files_ += t.files.size();
   tasks_[t.task_id] = t;
   return t;
 }
@@ -209,6 +212,7 @@ void TaskRegistryV4::PruneCreatedBefore(double cutoff) {
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     if (it->second.created_at < cutoff) {
       std::remove((dir_ + "/" + it->first + ".json").c_str());
+      files_ -= it->second.files.size();
       it = tasks_.erase(it);
     } else {
       ++it;

@@ -68,7 +68,8 @@ class TaskRegistryV4 {
   // Reads every task file of dir (creating dir); unreadable files are reported and skipped.
   Status Load();
   // Stores a new task. When its client_key names a task already kept, nothing is stored and
-  // that task is returned with *replayed set. Busy when max_tasks are kept.
+  // that task is returned with *replayed set. Busy when max_tasks are kept, or when the files of
+  // all tasks would pass 10 x max_tasks (what the records hold in memory stays bounded).
   StatusOr<TaskV4> Create(const TaskV4& t, size_t max_tasks, bool* replayed);
   std::optional<TaskV4> Get(const std::string& task_id) const;
   // Runs fn on the task under the registry's lock and stores the result when fn succeeds (the
@@ -85,6 +86,7 @@ class TaskRegistryV4 {
   std::string dir_;
   mutable std::mutex mu_;
   std::map<std::string, TaskV4> tasks_;
+  size_t files_ = 0;  // files of all tasks kept
 };
 
 // A task as its stored JSON (and back): exposed for tests.

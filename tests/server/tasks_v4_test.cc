@@ -388,6 +388,42 @@ TEST(TasksV4Status, StoredTaskRoundTrips) {
   EXPECT_FALSE(server::TaskFromJsonV4("[").ok());
 }
 
+TEST(TasksV4Status, RegistryBoundsTasksAndFilesAndReloads) {
+  const std::string dir = TempDir("tasks_v4_registry") + "/tasks";
+  auto task = [](const std::string& id, int files, const std::string& key = "") {
+    TaskV4 t;
+    t.task_id = id;
+    t.client_key = key;
+    t.created_at = 100;
+    for (int i = 0; i < files; ++i) {
+      TaskFileV4 f;
+      f.file_id = "file_" + std::to_string(i);
+      f.file_name = "a.pdf";
+      t.files.push_back(f);
+    }
+    return t;
+  };
+  server::TaskRegistryV4 reg(dir);
+  ASSERT_TRUE(reg.Load().ok());
+  bool replayed = false;
+  ASSERT_TRUE(reg.Create(task("task_a", 15, "k"), 2, &replayed).ok());  // files: at most 10 x 2
+  const auto too_many_files = reg.Create(task("task_b", 6), 2, &replayed);
+  EXPECT_EQ(too_many_files.status().code(), StatusCode::kBusy);
+  ASSERT_TRUE(reg.Create(task("task_c", 5), 2, &replayed).ok());
+  EXPECT_EQ(reg.Create(task("task_d", 1), 2, &replayed).status().code(), StatusCode::kBusy);
+  auto again = reg.Create(task("task_e", 1, "k"), 2, &replayed);  // a retry is answered when full
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(replayed);
+  EXPECT_EQ(again->task_id, "task_a");
+  server::TaskRegistryV4 reloaded(dir);
+  ASSERT_TRUE(reloaded.Load().ok());
+  EXPECT_EQ(reloaded.size(), 2u);
+  EXPECT_EQ(reloaded.Create(task("task_f", 1), 2, &replayed).status().code(), StatusCode::kBusy);
+  reloaded.PruneCreatedBefore(101);
+  EXPECT_EQ(reloaded.size(), 0u);
+  EXPECT_TRUE(reloaded.Create(task("task_g", 20), 2, &replayed).ok()) << "pruning gave the files back";
+}
+
 TEST(TasksV4Status, PageRangeSyntax) {
   for (const char* ok : {"1", "1-5,8", "r3-r1", "all", "2-r1", " 1 , 3 "})
     EXPECT_TRUE(server::PageRangeSyntaxV4(ok)) << ok;
