@@ -258,7 +258,13 @@ void InstallRequestHooks(HttpFront& http, Server::State& s) {
         if (!s.opt.api_key.empty() && !open_path) {
           if (!ConstantTimeEquals(req.get_header_value("Authorization"), "Bearer " + s.opt.api_key)) {
             s.metrics.Inc("mineru_http_errors_total", "code=\"401\"");
-            SendError(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)");
+            const char* why = "missing or wrong API key (send Authorization: Bearer <key>)";
+            // MinerU 4's routes answer in MinerU 4's envelope, the others in OpenAI's.
+            if (path == "/v1/file_parse" || path == "/v1/tasks" || path.rfind("/v1/tasks/", 0) == 0) {
+              SendErrorV4(res, 401, "invalid_api_key", why);
+            } else {
+              SendError(res, 401, why);
+            }
             return httplib::Server::HandlerResponse::Handled;
           }
         }
