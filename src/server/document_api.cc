@@ -301,15 +301,11 @@ void HandleFileParse(Server::State& st, const httplib::Request& req, httplib::Re
                          " files per /file_parse request "
                          "(submit more with /tasks)");
   }
-  if (st.sync_parses.fetch_add(1) >= std::max(1, st.opt.http_threads / 4)) {
-    --st.sync_parses;
+  const SyncParseSlot slot(st);
+  if (!slot.ok()) {
     return SendError(res, 429,
                      "too many documents are being parsed synchronously; retry shortly or use /tasks");
   }
-  struct Slot {
-    std::atomic<int>& n;
-    ~Slot() { --n; }
-  } slot{st.sync_parses};
   const StatusOr<ParseRequest> parsed = ReadParseRequest(req);
   if (!parsed.ok()) return SendError(res, 400, parsed.status().message());
   // The whole request has --file-parse-timeout-s: past it no page starts and the answer is 504.

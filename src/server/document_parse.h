@@ -4,6 +4,8 @@
 // (error text, storage kinds) and where its page images go. Not the routes nor the job runner.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -35,6 +37,23 @@ int PagesToParse(const ParseRequest& p, int num_pages);
 
 // The error of a job its client canceled (Server::State::CancelJob).
 inline constexpr const char* kJobCanceledError = "canceled by the client";
+
+// A synchronous parse (/file_parse, /v1/file_parse) in flight. It holds an HTTP worker for whole
+// documents, so at most a quarter of --http-threads hold a slot at once; ok() false: none was free
+// (the caller answers 429). The slot is given back at destruction.
+class SyncParseSlot {
+ public:
+  explicit SyncParseSlot(Server::State& st)
+      : n_(st.sync_parses), ok_(n_.fetch_add(1) < std::max(1, st.opt.http_threads / 4)) {}
+  ~SyncParseSlot() { --n_; }
+  SyncParseSlot(const SyncParseSlot&) = delete;
+  SyncParseSlot& operator=(const SyncParseSlot&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  std::atomic<int>& n_;
+  bool ok_;
+};
 
 // A job's parse options (its stored JSON, read as the form fields were; defaults where missing).
 ParseRequest JobParseRequest(const Job& j);

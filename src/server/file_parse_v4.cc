@@ -129,6 +129,8 @@ const char* CodeFor(int status) {
       return "rate_limit_exceeded";
     case 503:
       return "service_unavailable";
+    case 507:
+      return "quota_exceeded";
     default:
       return status >= 500 ? "internal_error" : "invalid_request";
   }
@@ -163,9 +165,8 @@ StatusOr<pipeline::ParseOptions> OptionsV4(const Server::State& st, const FormV4
   return o;
 }
 
-// Stores the upload under work/, parses it into MinerU 4's files and zips them into *zip.
-Status ParseToZip(Server::State& st, const FormV4& form, const std::string& work, std::string* zip,
-                  std::string* stem) {
+// Stores the upload under work/, parses it into MinerU 4's files and zips them into work/result.zip.
+Status ParseToZip(Server::State& st, const FormV4& form, const std::string& work, std::string* stem) {
   const std::string input = work + "/" + form.file_name;
   MINERU_RETURN_IF_ERROR(AsStorageError(WriteStringToFile(input, form.content)));
   StatusOr<pipeline::ParseOptions> o = OptionsV4(st, form, input, work + "/out");
@@ -179,11 +180,7 @@ Status ParseToZip(Server::State& st, const FormV4& form, const std::string& work
     return s.code() == StatusCode::kDeadlineExceeded || OutputsNotWritten(s) ? s : AsRequestError(s);
   }
   if (rep.failed_pages() > 0) return InternalError(JobError(rep));
-  const std::string zip_path = work + "/result.zip";
-  MINERU_RETURN_IF_ERROR(ZipDirectory(rep.output_dir, zip_path));
-  auto bytes = ReadFileToString(zip_path, size_t(1) << 32);
-  if (!bytes.ok()) return bytes.status();
-  *zip = std::move(bytes).value();
+  MINERU_RETURN_IF_ERROR(AsStorageError(ZipDirectory(rep.output_dir, work + "/result.zip")));
   *stem = rep.name;
   return Status::Ok();
 }
@@ -198,28 +195,32 @@ void HandleFileParseV4(Server::State& st, const httplib::Request& req, httplib::
     res.headers.erase("X-Request-Id");
     res.set_header("X-Request-Id", form.request_id);
   }
-  if (st.sync_parses.fetch_add(1) >= std::max(1, st.opt.http_threads / 4)) {
-    --st.sync_parses;
+  const SyncParseSlot slot(st);
+  if (!slot.ok()) {
     return SendErrorV4(res, 429, "rate_limit_exceeded", "too many documents are being parsed synchronously");
   }
-  struct Slot {
-    std::atomic<int>& n;
-    ~Slot() { --n; }
-  } slot{st.sync_parses};
+  // The upload and its outputs count against --max-store-mb while the parse runs.
+  StoreCharge charge(st, static_cast<int64_t>(form.content.size()));
+  if (Status room = charge.Take(); !room.ok()) {
+    st.metrics.Inc("mineru_storage_errors_total", "kind=\"quota\"");
+    return SendErrorV4(res, 507, "quota_exceeded", room.message());
+  }
   const std::string work = st.opt.data_dir + "/sync-" + NewJobId();
   if (::mkdir(work.c_str(), 0755) != 0) {
     return SendErrorV4(res, 503, "service_unavailable", "cannot store the upload");
   }
-  std::string zip, stem;
-  const Status s = ParseToZip(st, form, work, &zip, &stem);
+  std::string stem;
+  Status s = ParseToZip(st, form, work, &stem);
+  // The archive is streamed from an open descriptor: the work folder can go at once.
+  res.set_header("Content-Disposition", "attachment; filename=\"" + stem + ".zip\"");
+  if (s.ok() && !SendFile(res, work + "/result.zip", "application/zip"))
+    s = UnavailableError("the result cannot be read");
   RemoveTree(work);
   if (!s.ok()) {
+    res.headers.erase("Content-Disposition");
     const int status = HttpStatusFor(s);
     return SendErrorV4(res, status, CodeFor(status), s.message(), status == 400 ? "file" : "");
   }
-  res.status = 200;
-  res.set_header("Content-Disposition", "attachment; filename=\"" + stem + ".zip\"");
-  res.set_content(zip, "application/zip");
 }
 
 }  // namespace

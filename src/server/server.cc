@@ -33,6 +33,27 @@ void SendJson(httplib::Response& res, int status, const Json& body) {
   res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
 }
 
+bool SendFile(httplib::Response& res, const std::string& path, const std::string& content_type) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat sb;
+  if (fd < 0 || ::fstat(fd, &sb) != 0) {
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
+  auto file = std::shared_ptr<int>(new int(fd), [](int* p) {
+    ::close(*p);
+    delete p;
+  });
+  res.status = 200;
+  res.set_content_provider(static_cast<size_t>(sb.st_size), content_type,
+                           [file](size_t offset, size_t length, httplib::DataSink& sink) {
+                             char buf[1 << 16];
+                             const ssize_t n = ::pread(*file, buf, std::min(length, sizeof(buf)), offset);
+                             return n > 0 && sink.write(buf, static_cast<size_t>(n));
+                           });
+  return true;
+}
+
 void SendError(httplib::Response& res, int status, const std::string& message) {
   const char* type = status == 401   ? "authentication_error"
                      : status == 429 ? "rate_limit_error"

@@ -77,6 +77,9 @@ struct Server::State {
 // Writes an OpenAI-style error body {"object":"error","error":{"message","type","code"}}.
 void SendError(httplib::Response& res, int status, const std::string& message);
 void SendJson(httplib::Response& res, int status, const Json& body);
+// Streams the file at path (200, content_type) from an open descriptor, so the file may be removed
+// once this returns. False when it cannot be opened (res untouched).
+bool SendFile(httplib::Response& res, const std::string& path, const std::string& content_type);
 
 void RegisterOpenAiRoutes(httplib::Server& http, Server::State& st);
 void RegisterDocumentRoutes(httplib::Server& http, Server::State& st);

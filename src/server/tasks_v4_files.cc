@@ -326,24 +326,12 @@ void HandleResultV4(Server::State& st, const httplib::Request& req, httplib::Res
     return SendErrorV4(res, 409, "result_not_ready", "the file is " + status, "file_id");
   StatusOr<std::string> path = ResultZip(st, *job);
   if (!path.ok()) return SendStatusV4(res, StorageFailure(st, "cannot make the result", path.status()));
-  const int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat sb;
-  if (fd < 0 || ::fstat(fd, &sb) != 0) {
-    if (fd >= 0) ::close(fd);
-    return SendErrorV4(res, 503, "service_unavailable", "the result cannot be read");
-  }
-  auto file = std::shared_ptr<int>(new int(fd), [](int* p) {
-    ::close(*p);
-    delete p;
-  });
   res.set_header("Content-Disposition",
                  "attachment; filename=\"" + pipeline::DocumentName(job->filename) + ".zip\"");
-  res.set_content_provider(static_cast<size_t>(sb.st_size), "application/zip",
-                           [file](size_t offset, size_t length, httplib::DataSink& sink) {
-                             char buf[1 << 16];
-                             const ssize_t n = ::pread(*file, buf, std::min(length, sizeof(buf)), offset);
-                             return n > 0 && sink.write(buf, static_cast<size_t>(n));
-                           });
+  if (!SendFile(res, *path, "application/zip")) {
+    res.headers.erase("Content-Disposition");
+    SendErrorV4(res, 503, "service_unavailable", "the result cannot be read");
+  }
 }
 
 }  // namespace mineru::server

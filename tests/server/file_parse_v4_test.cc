@@ -122,6 +122,30 @@ TEST_F(FileParseV4Test, DiscoveryRoutesArePublicAndEveryAnswerHasARequestId) {
   EXPECT_EQ(refused->get_header_value_count("X-Request-Id"), 1u);
 }
 
+// The upload counts against --max-store-mb while it is parsed: one larger than the whole store is
+// refused (507 quota_exceeded), and the slot and the charge are given back (a small one then runs).
+TEST(FileParseV4Quota, AnUploadOverTheStoreIsRefusedAndTheServerGoesOn) {
+  const std::string dir = TempDir("file_parse_v4_quota");
+  ServerProcess srv;
+  ASSERT_TRUE(srv.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data", "--replay",
+                         WriteReplay(dir, 2), "--max-store-mb", "1", "--http-threads", "4"},
+                        dir + "/log"))
+      << srv.log();
+  const std::string big = MakePdf({TextPage("One")}) + std::string(3 << 20, ' ');
+  for (int i = 0; i < 3; ++i) {  // more than the one synchronous slot of 4 HTTP threads
+    auto r =
+        srv.Client().Post("/v1/file_parse", httplib::MultipartFormDataItems{{"file", big, "big.pdf", ""}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 507) << r->body;
+    EXPECT_EQ(Json::parse(r->body)["error"]["code"], "quota_exceeded") << r->body;
+  }
+  auto ok = srv.Client().Post(
+      "/v1/file_parse", httplib::MultipartFormDataItems{{"file", MakePdf({TextPage("One")}), "a.pdf", ""}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body.substr(0, 300);
+  EXPECT_EQ(ok->get_header_value("Content-Type"), "application/zip");
+}
+
 TEST(PageRangeV4, FourXSyntax) {
   using mineru::server::PageRangeV4;
   EXPECT_EQ(*PageRangeV4("all", 3), (std::vector<int>{0, 1, 2}));
