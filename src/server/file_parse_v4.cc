@@ -157,7 +157,7 @@ StatusOr<pipeline::ParseOptions> OptionsV4(const Server::State& st, const FormV4
   if (form.page_range.empty()) return o;
   auto doc = pipeline::InputDocument::Open(input, o.limits);
   if (!doc.ok()) return AsRequestError(doc.status());
-  auto pages = PageRangeV4(form.page_range, (*doc)->num_pages());
+  auto pages = PageRangeV4(form.page_range, (*doc)->num_pages(), st.opt.max_pages);
   if (!pages.ok()) return pages.status();
   std::sort(pages->begin(), pages->end());
   o.pages.clear();
@@ -199,7 +199,8 @@ void HandleFileParseV4(Server::State& st, const httplib::Request& req, httplib::
   if (!slot.ok()) {
     return SendErrorV4(res, 429, "rate_limit_exceeded", "too many documents are being parsed synchronously");
   }
-  // The upload and its outputs count against --max-store-mb while the parse runs.
+  // The upload counts against --max-store-mb while the parse runs (its outputs, removed with the
+  // work folder at the end, are not charged).
   StoreCharge charge(st, static_cast<int64_t>(form.content.size()));
   if (Status room = charge.Take(); !room.ok()) {
     st.metrics.Inc("mineru_storage_errors_total", "kind=\"quota\"");
@@ -225,7 +226,7 @@ void HandleFileParseV4(Server::State& st, const httplib::Request& req, httplib::
 
 }  // namespace
 
-StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages) {
+StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages, int max_pages) {
   std::vector<int> out;
   std::set<int> seen;
   size_t start = 0;
@@ -246,8 +247,16 @@ StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages) {
                                   std::to_string(num_pages));
     }
     if (b < a) return InvalidArgumentError("page_range: \"" + item + "\" runs backwards");
+    if (b - a + 1 > max_pages) {
+      return ResourceExhaustedError("page_range: \"" + item + "\" selects more than " +
+                                    std::to_string(max_pages) + " pages (--max-pages)");
+    }
     for (int p = a; p <= b; ++p) {
       if (seen.insert(p).second) out.push_back(p - 1);
+    }
+    if (static_cast<int>(out.size()) > max_pages) {
+      return ResourceExhaustedError("page_range selects more than " + std::to_string(max_pages) +
+                                    " pages (--max-pages)");
     }
   }
   return out;

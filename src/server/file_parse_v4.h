@@ -37,8 +37,10 @@ void RegisterFileParseV4(httplib::Server& http, Server::State& st);
 // 4.x page ranges over a document of num_pages pages: comma-separated items, each "all", "N",
 // "N-M", "rN" (N-th page from the end, r1 = the last) or a range of those ("r3-r1"); 1-based,
 // inclusive. Returns the 0-based pages in the order given, duplicates dropped; refuses an empty
-// item, a page out of the document or a range that runs backwards.
-StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages);
+// item, a page out of the document or a range that runs backwards (InvalidArgument), and a
+// selection of more than max_pages pages (ResourceExhausted, before any item is expanded past it:
+// the work is bounded by max_pages per item whatever the document claims).
+StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages, int max_pages = 1 << 24);
 
 // Whether spec is a 4.x page range in form alone (items "all", "N", "rN", "A-B" of those), without
 // a document to check the pages against; at most 1000 characters.

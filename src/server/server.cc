@@ -187,6 +187,7 @@ Status PrepareStorage(Server::State& st) {
   MeasureJobStorage(st);
   st.tasks_v4 = std::make_unique<TaskRegistryV4>(st.opt.data_dir + "/tasks");
   MINERU_RETURN_IF_ERROR(st.tasks_v4->Load());
+  for (const std::string& job : st.tasks_v4->CanceledJobs()) st.CancelJob(job);  // canceled before a restart
   std::fprintf(stderr, "job store: %s, worker id %s\n", st.jobs->kind(), st.worker_id.c_str());
   if (!st.opt.replay.empty()) {
     MINERU_ASSIGN_OR_RETURN(st.doc_backend,

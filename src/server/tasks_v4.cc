@@ -192,9 +192,13 @@ void HandleCreate(Server::State& st, const httplib::Request& req, httplib::Respo
   if (auto r = ReadCreateBody(req, st.opt, &t)) return SendRefusalV4(res, *r);
   t.task_id = "task_" + NewJobId();
   t.created_at = t.updated_at = NowSeconds();
-  t.client_key = key.empty() ? "" : CallerScope(req, st.opt) + ":" + key;
-  if (st.opt.retention_hours > 0)
-    st.tasks_v4->PruneCreatedBefore(t.created_at - st.opt.retention_hours * 3600);
+  t.caller = CallerScope(req, st.opt);
+  t.client_key = key.empty() ? "" : t.caller + ":" + key;
+  // Tasks past retention go, never before their upload links expire.
+  if (st.opt.retention_hours > 0) {
+    st.tasks_v4->PruneCreatedBefore(t.created_at -
+                                    std::max(st.opt.retention_hours * 3600, st.opt.task_upload_ttl_s));
+  }
   bool replayed = false;
   StatusOr<TaskV4> kept = st.tasks_v4->Create(t, st.opt.max_tasks, &replayed);
   if (!kept.ok()) {
@@ -211,8 +215,11 @@ void HandleCreate(Server::State& st, const httplib::Request& req, httplib::Respo
   SendJson(res, 202, CreatedResponse(st, BaseUrlV4(req, st.opt), *kept));
 }
 
-Json FileDetail(Server::State& st, const std::string& base, const TaskV4& t, const TaskFileV4& f) {
-  const std::optional<Job> job = JobOfV4(st, f);
+// A file's detail; *error: the job store's failure, if reading its job failed (the detail is then
+// not to be shown: a store hiccup must not read as a failed file).
+Json FileDetail(Server::State& st, const std::string& base, const TaskV4& t, const TaskFileV4& f,
+                Status* error) {
+  const std::optional<Job> job = JobOfV4(st, f, error);
   const std::string status = FileStatusNowV4(st, t, f, job);
   Json d = {
       {"file_id", f.file_id},
@@ -239,13 +246,13 @@ Json FileDetail(Server::State& st, const std::string& base, const TaskV4& t, con
   return d;
 }
 
-Json TaskDetail(Server::State& st, const std::string& base, const TaskV4& t) {
+Json TaskDetail(Server::State& st, const std::string& base, const TaskV4& t, Status* error) {
   Json files = Json::array();
   std::vector<std::string> statuses;
   int pages_done = 0, pages_total = 0;
   std::map<std::string, int> count;
   for (const TaskFileV4& f : t.files) {
-    Json d = FileDetail(st, base, t, f);
+    Json d = FileDetail(st, base, t, f, error);
     statuses.push_back(d["status"]);
     ++count[statuses.back()];
     pages_done += d["progress"]["pages_done"].get<int>();
@@ -279,8 +286,12 @@ std::optional<TaskV4> FindTask(Server::State& st, const std::string& id, httplib
 }
 
 void HandleDetail(Server::State& st, const httplib::Request& req, httplib::Response& res) {
-  if (auto t = FindTask(st, req.matches[1], res))
-    SendJson(res, 200, TaskDetail(st, BaseUrlV4(req, st.opt), *t));
+  auto t = FindTask(st, req.matches[1], res);
+  if (!t) return;
+  Status error;
+  Json detail = TaskDetail(st, BaseUrlV4(req, st.opt), *t, &error);
+  if (!error.ok()) return SendErrorV4(res, 503, "service_unavailable", "the job store cannot be read; retry");
+  SendJson(res, 200, detail);
 }
 
 // Files not yet queued are canceled here; queued and running jobs are canceled through the
@@ -289,7 +300,8 @@ void HandleDetail(Server::State& st, const httplib::Request& req, httplib::Respo
 void HandleCancel(Server::State& st, const httplib::Request& req, httplib::Response& res) {
   if (!FindTask(st, req.matches[1], res)) return;
   std::vector<std::string> jobs;
-  Status s = st.tasks_v4->Update(req.matches[1], [&jobs](TaskV4& t) {
+  StatusOr<TaskV4> now = st.tasks_v4->Update(req.matches[1], [&jobs](TaskV4& t) {
+    if (!t.canceled) t.canceled_at = NowSeconds();
     t.canceled = true;
     for (TaskFileV4& f : t.files) {
       if (f.state == "waiting-file" || f.state == "uploading") f.state = "canceled";
@@ -297,9 +309,14 @@ void HandleCancel(Server::State& st, const httplib::Request& req, httplib::Respo
     }
     return Status::Ok();
   });
-  if (!s.ok()) return SendStatusV4(res, StorageFailure(st, "cannot store the task", s));
   for (const std::string& j : jobs) st.CancelJob(j);
-  const TaskV4 t = *st.tasks_v4->Get(req.matches[1]);
+  // A record the disk refused is canceled in memory all the same (Update keeps it): the cancel
+  // holds while the process runs. Gone (pruned meanwhile): 404.
+  const std::optional<TaskV4> kept =
+      now.ok() ? std::optional<TaskV4>(*now) : st.tasks_v4->Get(req.matches[1]);
+  if (!kept) return SendErrorV4(res, 404, "task_not_found", "no such task", "task_id");
+  if (!now.ok()) (void)StorageFailure(st, "cannot store the task", now.status());  // logged and counted
+  const TaskV4& t = *kept;
   const std::string base = BaseUrlV4(req, st.opt);
   Json files = Json::array();
   std::vector<std::string> statuses;
@@ -328,24 +345,36 @@ std::string TimeV4(double seconds_since_epoch) {
   return buf;
 }
 
-std::optional<Job> JobOfV4(Server::State& st, const TaskFileV4& f) {
+std::optional<Job> JobOfV4(Server::State& st, const TaskFileV4& f, Status* error) {
   if (f.job_id.empty()) return std::nullopt;
+  {  // a finish the store could not record yet (its disk full): shown from memory, as /tasks does
+    std::lock_guard<std::mutex> lock(st.unrecorded_mu);
+    auto it = st.unrecorded.find(f.job_id);
+    if (it != st.unrecorded.end()) return it->second;
+  }
   auto j = st.jobs->Get(f.job_id);
-  if (!j.ok() || !j->has_value()) return std::nullopt;
+  if (!j.ok()) {
+    if (error && error->ok()) *error = j.status();
+    return std::nullopt;
+  }
+  if (!j->has_value()) return std::nullopt;
   return **j;
 }
 
 std::string FileStatusNowV4(Server::State& st, const TaskV4& t, const TaskFileV4& f,
                             const std::optional<Job>& job) {
   std::string s = FileStatusV4(f, job, t.created_at, st.opt.task_upload_ttl_s, NowSeconds());
-  // A canceled task's jobs that have not finished are canceled (the worker stops them).
-  if (t.canceled && (s == "pending" || s == "running")) s = "canceled";
+  // A canceled task's jobs that had not finished when it was canceled stay canceled (the worker
+  // stops them; one that finished its last page meanwhile is not offered either).
+  const bool after_cancel = job && job->updated >= t.canceled_at;
+  if (t.canceled && (s == "pending" || s == "running" || (s == "completed" && after_cancel))) s = "canceled";
   return s;
 }
 
 void SendStatusV4(httplib::Response& res, const Status& s, const std::string& param) {
   const int status = HttpStatusFor(s);
-  const char* code = status == 413   ? "file_too_large"
+  const char* code = status == 404   ? "task_not_found"
+                     : status == 413 ? "file_too_large"
                      : status == 429 ? "rate_limit_exceeded"
                      : status == 503 ? "service_unavailable"
                      : status == 507 ? "quota_exceeded"

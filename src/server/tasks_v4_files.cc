@@ -52,7 +52,7 @@ Status PagesOfRange(const Server::State& st, const std::string& range, const std
   limits.image.max_pixels = st.opt.max_image_pixels;
   auto doc = pipeline::InputDocument::Open(path, limits);
   if (!doc.ok()) return doc.status();
-  auto pages = PageRangeV4(range, (*doc)->num_pages());
+  auto pages = PageRangeV4(range, (*doc)->num_pages(), st.opt.max_pages);
   if (!pages.ok()) return pages.status();
   std::sort(pages->begin(), pages->end());
   r->pages.clear();
@@ -61,12 +61,12 @@ Status PagesOfRange(const Server::State& st, const std::string& range, const std
 }
 
 // Records a submission's outcome in file f of the task (see SubmitTaskFileV4).
-Status RecordSubmission(Server::State& st, const TaskV4& t, const TaskFileV4& f,
-                        const StatusOr<SubmittedJob>& job, const std::string& sha) {
+StatusOr<TaskV4> RecordSubmission(Server::State& st, const TaskV4& t, const TaskFileV4& f,
+                                  const StatusOr<SubmittedJob>& job, const std::string& sha) {
   const int http = job.ok() ? 200 : HttpStatusFor(job.status());
   const bool refused = http >= 400 && http < 500 && http != 429;
   std::string cancel;
-  Status rec = st.tasks_v4->Update(t.task_id, [&](TaskV4& task) {
+  StatusOr<TaskV4> rec = st.tasks_v4->Update(t.task_id, [&](TaskV4& task) {
     TaskFileV4* x = FileIn(task, f.file_id);
     if (!x) return NotFoundError("no such file");
     if (job.ok()) {
@@ -80,6 +80,10 @@ Status RecordSubmission(Server::State& st, const TaskV4& t, const TaskFileV4& f,
     } else if (refused) {
       x->state = "failed";
       x->error_code = http == 413 ? "file_too_large" : "invalid_request";
+      x->error = job.status().message();
+    } else if (!x->url.empty()) {
+      x->state = "failed";  // fetched, but the server could not queue it: create the task again
+      x->error_code = "source_not_queued";
       x->error = job.status().message();
     } else if (x->state == "uploading") {
       x->state = "waiting-file";  // the server's trouble: the client may send the bytes again
@@ -119,7 +123,9 @@ StatusOr<SubmittedJob> SubmitTaskFileV4(Server::State& st, const TaskV4& t, cons
   p.version = "4";
   p.ocr_mode = t.options.ocr_mode;
   p.page_images = false;
-  JobSubmission sub{SafeName(f.file_name), &bytes, p, "", nullptr};
+  // One job per file, whatever happens: a second submission (a retry after a restart lost the
+  // record, a PUT racing a sha256 hit) finds the first job by this key.
+  JobSubmission sub{SafeName(f.file_name), &bytes, p, "v4:" + t.task_id + ":" + f.file_id, nullptr};
   const std::string range = f.page_range.empty() ? t.options.page_range : f.page_range;
   if (!range.empty()) {
     sub.prepare = [&st, range](const std::string& path, ParseRequest* r) {
@@ -127,10 +133,13 @@ StatusOr<SubmittedJob> SubmitTaskFileV4(Server::State& st, const TaskV4& t, cons
     };
   }
   StatusOr<SubmittedJob> job = SubmitJob(st, sub);
-  if (Status rec = RecordSubmission(st, t, f, job, Sha256Hex(bytes)); !rec.ok()) {
-    if (job.ok()) st.CancelJob(job->id);  // no task points at it: it must not run
-    return StorageFailure(st, "cannot store the task", rec);
+  StatusOr<TaskV4> rec = RecordSubmission(st, t, f, job, Sha256Hex(bytes));
+  if (!rec.ok() && rec.status().code() == StatusCode::kNotFound) {
+    if (job.ok()) st.CancelJob(job->id);  // the task is gone (pruned): its job must not run
+    return NotFoundError("no such task");
   }
+  // A record the disk refused is kept in memory (the file is queued): logged and counted only.
+  if (!rec.ok()) (void)StorageFailure(st, "cannot store the task", rec.status());
   return job;
 }
 
@@ -187,12 +196,19 @@ void FetchUrlSources(Server::State& st, const TaskV4& t) {
 }  // namespace
 
 void SubmitKnownSourcesV4(Server::State& st, TaskV4* t) {
+  std::string last_sha;  // the bytes of the last hit, read once for files that repeat them
+  std::optional<std::string> last_bytes;
   for (const TaskFileV4& f : t->files) {
     if (f.sha256sum.empty() || !f.url.empty()) continue;
-    const std::optional<std::string> job = st.tasks_v4->JobWithSha256(f.sha256sum);
+    // Only the caller's own files: another caller's document is never handed out by its hash.
+    const std::optional<std::string> job = st.tasks_v4->JobWithSha256(f.sha256sum, t->caller);
     if (!job) continue;
-    if (std::optional<std::string> bytes = StoredBytes(st, *job, f)) {
-      (void)SubmitTaskFileV4(st, *t, f, *bytes);
+    if (f.sha256sum != last_sha || !last_bytes || static_cast<int64_t>(last_bytes->size()) != f.bytes) {
+      last_sha = f.sha256sum;
+      last_bytes = StoredBytes(st, *job, f);
+    }
+    if (last_bytes) {
+      (void)SubmitTaskFileV4(st, *t, f, *last_bytes);
       st.metrics.Inc("mineru_tasks_v4_sha256_hits_total");
     }
   }
@@ -202,28 +218,45 @@ void SubmitKnownSourcesV4(Server::State& st, TaskV4* t) {
 
 namespace {
 
-// Marks the file as uploading when it waits for its bytes. *prior: its state before.
+// Marks the file as uploading when it waits for its bytes. *prior: its state before, or why it
+// takes no bytes (canceled, expired, url-source); *current: the file's record now.
 Status ClaimUpload(Server::State& st, const std::string& task_id, const std::string& file_id,
-                   std::string* prior) {
-  return st.tasks_v4->Update(task_id, [&](TaskV4& task) {
+                   std::string* prior, TaskFileV4* current) {
+  StatusOr<TaskV4> now = st.tasks_v4->Update(task_id, [&](TaskV4& task) {
     TaskFileV4* x = FileIn(task, file_id);
+    if (!x) return NotFoundError("no such file");
     *prior = x->state;
     if (task.canceled) *prior = "canceled";
+    if (!x->url.empty()) *prior = "url-source";
     if (*prior == "waiting-file" &&
         FileStatusV4(*x, std::nullopt, task.created_at, st.opt.task_upload_ttl_s, NowSeconds()) == "failed")
       *prior = "expired";
     if (*prior == "waiting-file") x->state = "uploading";
+    *current = *x;
     return Status::Ok();
   });
+  // The claim holds in memory even when the disk refused the record (Update keeps it).
+  return now.ok() || now.status().code() != StatusCode::kNotFound ? Status::Ok() : now.status();
 }
 
 void ReleaseUpload(Server::State& st, const std::string& task_id, const std::string& file_id) {
   (void)st.tasks_v4->Update(task_id, [&](TaskV4& task) {
     TaskFileV4* x = FileIn(task, file_id);
-    if (x->state == "uploading") x->state = "waiting-file";
+    if (x && x->state == "uploading") x->state = "waiting-file";
     return Status::Ok();
   });
 }
+
+// Gives a claimed upload back unless its bytes were handed to SubmitTaskFileV4 (which records
+// the outcome), on every return and on an exception.
+struct UploadClaim {
+  Server::State& st;
+  std::string task_id, file_id;
+  bool held = true;
+  ~UploadClaim() {
+    if (held) ReleaseUpload(st, task_id, file_id);
+  }
+};
 
 Json UploadResponse(Server::State& st, const TaskV4& t, const TaskFileV4& f) {
   return {{"task_id", t.task_id},     {"file_id", f.file_id},
@@ -238,11 +271,12 @@ void AnswerRepeatedUpload(Server::State& st, const TaskV4& t, const TaskFileV4& 
     res.set_header("Idempotent-Replayed", "true");
     return SendJson(res, 200, UploadResponse(st, t, f));
   }
-  const std::string why = prior == "uploading"  ? "the file is being uploaded by another request"
-                          : prior == "expired"  ? "the upload link expired"
-                          : prior == "canceled" ? "the task was canceled"
-                          : prior == "failed"   ? "the file failed"
-                                                : "the file was uploaded already";
+  const std::string why = prior == "uploading"    ? "the file is being uploaded by another request"
+                          : prior == "expired"    ? "the upload link expired"
+                          : prior == "canceled"   ? "the task was canceled"
+                          : prior == "failed"     ? "the file failed"
+                          : prior == "url-source" ? "the file is fetched from its url, not uploaded"
+                                                  : "the file was uploaded already";
   SendErrorV4(res, 409, "upload_already_terminal", why, "file_id");
 }
 
@@ -257,27 +291,29 @@ void HandleUploadV4(Server::State& st, const httplib::Request& req, httplib::Res
   if (!t) return SendErrorV4(res, 404, "task_not_found", "no such task", "task_id");
   if (!FileIn(*t, file_id)) return SendErrorV4(res, 404, "upload_not_found", "no such upload", "file_id");
   std::string prior;
-  if (Status c = ClaimUpload(st, task_id, file_id, &prior); !c.ok())
-    return SendStatusV4(res, StorageFailure(st, "cannot store the task", c));
-  const TaskFileV4& f = *FileIn(*t, file_id);
+  TaskFileV4 f;
+  if (!ClaimUpload(st, task_id, file_id, &prior, &f).ok())
+    return SendErrorV4(res, 404, "task_not_found", "no such task", "task_id");
   if (prior != "waiting-file") return AnswerRepeatedUpload(st, *t, f, prior, body, res);
+  UploadClaim claim{st, task_id, file_id};
   if (static_cast<int64_t>(body.size()) != f.bytes) {
-    ReleaseUpload(st, task_id, file_id);
     return SendErrorV4(res, 400, "bytes_mismatch",
                        "the body has " + std::to_string(body.size()) + " bytes; the task declared " +
                            std::to_string(f.bytes),
                        "bytes");
   }
   if (!f.sha256sum.empty() && Sha256Hex(body) != f.sha256sum) {
-    ReleaseUpload(st, task_id, file_id);
     return SendErrorV4(res, 400, "file_hash_mismatch", "the body's sha256 is not the declared sha256sum",
                        "sha256sum");
   }
+  claim.held = false;  // from here the submission records the file's outcome
   StatusOr<SubmittedJob> job = SubmitTaskFileV4(st, *t, f, body);
   if (!job.ok()) return SendStatusV4(res, job.status(), "file");
   st.metrics.Inc("mineru_tasks_v4_uploads_total");
-  const TaskV4 now = *st.tasks_v4->Get(task_id);
-  SendJson(res, 200, UploadResponse(st, now, *FileIn(now, file_id)));
+  const std::optional<TaskV4> now = st.tasks_v4->Get(task_id);
+  const TaskFileV4* kept = now ? FileIn(*now, file_id) : nullptr;
+  if (!kept) return SendErrorV4(res, 404, "task_not_found", "no such task", "task_id");
+  SendJson(res, 200, UploadResponse(st, *now, *kept));
 }
 
 namespace {

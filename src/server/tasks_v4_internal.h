@@ -23,8 +23,9 @@ std::string ResultUrlV4(const std::string& base, const TaskV4& t, const TaskFile
 // RFC 3339 UTC, whole seconds.
 std::string TimeV4(double seconds_since_epoch);
 
-// The file's job as the store has it (nullopt: none, gone, or the store failed).
-std::optional<Job> JobOfV4(Server::State& st, const TaskFileV4& f);
+// The file's job as the store has it (nullopt: none, gone, or the store failed: then *error, when
+// given and still ok, is set to the store's failure).
+std::optional<Job> JobOfV4(Server::State& st, const TaskFileV4& f, Status* error = nullptr);
 std::string FileStatusNowV4(Server::State& st, const TaskV4& t, const TaskFileV4& f,
                             const std::optional<Job>& job);
 

@@ -23,8 +23,9 @@ std::string FileStatusV4(const TaskFileV4& f, const std::optional<Job>& job, dou
   const bool done = job && job->status == "done";
   if (f.state == "canceled") return "canceled";
   if (f.state == "failed") return "failed";
-  if (f.state == "waiting-file") return now > created_at + upload_ttl_s ? "failed" : "waiting-file";
-  if (f.state == "uploading") return "pending";
+  const bool expired = now > created_at + upload_ttl_s;
+  if (f.state == "waiting-file") return expired ? "failed" : "waiting-file";
+  if (f.state == "uploading") return expired ? "failed" : "pending";  // a PUT cannot take a day
   if (!job) return "failed";  // its job expired (retention) or was never stored
   if (done) return "completed";
   if (job->status == "failed") return job->error == kJobCanceledError ? "canceled" : "failed";
@@ -72,6 +73,8 @@ std::string TaskToJsonV4(const TaskV4& t) {
               {"created_at", t.created_at},
               {"updated_at", t.updated_at},
               {"client_key", t.client_key},
+              {"caller", t.caller},
+              {"canceled_at", t.canceled_at},
               {"options",
                {{"tier", t.options.tier},
                 {"ocr_mode", t.options.ocr_mode},
@@ -79,7 +82,7 @@ std::string TaskToJsonV4(const TaskV4& t) {
                 {"output_formats", t.options.output_formats}}},
               {"canceled", t.canceled},
               {"files", files}}
-      .dump();
+      .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 StatusOr<TaskV4> TaskFromJsonV4(const std::string& text) {
@@ -91,6 +94,8 @@ StatusOr<TaskV4> TaskFromJsonV4(const std::string& text) {
     t.created_at = j.at("created_at").get<double>();
     t.updated_at = j.value("updated_at", t.created_at);
     t.client_key = j.value("client_key", "");
+    t.caller = j.value("caller", "");
+    t.canceled_at = j.value("canceled_at", 0.0);
     const Json& o = j.at("options");
     t.options.tier = o.value("tier", "");
     t.options.ocr_mode = o.value("ocr_mode", "auto");
@@ -180,23 +185,26 @@ std::optional<TaskV4> TaskRegistryV4::Get(const std::string& task_id) const {
   return it->second;
 }
 
-Status TaskRegistryV4::Update(const std::string& task_id, const std::function<Status(TaskV4&)>& fn) {
+StatusOr<TaskV4> TaskRegistryV4::Update(const std::string& task_id,
+                                        const std::function<Status(TaskV4&)>& fn) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(task_id);
   if (it == tasks_.end()) return NotFoundError("no such task");
   TaskV4 changed = it->second;
   MINERU_RETURN_IF_ERROR(fn(changed));
   changed.updated_at = NowSeconds();
+  it->second = changed;  // kept whatever the disk says: a stuck record would be worse
   MINERU_RETURN_IF_ERROR(Store(changed));
-  it->second = std::move(changed);
-  return Status::Ok();
+  return changed;
 }
 
-std::optional<std::string> TaskRegistryV4::JobWithSha256(const std::string& sha256) const {
+std::optional<std::string> TaskRegistryV4::JobWithSha256(const std::string& sha256,
+                                                         const std::string& caller) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::optional<std::string> job;
   double newest = -1;
   for (const auto& [id, t] : tasks_) {
+    if (t.caller != caller) continue;
     for (const TaskFileV4& f : t.files) {
       if (f.state == "submitted" && f.sha256sum == sha256 && !f.job_id.empty() && t.created_at > newest) {
         job = f.job_id;
@@ -205,6 +213,17 @@ std::optional<std::string> TaskRegistryV4::JobWithSha256(const std::string& sha2
     }
   }
   return job;
+}
+
+std::vector<std::string> TaskRegistryV4::CanceledJobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> jobs;
+  for (const auto& [id, t] : tasks_) {
+    for (const TaskFileV4& f : t.files) {
+      if (t.canceled && !f.job_id.empty()) jobs.push_back(f.job_id);
+    }
+  }
+  return jobs;
 }
 
 void TaskRegistryV4::PruneCreatedBefore(double cutoff) {

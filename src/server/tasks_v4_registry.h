@@ -47,15 +47,17 @@ struct TaskV4 {
   std::string task_id;  // "task_" + 32 hex digits
   double created_at = 0, updated_at = 0;
   std::string client_key;  // caller-scoped Idempotency-Key ("" none)
+  std::string caller;      // who created it (CallerScope): sha256 hits stay within one caller
   TaskOptionsV4 options;
   std::vector<TaskFileV4> files;
   bool canceled = false;
+  double canceled_at = 0;
 };
 
 // The status strings of MinerU 4.1 (`status_str`): waiting-file, pending, running, completed,
 // partial (some files completed, some failed or canceled), failed, canceled.
 // A file's status from its record and its job (nullopt: none, or expired): an upload not made
-// within upload_ttl_s of the task's creation fails as expired.
+// (or not finished) within upload_ttl_s of the task's creation fails as expired.
 std::string FileStatusV4(const TaskFileV4& f, const std::optional<Job>& job, double created_at,
                          double upload_ttl_s, double now);
 // The task's status from its files' statuses.
@@ -72,11 +74,14 @@ class TaskRegistryV4 {
   // all tasks would pass 10 x max_tasks (what the records hold in memory stays bounded).
   StatusOr<TaskV4> Create(const TaskV4& t, size_t max_tasks, bool* replayed);
   std::optional<TaskV4> Get(const std::string& task_id) const;
-  // Runs fn on the task under the registry's lock and stores the result when fn succeeds (the
-  // task is left as it was when fn fails or the file cannot be written). NotFound: no such task.
-  Status Update(const std::string& task_id, const std::function<Status(TaskV4&)>& fn);
-  // The job of a submitted file whose bytes had this sha256 (the newest), if any.
-  std::optional<std::string> JobWithSha256(const std::string& sha256) const;
+  // Runs fn on the task under the registry's lock; when fn succeeds the change is kept (in memory
+  // even when its file cannot be written: the error is returned, the process goes on with the
+  // change) and the task as it is now is returned. NotFound: no such task (or pruned).
+  StatusOr<TaskV4> Update(const std::string& task_id, const std::function<Status(TaskV4&)>& fn);
+  // The job of a submitted file of caller's tasks whose bytes had this sha256 (the newest), if any.
+  std::optional<std::string> JobWithSha256(const std::string& sha256, const std::string& caller) const;
+  // The jobs of canceled tasks (to cancel again after a restart: State::CancelJob is per process).
+  std::vector<std::string> CanceledJobs() const;
   // Forgets (and deletes the files of) tasks created before cutoff.
   void PruneCreatedBefore(double cutoff);
   size_t size() const;

@@ -155,6 +155,13 @@ TEST(PageRangeV4, FourXSyntax) {
   for (const char* bad : {"", "0", "6", "r6", "2-1", "1,,2", "a", "1-", "r", "-1"}) {
     EXPECT_FALSE(PageRangeV4(bad, 5).ok()) << bad;
   }
+  // A document claiming millions of pages: the work stays bounded by the page limit.
+  std::string many = "all";
+  for (int i = 0; i < 200; ++i) many += ",all";
+  const auto big = PageRangeV4(many, 1 << 24, 1000);
+  EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(PageRangeV4("1-600,601-1001", 5000, 1000).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(PageRangeV4("1-600,601-1000,1-1000", 5000, 1000)->size(), 1000u);
 }
 
 }  // namespace

@@ -41,9 +41,10 @@ class TasksV4Test : public ::testing::Test {
     dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     pdf_ = MakePdf({TextPage("One"), TextPage("Two"), TextPage("Three")});
   }
-  void StartServer(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--model",  kFx + "/tinyvocab",   "--data-dir", dir_ + "/data",
-                                     "--replay", WriteReplay(dir_, 6), "--api-key",  "k"};
+  void StartServer(std::vector<std::string> extra = {}, bool api_key = true) {
+    std::vector<std::string> args = {"--model",      kFx + "/tinyvocab", "--data-dir",
+                                     dir_ + "/data", "--replay",         WriteReplay(dir_, 6)};
+    if (api_key) args.insert(args.end(), {"--api-key", "k"});
     args.insert(args.end(), extra.begin(), extra.end());
     ASSERT_TRUE(srv_.Start(args, dir_ + "/log")) << srv_.log();
   }
@@ -277,6 +278,66 @@ TEST_F(TasksV4Test, CancelStopsEveryFileAndIsRepeatable) {
   EXPECT_LT(f0["progress"]["pages_done"].get<int>(), 6) << f0.dump();
 }
 
+// A sha256 hit is the caller's own: another caller declaring the same hash must upload the bytes
+// (else anyone knowing a document's hash could read it). Callers told apart by address here.
+TEST_F(TasksV4Test, KnownBytesAreTheCallersOwn) {
+  StartServer({"--trusted-proxy", "127.0.0.1"}, /*api_key=*/false);
+  auto create = [&](const std::string& addr) {
+    auto r = srv_.Client().Post(
+        "/v1/tasks", {{"X-Forwarded-For", addr}},
+        Json{{"files", {{{"file_name", "a.pdf"}, {"bytes", pdf_.size()}, {"sha256sum", Sha256Hex(pdf_)}}}}}
+            .dump(),
+        "application/json");
+    EXPECT_TRUE(r && r->status == 202) << (r ? r->body : "no answer");
+    return r ? Json::parse(r->body) : Json();
+  };
+  const Json a = create("10.0.0.1");
+  auto up = Upload(a["files"][0]["upload"], pdf_);
+  ASSERT_TRUE(up);
+  ASSERT_EQ(up->status, 200) << up->body;
+  const Json other = create("10.0.0.2");
+  EXPECT_EQ(other["files"][0]["status"], "waiting-file") << other.dump();
+  EXPECT_TRUE(other["files"][0]["upload"].is_object()) << other.dump();
+  const Json same = create("10.0.0.1");
+  EXPECT_TRUE(same["files"][0]["upload"].is_null()) << same.dump();
+}
+
+// A cancel holds across a restart: the canceled task's jobs (one interrupted mid-way, one queued
+// behind it) end canceled on the next start instead of being parsed.
+TEST_F(TasksV4Test, ACancelHoldsAcrossARestart) {
+  StartServer({"--replay-delay-ms", "1500", "--job-workers", "1"});
+  const std::string six =
+      MakePdf({TextPage("1"), TextPage("2"), TextPage("3"), TextPage("4"), TextPage("5"), TextPage("6")});
+  auto r = Create(
+      {{"files",
+        {{{"file_name", "a.pdf"}, {"bytes", six.size()}}, {{"file_name", "b.pdf"}, {"bytes", six.size()}}}}});
+  ASSERT_TRUE(r);
+  const Json t = Json::parse(r->body);
+  const std::string id = t["task_id"];
+  for (int i = 0; i < 2; ++i) {
+    auto up = Upload(t["files"][i]["upload"], six);
+    ASSERT_TRUE(up && up->status == 200) << (up ? up->body : "no answer");
+  }
+  // a.pdf running, b.pdf queued behind it (one worker): b's cancel can only act when it is claimed,
+  // which is after the restart.
+  ASSERT_TRUE(Eventually([&] { return Get(id)["files"][0]["status"] == "running"; })) << Get(id).dump();
+  auto c = srv_.Client().Post("/v1/tasks/" + id + "/cancel", {{"Authorization", "Bearer k"}}, "", "");
+  ASSERT_TRUE(c && c->status == 200);
+  srv_.Stop(SIGKILL);  // before the worker noticed: the jobs are left running / queued in the store
+  StartServer({"--job-workers", "1"});
+  Json d;
+  ASSERT_TRUE(Eventually([&] {
+    d = Get(id);
+    return d["files"][0].contains("finished_at") && d["files"][1].contains("finished_at");
+  })) << d.dump();
+  EXPECT_EQ(d["status"], "canceled") << d.dump();
+  for (const Json& f : d["files"]) {
+    EXPECT_EQ(f["status"], "canceled") << d.dump();
+    EXPECT_LT(f["progress"]["pages_done"].get<int>(), 6)
+        << "a canceled job was parsed after the restart: " << d.dump();
+  }
+}
+
 TEST_F(TasksV4Test, ATaskSurvivesARestart) {
   StartServer();
   auto r = Create({{"files", {{{"file_name", "a.pdf"}, {"bytes", pdf_.size()}}}}});
@@ -333,9 +394,15 @@ TEST_F(TasksV4Test, UrlSourcesAreFetchedOnlyWhereAllowed) {
   r = Create({{"files", {{{"file_name", "a.pdf"}, {"url", host.Url()}}}}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 202) << r->body;
-  const std::string id = Json::parse(r->body)["task_id"];
+  const Json created = Json::parse(r->body);
+  const std::string id = created["task_id"];
   ASSERT_EQ(WaitForStatus(id, {"completed", "failed"}), "completed") << Get(id).dump();
   ExpectResultZip(Get(id)["files"][0]["result_url"], "0,1,2");
+  // A url source takes no upload.
+  auto put =
+      srv_.Client().Put("/v1/tasks/" + id + "/uploads/" + created["files"][0]["file_id"].get<std::string>(),
+                        pdf_, "application/octet-stream");
+  ExpectError(put, 409, "upload_already_terminal");
 }
 
 TEST(TasksV4Status, FilesAndTasks) {
