@@ -195,10 +195,10 @@ void HandleCreate(Server::State& st, const httplib::Request& req, httplib::Respo
   t.caller = CallerScope(req, st.opt);
   t.client_key = key.empty() ? "" : t.caller + ":" + key;
   // Tasks past retention go, never before their upload links expire.
-  if (st.opt.retention_hours > 0) {
-    st.tasks_v4->PruneCreatedBefore(t.created_at -
-                                    std::max(st.opt.retention_hours * 3600, st.opt.task_upload_ttl_s));
-  }
+  // Tasks none of whose files arrived go once their links expired.
+  const double keep_s =
+      st.opt.retention_hours > 0 ? std::max(st.opt.retention_hours * 3600, st.opt.task_upload_ttl_s) : 1e18;
+  st.tasks_v4->PruneCreatedBefore(t.created_at - keep_s, t.created_at - st.opt.task_upload_ttl_s);
   bool replayed = false;
   StatusOr<TaskV4> kept = st.tasks_v4->Create(t, st.opt.max_tasks, &replayed);
   if (!kept.ok()) {

@@ -226,10 +226,14 @@ std::vector<std::string> TaskRegistryV4::CanceledJobs() const {
   return jobs;
 }
 
-void TaskRegistryV4::PruneCreatedBefore(double cutoff) {
+void TaskRegistryV4::PruneCreatedBefore(double cutoff, double unused_cutoff) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end();) {
-    if (it->second.created_at < cutoff) {
+    const TaskV4& t = it->second;
+    const bool unused =
+        t.created_at < unused_cutoff &&
+        std::none_of(t.files.begin(), t.files.end(), [](const TaskFileV4& f) { return !f.job_id.empty(); });
+    if (t.created_at < cutoff || unused) {
       std::remove((dir_ + "/" + it->first + ".json").c_str());
       files_ -= it->second.files.size();
       it = tasks_.erase(it);

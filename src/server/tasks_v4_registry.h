@@ -82,8 +82,10 @@ class TaskRegistryV4 {
   std::optional<std::string> JobWithSha256(const std::string& sha256, const std::string& caller) const;
   // The jobs of canceled tasks (to cancel again after a restart: State::CancelJob is per process).
   std::vector<std::string> CanceledJobs() const;
-  // Forgets (and deletes the files of) tasks created before cutoff.
-  void PruneCreatedBefore(double cutoff);
+  // Forgets (and deletes the files of) tasks created before cutoff, and those created before
+  // unused_cutoff none of whose files ever got a job (their upload links expired unused: a client
+  // that only creates tasks holds room for a day, not for the retention).
+  void PruneCreatedBefore(double cutoff, double unused_cutoff = 0);
   size_t size() const;
 
  private:

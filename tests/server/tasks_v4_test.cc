@@ -486,6 +486,17 @@ TEST(TasksV4Status, RegistryBoundsTasksAndFilesAndReloads) {
   ASSERT_TRUE(reloaded.Load().ok());
   EXPECT_EQ(reloaded.size(), 2u);
   EXPECT_EQ(reloaded.Create(task("task_f", 1), 2, &replayed).status().code(), StatusCode::kBusy);
+  // Unused tasks (no file ever got a job) go at the earlier cutoff, used ones at the later.
+  ASSERT_TRUE(reloaded
+                  .Update("task_c",
+                          [](TaskV4& t) {
+                            t.files[0].job_id = "j";
+                            return Status::Ok();
+                          })
+                  .ok());
+  reloaded.PruneCreatedBefore(0, 101);
+  EXPECT_EQ(reloaded.size(), 1u);
+  EXPECT_TRUE(reloaded.Get("task_c").has_value());
   reloaded.PruneCreatedBefore(101);
   EXPECT_EQ(reloaded.size(), 0u);
   EXPECT_TRUE(reloaded.Create(task("task_g", 20), 2, &replayed).ok()) << "pruning gave the files back";
