@@ -190,17 +190,6 @@ void SendStorageError(Server::State& st, httplib::Response& res, const std::stri
 
 Status ErrnoError(const std::string& what) { return IoErrorFromErrno(what, errno); }
 
-// A finished job whose outcome the store could not record yet (its disk is full or read-only) is
-// still "running" there; GET /tasks/{id} shows the outcome from memory meanwhile.
-void ShowUnrecordedFinish(Server::State& st, Job* j) {
-  std::lock_guard<std::mutex> lock(st.unrecorded_mu);
-  auto it = st.unrecorded.find(j->id);
-  if (it == st.unrecorded.end()) return;
-  j->status = it->second.status;
-  j->error = it->second.error;
-  j->updated = it->second.updated;
-}
-
 // The outputs of a job: from the store when it keeps files, else from the job's directory.
 std::unique_ptr<OutputReader> JobOutputs(Server::State& st, const Job& j) {
   if (st.jobs->stores_files()) return std::make_unique<StoredOutputs>(*st.jobs, j.id);

@@ -124,6 +124,15 @@ std::string JobError(const pipeline::DocumentReport& r) {
   return err;
 }
 
+void ShowUnrecordedFinish(Server::State& st, Job* j) {
+  std::lock_guard<std::mutex> lock(st.unrecorded_mu);
+  auto it = st.unrecorded.find(j->id);
+  if (it == st.unrecorded.end()) return;
+  j->status = it->second.status;
+  j->error = it->second.error;
+  j->updated = it->second.updated;
+}
+
 std::string PageFile(int page) {  // page: 0-based index in the document
   char file[64];
   std::snprintf(file, sizeof(file), "pages/page_%04d.png", page + 1);

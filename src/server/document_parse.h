@@ -77,6 +77,10 @@ bool OutputsNotWritten(const Status& s);
 // first failed page.
 std::string JobError(const pipeline::DocumentReport& r);
 
+// A finished job whose outcome the store could not record yet (its disk full or read-only) is
+// still "running" there: its outcome from memory (State::unrecorded) is put on *j.
+void ShowUnrecordedFinish(Server::State& st, Job* j);
+
 // The page image of a page (0-based index in the document), relative to the document's folder.
 std::string PageFile(int page);
 

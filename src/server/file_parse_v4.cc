@@ -224,18 +224,27 @@ void HandleFileParseV4(Server::State& st, const httplib::Request& req, httplib::
   }
 }
 
-}  // namespace
-
-StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages, int max_pages) {
-  std::vector<int> out;
-  std::set<int> seen;
+// The comma-separated items of a 4.x page range, whitespace removed (empty items kept).
+std::vector<std::string> RangeItems(const std::string& spec) {
+  std::vector<std::string> items;
   size_t start = 0;
   while (start <= spec.size()) {
     const size_t end = std::min(spec.find(',', start), spec.size());
     std::string item = spec.substr(start, end - start);
     item.erase(std::remove_if(item.begin(), item.end(), [](unsigned char c) { return std::isspace(c); }),
                item.end());
+    items.push_back(std::move(item));
     start = end + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
+StatusOr<std::vector<int>> PageRangeV4(const std::string& spec, int num_pages, int max_pages) {
+  std::vector<int> out;
+  std::set<int> seen;
+  for (const std::string& item : RangeItems(spec)) {
     if (item.empty()) return InvalidArgumentError("page_range: an empty item in \"" + spec + "\"");
     const size_t dash = item == "all" ? std::string::npos : item.find('-');
     const int a = item == "all" ? 1 : PageOf(item.substr(0, dash), num_pages);
@@ -268,13 +277,7 @@ bool PageRangeSyntaxV4(const std::string& spec) {
     const std::string digits = !e.empty() && e[0] == 'r' ? e.substr(1) : e;
     return AllDigits(digits) && std::stoi(digits) > 0;
   };
-  size_t start = 0;
-  while (start <= spec.size()) {
-    const size_t end = std::min(spec.find(',', start), spec.size());
-    std::string item = spec.substr(start, end - start);
-    item.erase(std::remove_if(item.begin(), item.end(), [](unsigned char c) { return std::isspace(c); }),
-               item.end());
-    start = end + 1;
+  for (const std::string& item : RangeItems(spec)) {
     const size_t dash = item.find('-');
     const bool ok = item == "all" || (dash == std::string::npos ? endpoint(item)
                                                                 : endpoint(item.substr(0, dash)) &&

@@ -602,6 +602,16 @@ void HttpFront::SweepDeadlines(Waiting& w, Clock::time_point now) {
   }
 }
 
+std::string HttpFront::ReadBody(const httplib::ContentReader& reader) {
+  if (std::optional<std::string> body = TakeBody()) return std::move(*body);
+  std::string body;
+  reader([&](const char* data, size_t n) {
+    body.append(data, n);
+    return true;
+  });
+  return body;
+}
+
 std::optional<std::string> HttpFront::TakeBody() { return t_stream ? t_stream->TakeBody() : std::nullopt; }
 
 void HttpFront::WorkerLoop(bool ops) {

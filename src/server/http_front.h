@@ -78,6 +78,9 @@ class HttpFront : public httplib::Server {
   // a ContentReader): the request's whole body, moved out of the front without a copy; the
   // connection then counts it as read. nullopt elsewhere (no front, or the body was read).
   static std::optional<std::string> TakeBody();
+  // For a route registered with a ContentReader: the whole body, moved out of the front when the
+  // request came through one (TakeBody), else read from reader.
+  static std::string ReadBody(const httplib::ContentReader& reader);
 
   struct Conn;
 

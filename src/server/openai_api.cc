@@ -542,19 +542,9 @@ void RegisterUnder(httplib::Server& http, Server::State& st, const std::string& 
                 {"param", "model"}}}});
   });
 
-  // The whole body: moved out of the front when it comes through one, else read here.
-  auto ReadBody = [](const httplib::ContentReader& reader) {
-    if (std::optional<std::string> body = HttpFront::TakeBody()) return std::move(*body);
-    std::string body;
-    reader([&](const char* data, size_t n) {
-      body.append(data, n);
-      return true;
-    });
-    return body;
-  };
-  auto route = [&st, ReadBody](Kind kind) {
-    return [&st, kind, ReadBody](const httplib::Request& req, httplib::Response& res,
-                                 const httplib::ContentReader& reader) {
+  auto route = [&st](Kind kind) {
+    return [&st, kind](const httplib::Request& req, httplib::Response& res,
+                       const httplib::ContentReader& reader) {
       if (!st.ready) {
         const std::string err = st.LoadError();
         return SendError(res, 503, err.empty() ? "the model is loading" : err);
@@ -569,7 +559,7 @@ void RegisterUnder(httplib::Server& http, Server::State& st, const std::string& 
       ImageBudget images(RequestImageLimits(st.opt), &st.decoded_image_bytes,
                          static_cast<int64_t>(st.opt.max_image_memory_mb) << 20);
       try {
-        text = ReadBody(reader);
+        text = HttpFront::ReadBody(reader);
         // Depth and memory bounded while parsing (base/json_parse.h): 400 / 413.
         ps = ParseJson(text, RequestJsonLimits(text.size()), &body);
         if (ps.ok())

@@ -347,18 +347,15 @@ std::string TimeV4(double seconds_since_epoch) {
 
 std::optional<Job> JobOfV4(Server::State& st, const TaskFileV4& f, Status* error) {
   if (f.job_id.empty()) return std::nullopt;
-  {  // a finish the store could not record yet (its disk full): shown from memory, as /tasks does
-    std::lock_guard<std::mutex> lock(st.unrecorded_mu);
-    auto it = st.unrecorded.find(f.job_id);
-    if (it != st.unrecorded.end()) return it->second;
-  }
   auto j = st.jobs->Get(f.job_id);
   if (!j.ok()) {
     if (error && error->ok()) *error = j.status();
     return std::nullopt;
   }
   if (!j->has_value()) return std::nullopt;
-  return **j;
+  Job job = **j;
+  if (job.status == "running") ShowUnrecordedFinish(st, &job);  // as /tasks shows it
+  return job;
 }
 
 std::string FileStatusNowV4(Server::State& st, const TaskV4& t, const TaskFileV4& f,

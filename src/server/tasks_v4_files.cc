@@ -22,17 +22,6 @@
 namespace mineru::server {
 namespace {
 
-// The request's whole body: moved out of the front when it comes through one, else read here.
-std::string ReadBody(const httplib::ContentReader& reader) {
-  if (std::optional<std::string> body = HttpFront::TakeBody()) return std::move(*body);
-  std::string body;
-  reader([&](const char* data, size_t n) {
-    body.append(data, n);
-    return true;
-  });
-  return body;
-}
-
 const TaskFileV4* FileIn(const TaskV4& t, const std::string& file_id) {
   for (const TaskFileV4& f : t.files) {
     if (f.file_id == file_id) return &f;
@@ -286,7 +275,7 @@ void HandleUploadV4(Server::State& st, const httplib::Request& req, httplib::Res
                     const httplib::ContentReader& reader) {
   if (st.draining) return SendErrorV4(res, 503, "server_shutting_down", "the server is shutting down");
   const std::string task_id = req.matches[1], file_id = req.matches[2];
-  const std::string body = ReadBody(reader);
+  const std::string body = HttpFront::ReadBody(reader);
   std::optional<TaskV4> t = st.tasks_v4->Get(task_id);
   if (!t) return SendErrorV4(res, 404, "task_not_found", "no such task", "task_id");
   if (!FileIn(*t, file_id)) return SendErrorV4(res, 404, "upload_not_found", "no such upload", "file_id");
