@@ -13,37 +13,6 @@
 namespace mineru {
 namespace {
 
-// Per-patch cos/sin tables [P, head_dim] for the 2-D vision RoPE. For head_dim D the first D/4
-// frequencies rotate by the patch row, the next D/4 by the column; the second half repeats.
-void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_dim, std::vector<float>* cos,
-                      std::vector<float>* sin) {
-  const int quarter = head_dim / 4, half = head_dim / 2;
-  std::vector<float> inv_freq(quarter);
-  for (int j = 0; j < quarter; ++j) {
-    inv_freq[j] = static_cast<float>(1.0 / std::pow(10000.0, (2.0 * j) / half));
-  }
-  for (const ImageGrid& g : grids) {
-    for (int64_t t = 0; t < g.t; ++t) {
-      for (int64_t mr = 0; mr < g.h / merge; ++mr) {
-        for (int64_t mc = 0; mc < g.w / merge; ++mc) {
-          for (int sr = 0; sr < merge; ++sr) {
-            for (int sc = 0; sc < merge; ++sc) {
-              const float hpos = static_cast<float>(mr * merge + sr);
-              const float wpos = static_cast<float>(mc * merge + sc);
-              for (int d = 0; d < head_dim; ++d) {
-                const int j = d % half;
-                const float angle = j < quarter ? hpos * inv_freq[j] : wpos * inv_freq[j - quarter];
-                cos->push_back(std::cos(angle));
-                sin->push_back(std::sin(angle));
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
 // Floats left uninitialised: every one is written before it is read, so zeroing them (~120 MB
 // for a 1036² image) was a memset pass that also faulted in every page before the patch
 // embedding, while the pixel values were still held; now pages fault in as the kernels first
@@ -64,6 +33,46 @@ struct AlignedFloats {
 };
 
 }  // namespace
+
+void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_dim, std::vector<float>* cos,
+                      std::vector<float>* sin) {
+  const int quarter = head_dim / 4, half = head_dim / 2;
+  std::vector<float> inv_freq(quarter);
+  for (int j = 0; j < quarter; ++j) {
+    inv_freq[j] = static_cast<float>(1.0 / std::pow(10000.0, (2.0 * j) / half));
+  }
+  // cos and sin of pos * inv_freq[j] for every position a grid has: rows repeat them, so each is
+  // computed once (the same float product and std::cos as per element, so the same bits).
+  int64_t longest = 0;
+  for (const ImageGrid& g : grids) longest = std::max({longest, g.h, g.w});
+  std::vector<float> pos_cos(static_cast<size_t>(longest * quarter)), pos_sin(pos_cos.size());
+  for (int64_t p = 0; p < longest; ++p) {
+    for (int j = 0; j < quarter; ++j) {
+      const float angle = static_cast<float>(p) * inv_freq[j];
+      pos_cos[p * quarter + j] = std::cos(angle);
+      pos_sin[p * quarter + j] = std::sin(angle);
+    }
+  }
+  for (const ImageGrid& g : grids) {
+    for (int64_t t = 0; t < g.t; ++t) {
+      for (int64_t mr = 0; mr < g.h / merge; ++mr) {
+        for (int64_t mc = 0; mc < g.w / merge; ++mc) {
+          for (int sr = 0; sr < merge; ++sr) {
+            for (int sc = 0; sc < merge; ++sc) {
+              const int64_t hpos = mr * merge + sr, wpos = mc * merge + sc;
+              for (int d = 0; d < head_dim; ++d) {
+                const int j = d % half;
+                const int64_t at = j < quarter ? hpos * quarter + j : wpos * quarter + (j - quarter);
+                cos->push_back(pos_cos[at]);
+                sin->push_back(pos_sin[at]);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
 
 const char* VisionOpName(VisionOp op) {
   static const char* const kNames[] = {"patch_embed", "norm", "qkv",  "rope", "attention", "out_proj",

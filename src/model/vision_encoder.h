@@ -22,6 +22,13 @@ struct ImageGrid {
   int64_t num_patches() const { return t * h * w; }
 };
 
+// Per-patch cos/sin tables [P, head_dim] of the 2-D vision RoPE, appended to *cos and *sin, for
+// the patches of `grids` in the processor's merge-grouped order. For head_dim D the first D/4
+// frequencies rotate by the patch row, the next D/4 by the column; the second half of a row
+// repeats the first. Shared by the CPU encoder and the CUDA one (model/cuda/).
+void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_dim, std::vector<float>* cos,
+                      std::vector<float>* sin);
+
 // Intermediate activations for golden tests (filled only when a trace is passed).
 struct VisionTrace {
   std::vector<float> patch_embed;  // [P, E]

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -207,6 +208,40 @@ TEST_F(CudaOpsTest, RopeBf16) {
   for (const RopeShape& s : kRopeShapes) ASSERT_NO_FATAL_FAILURE(CheckRope<Bf16>(stream(), s, kPointBf16));
 }
 
+// The casts: fp32 -> bf16 rounds exactly as F32ToBf16 (ties to even, the halfway values built
+// here; subnormals, infinities, the largest finite values, which round to infinity), NaN stays NaN;
+// bf16 -> fp32 is exact. Odd length and an unaligned start (ToDevice's offset).
+TEST_F(CudaOpsTest, CastsRoundAsTheTwin) {
+  std::vector<float> x = RandomVec(1001, 21, -1000.0f, 1000.0f);
+  auto from_bits = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  for (uint32_t u : {0x3f808000u, 0x3f818000u, 0xbf808000u, 0x00000001u, 0x807fffffu, 0x7f7fffffu,
+                     0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u}) {
+    x.push_back(from_bits(u));
+  }
+  x.push_back(std::nanf(""));
+  CUDA_TEST_ASSIGN(DeviceArray<float> dx, ToDevice<float>(x));
+  CUDA_TEST_ASSIGN(DeviceArray<Bf16> dy, ToDevice<Bf16>(std::vector<float>(x.size(), 0.0f)));
+  CUDA_TEST_ASSERT_OK(cu::CastF32ToBf16(dx.data(), static_cast<int64_t>(x.size()), dy.data(), stream()));
+  std::vector<Bf16> got(x.size());
+  CUDA_TEST_ASSERT_OK(dy.buf.CopyToHost(got.data(), got.size() * sizeof(Bf16), dy.offset * sizeof(Bf16)));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(Bf16ToF32(got[i].bits))) << "NaN at " << i;
+    } else {
+      EXPECT_EQ(got[i].bits, F32ToBf16(x[i])) << "at " << i << ": " << x[i];
+    }
+  }
+  // Back: every bf16 value widens exactly.
+  CUDA_TEST_ASSIGN(DeviceArray<float> back, ToDevice<float>(std::vector<float>(x.size(), 1.0f)));
+  CUDA_TEST_ASSERT_OK(cu::CastBf16ToF32(dy.data(), static_cast<int64_t>(x.size()), back.data(), stream()));
+  CUDA_TEST_ASSIGN(std::vector<float> wide, ToHost(back));
+  for (size_t i = 0; i + 1 < x.size(); ++i) EXPECT_EQ(wide[i], Bf16ToF32(got[i].bits)) << "at " << i;
+}
+
 // The probe answers with or without a device, and never aborts.
 TEST(CudaProbeTest, CountAndProperties) {
   std::string reason;
@@ -321,6 +356,9 @@ TEST(CudaOpsArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
   EXPECT_TRUE(cu::GeluErf(static_cast<Bf16*>(nullptr), 0).ok());
   EXPECT_TRUE(cu::SiluMul(static_cast<const float*>(nullptr), nullptr, 0, nullptr).ok());
   EXPECT_TRUE(cu::RopeRotateHalfRows(static_cast<float*>(nullptr), 0, 8, 2, 4, nullptr, nullptr).ok());
+  EXPECT_EQ(cu::CastF32ToBf16(cfake, -1, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cu::CastBf16ToF32(nullptr, 3, fake).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(cu::CastF32ToBf16(static_cast<const float*>(nullptr), 0, nullptr).ok());
 }
 
 }  // namespace

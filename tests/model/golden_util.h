@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,8 +14,11 @@
 
 namespace mineru::testing {
 
+// A fixture's path: under $MINERU_TEST_FIXTURES when it is set (test binaries run away from the
+// tree they were built in: scripts/gpu_check.sh --run), else under the source tree's fixtures.
 inline std::string FixturePath(const std::string& rel) {
-  return std::string(MINERU_FIXTURES_DIR) + "/" + rel;
+  const char* moved = std::getenv("MINERU_TEST_FIXTURES");
+  return std::string(moved != nullptr && *moved != '\0' ? moved : MINERU_FIXTURES_DIR) + "/" + rel;
 }
 
 class Golden {

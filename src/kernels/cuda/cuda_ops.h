@@ -33,6 +33,13 @@ struct Bf16 {
 };
 static_assert(sizeof(Bf16) == 2, "Bf16 is two bytes");
 
+// y[i] = x[i] rounded to bf16 (to nearest even, as base/bf16.h's F32ToBf16; NaN stays NaN) over
+// [0, n): fp32 host data uploaded once and narrowed on the device (the ViT's pixel values). x and y
+// must not overlap. Twin: F32ToBf16.
+Status CastF32ToBf16(const float* x, int64_t n, Bf16* y, StreamHandle stream = nullptr);
+// y[i] = x[i] widened to fp32, exactly, over [0, n). x and y must not overlap. Twin: Bf16ToF32.
+Status CastBf16ToF32(const Bf16* x, int64_t n, float* y, StreamHandle stream = nullptr);
+
 // y = weight * (x / sqrt(mean(x^2) + eps)) per row: x, y [m, n], weight [n]. y may equal x.
 // Twin: ref::RmsNorm.
 Status RmsNorm(const float* x, int64_t m, int64_t n, const float* weight, float eps, float* y,

@@ -1,5 +1,5 @@
-// kernels/cuda/elementwise.cu — QuickGelu, GeluErf, SiluMul, AddInPlace, AddBiasRows and RopeRotateHalfRows
-// (cuda_ops.h): grid-stride loops, one element (or one rotated pair) per thread per step, fp32
+// kernels/cuda/elementwise.cu — QuickGelu, GeluErf, SiluMul, AddInPlace, AddBiasRows, RopeRotateHalfRows
+// and the casts (cuda_ops.h): grid-stride loops, one element (or one rotated pair) per thread per step, fp32
 // arithmetic with the formulas of the scalar twins in kernels/reference.cc.
 
 #include "kernels/cuda/cuda_internal.h"
@@ -51,6 +51,12 @@ __global__ void __launch_bounds__(kThreads) AddKernel(T* x, const T* d, int64_t 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) AddBiasRowsKernel(T* y, int64_t m, int64_t n, const float* bias) {
   for (int64_t t = FirstIndex(); t < m * n; t += GridStride()) Store(y + t, Load(y + t) + bias[t % n]);
+}
+
+// y[i] = x[i] converted (Load widens, Store rounds to nearest even).
+template <typename From, typename To>
+__global__ void __launch_bounds__(kThreads) CastKernel(const From* x, int64_t n, To* y) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) Store(y + i, Load(x + i));
 }
 
 // Item t of n * num_heads * half is pair j of head h of row i: (i * num_heads + h) * half + j.
@@ -110,6 +116,15 @@ Status LaunchAddBiasRows(T* y, int64_t m, int64_t n, const float* bias, StreamHa
   return LaunchStatus("AddBiasRows");
 }
 
+template <typename From, typename To>
+Status LaunchCast(const char* op, const From* x, int64_t n, To* y, StreamHandle stream) {
+  MINERU_RETURN_IF_ERROR(CheckSizes(op, {n}));
+  if (n == 0) return Status::Ok();
+  MINERU_RETURN_IF_ERROR(CheckPointers(op, {x, y}));
+  CastKernel<<<GridBlocks(n, kThreads, kMaxBlocks), kThreads, 0, stream>>>(ToDevice(x), n, ToDevice(y));
+  return LaunchStatus(op);
+}
+
 template <typename T>
 Status LaunchRope(T* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim, const float* cos,
                   const float* sin, StreamHandle stream) {
@@ -164,6 +179,13 @@ Status AddBiasRows(float* y, int64_t m, int64_t n, const float* bias, StreamHand
 }
 Status AddBiasRows(Bf16* y, int64_t m, int64_t n, const float* bias, StreamHandle stream) {
   return LaunchAddBiasRows(y, m, n, bias, stream);
+}
+
+Status CastF32ToBf16(const float* x, int64_t n, Bf16* y, StreamHandle stream) {
+  return LaunchCast("CastF32ToBf16", x, n, y, stream);
+}
+Status CastBf16ToF32(const Bf16* x, int64_t n, float* y, StreamHandle stream) {
+  return LaunchCast("CastBf16ToF32", x, n, y, stream);
 }
 
 Status RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,

@@ -1,0 +1,284 @@
+#include "model/cuda/vision_encoder_cuda.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace mineru {
+
+namespace cu = kernels::cuda;
+
+namespace {
+
+// Runs `launch` (which queues work on `stream` and returns its Status) as one op of `profile`:
+// with a profile, the timer spans the launch and a wait for the stream, so it measures the op's
+// GPU time (the stream is idle when it starts: the op before waited too). Without one, it only
+// launches.
+template <typename F>
+Status Timed(OpProfile* profile, VisionOp op, double flops, const cu::CudaStream& stream, F&& launch) {
+  if (profile == nullptr) return launch();
+  OpTimer t(profile, op, flops);
+  MINERU_RETURN_IF_ERROR(launch());
+  return stream.Synchronize();
+}
+
+Status UploadBlock(const VisionBlockWeights& b, CudaPrecision p, const kernels::KernelConfig& k,
+                   CudaVisionBlock* out) {
+  MINERU_ASSIGN_OR_RETURN(out->norm1_w, UploadFloats(b.norm1_w));
+  MINERU_ASSIGN_OR_RETURN(out->norm1_b, UploadFloats(b.norm1_b));
+  MINERU_ASSIGN_OR_RETURN(out->norm2_w, UploadFloats(b.norm2_w));
+  MINERU_ASSIGN_OR_RETURN(out->norm2_b, UploadFloats(b.norm2_b));
+  MINERU_ASSIGN_OR_RETURN(out->qkv, UploadMatrix(b.qkv, p, k));
+  MINERU_ASSIGN_OR_RETURN(out->qkv_b, UploadFloats(b.qkv_b));
+  MINERU_ASSIGN_OR_RETURN(out->proj, UploadMatrix(b.proj, p, k));
+  MINERU_ASSIGN_OR_RETURN(out->proj_b, UploadFloats(b.proj_b));
+  MINERU_ASSIGN_OR_RETURN(out->fc1, UploadMatrix(b.fc1, p, k));
+  MINERU_ASSIGN_OR_RETURN(out->fc1_b, UploadFloats(b.fc1_b));
+  MINERU_ASSIGN_OR_RETURN(out->fc2, UploadMatrix(b.fc2, p, k));
+  MINERU_ASSIGN_OR_RETURN(out->fc2_b, UploadFloats(b.fc2_b));
+  return Status::Ok();
+}
+
+size_t BlockBytes(const CudaVisionBlock& b) {
+  size_t n = 0;
+  for (const cu::DeviceBuffer* v :
+       {&b.norm1_w, &b.norm1_b, &b.norm2_w, &b.norm2_b, &b.qkv_b, &b.proj_b, &b.fc1_b, &b.fc2_b}) {
+    n += v->size();
+  }
+  for (const DeviceMatrix* m : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) n += m->buf.size();
+  return n;
+}
+
+// The weights' shapes against the config (a mismatch would read past a device buffer).
+Status CheckShapes(const VisionConfig& c, const VisionWeights& w) {
+  const int64_t E = c.embed_dim, M = c.mlp_dim, ME = E * c.merge_unit();
+  auto is = [](const WeightView& v, int64_t rows, int64_t cols) { return v.rows == rows && v.cols == cols; };
+  bool ok = is(w.patch_embed, E, c.patch_dim()) && is(w.merger_fc1, ME, ME) &&
+            is(w.merger_fc2, c.out_hidden_size, ME) && static_cast<int>(w.blocks.size()) == c.depth;
+  for (const VisionBlockWeights& b : w.blocks) {
+    ok = ok && is(b.qkv, 3 * E, E) && is(b.proj, E, E) && is(b.fc1, M, E) && is(b.fc2, E, M);
+  }
+  if (!ok)
+    return InvalidArgumentError("CudaVisionEncoder: the vision weights do not have the config's shapes");
+  if (E <= 0 || c.num_heads <= 0 || E % c.num_heads != 0 || c.head_dim() % 4 != 0) {
+    return InvalidArgumentError("CudaVisionEncoder: embed_dim must split into heads of a multiple of 4");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// One Encode call: its shape, and the host values it uploads (kept until the call returns).
+struct CudaVisionEncoder::Pass {
+  int64_t P = 0, frames = 0, max_frame = 0;
+  std::vector<int32_t> cu_seqlens;  // [frames + 1] patch offsets of the frames
+};
+
+StatusOr<std::unique_ptr<CudaVisionEncoder>> CudaVisionEncoder::Create(const VisionConfig& config,
+                                                                       const VisionWeights& weights,
+                                                                       const kernels::KernelConfig& kernels,
+                                                                       CudaVisionOptions options) {
+  MINERU_RETURN_IF_ERROR(CheckShapes(config, weights));
+  if (options.mlp_chunk_rows < 1)
+    return InvalidArgumentError("CudaVisionEncoder: mlp_chunk_rows must be >= 1");
+  std::unique_ptr<CudaVisionEncoder> e(new CudaVisionEncoder(config, options));
+  MINERU_ASSIGN_OR_RETURN(e->stream_, cu::CudaStream::Create());
+  MINERU_ASSIGN_OR_RETURN(e->gemm_, cu::GemmHandle::Create());
+  const CudaPrecision p = options.precision;
+  CudaVisionWeights& w = e->w_;
+  MINERU_ASSIGN_OR_RETURN(w.patch_embed, UploadMatrix(weights.patch_embed, p, kernels));
+  w.blocks.resize(weights.blocks.size());
+  for (size_t i = 0; i < weights.blocks.size(); ++i) {
+    MINERU_RETURN_IF_ERROR(UploadBlock(weights.blocks[i], p, kernels, &w.blocks[i]));
+    w.bytes += BlockBytes(w.blocks[i]);
+  }
+  MINERU_ASSIGN_OR_RETURN(w.merger_ln_w, UploadFloats(weights.merger_ln_w));
+  MINERU_ASSIGN_OR_RETURN(w.merger_ln_b, UploadFloats(weights.merger_ln_b));
+  MINERU_ASSIGN_OR_RETURN(w.merger_fc1, UploadMatrix(weights.merger_fc1, p, kernels));
+  MINERU_ASSIGN_OR_RETURN(w.merger_fc1_b, UploadFloats(weights.merger_fc1_b));
+  MINERU_ASSIGN_OR_RETURN(w.merger_fc2, UploadMatrix(weights.merger_fc2, p, kernels));
+  MINERU_ASSIGN_OR_RETURN(w.merger_fc2_b, UploadFloats(weights.merger_fc2_b));
+  w.bytes += w.patch_embed.buf.size() + w.merger_ln_w.size() + w.merger_ln_b.size() +
+             w.merger_fc1.buf.size() + w.merger_fc1_b.size() + w.merger_fc2.buf.size() +
+             w.merger_fc2_b.size();
+  return e;
+}
+
+size_t CudaVisionEncoder::activation_bytes() const {
+  size_t n = 0;
+  for (const GrowingBuffer* b :
+       {&pix_f32_, &pix_, &x_, &ln_, &qkv_, &hidden_, &cos_, &sin_, &cu_seqlens_, &out_}) {
+    n += b->size();
+  }
+  return n;
+}
+
+void CudaVisionEncoder::ReleaseActivations() {
+  for (GrowingBuffer* b : {&pix_f32_, &pix_, &x_, &ln_, &qkv_, &hidden_, &cos_, &sin_, &cu_seqlens_, &out_}) {
+    b->Release();
+  }
+}
+
+template <typename T>
+Status CudaVisionEncoder::Block(const CudaVisionBlock& b, Pass& pass, OpProfile* profile) {
+  const int64_t P = pass.P, E = c_.embed_dim, M = c_.mlp_dim, H = c_.num_heads, D = c_.head_dim();
+  const cu::StreamHandle s = stream_.handle();
+  T* x = x_.as<T>();
+  T* ln = ln_.as<T>();
+  T* qkv = qkv_.as<T>();
+  const double rows = static_cast<double>(P);
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kNorm, 0, stream_, [&] {
+    return cu::LayerNorm(x, P, E, b.norm1_w.as<float>(), b.norm1_b.as<float>(), c_.layer_norm_eps, ln, s);
+  }));
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kQkv, 2.0 * rows * E * 3 * E, stream_, [&] {
+    return cu::MatMul(gemm_, ln, P, E, b.qkv.as<T>(), 3 * E, b.qkv_b.as<float>(), qkv, s);
+  }));
+  // q and k are adjacent in each [q | k | v] row: 2H heads of D values from the row's start.
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kRope, 0, stream_, [&] {
+    return cu::RopeRotateHalfRows(qkv, P, 3 * E, 2 * H, D, cos_.as<float>(), sin_.as<float>(), s);
+  }));
+  cu::VarlenAttentionShape a;
+  a.num_seqs = pass.frames;
+  a.cu_seqlens_q = a.cu_seqlens_k = cu_seqlens_.as<int32_t>();
+  a.max_seqlen_q = pass.max_frame;
+  a.num_heads = a.num_kv_heads = H;
+  a.head_dim = D;
+  a.q_stride = a.k_stride = a.v_stride = 3 * E;
+  a.out_stride = E;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  double attn_flops = 0;
+  for (size_t f = 0; f + 1 < pass.cu_seqlens.size(); ++f) {
+    const double n = pass.cu_seqlens[f + 1] - pass.cu_seqlens[f];
+    attn_flops += 4.0 * n * n * E;
+  }
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kAttention, attn_flops, stream_,
+                               [&] { return cu::VarlenAttention(qkv, qkv + E, qkv + 2 * E, a, ln, s); }));
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kOut, 2.0 * rows * E * E, stream_, [&] {
+    return cu::MatMul(gemm_, ln, P, E, b.proj.as<T>(), E, b.proj_b.as<float>(), qkv, s);
+  }));
+  MINERU_RETURN_IF_ERROR(
+      Timed(profile, VisionOp::kResidual, 0, stream_, [&] { return cu::AddInPlace(x, qkv, P * E, s); }));
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kNorm, 0, stream_, [&] {
+    return cu::LayerNorm(x, P, E, b.norm2_w.as<float>(), b.norm2_b.as<float>(), c_.layer_norm_eps, ln, s);
+  }));
+  T* hidden = hidden_.as<T>();
+  for (int64_t r0 = 0; r0 < P; r0 += o_.mlp_chunk_rows) {
+    const int64_t n = std::min(o_.mlp_chunk_rows, P - r0);
+    MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kFc1, 2.0 * n * E * M, stream_, [&] {
+      return cu::MatMul(gemm_, ln + r0 * E, n, E, b.fc1.as<T>(), M, b.fc1_b.as<float>(), hidden, s);
+    }));
+    MINERU_RETURN_IF_ERROR(
+        Timed(profile, VisionOp::kGelu, 0, stream_, [&] { return cu::QuickGelu(hidden, n * M, s); }));
+    MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kFc2, 2.0 * n * M * E, stream_, [&] {
+      return cu::MatMul(gemm_, hidden, n, M, b.fc2.as<T>(), E, b.fc2_b.as<float>(), qkv + r0 * E, s);
+    }));
+  }
+  return Timed(profile, VisionOp::kResidual, 0, stream_, [&] { return cu::AddInPlace(x, qkv, P * E, s); });
+}
+
+// LayerNorm per patch, then 4 consecutive patches (one 2x2 group) as one row of the merger's MLP.
+template <typename T>
+Status CudaVisionEncoder::Merge(Pass& pass, OpProfile* profile) {
+  const int64_t E = c_.embed_dim, ME = E * c_.merge_unit(), H = c_.out_hidden_size;
+  const int64_t n = pass.P / c_.merge_unit();
+  const cu::StreamHandle s = stream_.handle();
+  T* ln = ln_.as<T>();
+  T* mid = qkv_.as<T>();  // [n, ME] = [P, E] elements
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kNorm, 0, stream_, [&] {
+    return cu::LayerNorm(x_.as<T>(), pass.P, E, w_.merger_ln_w.as<float>(), w_.merger_ln_b.as<float>(), 1e-6f,
+                         ln, s);
+  }));
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kMerger, 2.0 * n * ME * ME, stream_, [&] {
+    return cu::MatMul(gemm_, ln, n, ME, w_.merger_fc1.as<T>(), ME, w_.merger_fc1_b.as<float>(), mid, s);
+  }));
+  MINERU_RETURN_IF_ERROR(
+      Timed(profile, VisionOp::kGelu, 0, stream_, [&] { return cu::GeluErf(mid, n * ME, s); }));
+  return Timed(profile, VisionOp::kMerger, 2.0 * n * ME * H, stream_, [&] {
+    return cu::MatMul(gemm_, mid, n, ME, w_.merger_fc2.as<T>(), H, w_.merger_fc2_b.as<float>(),
+                      out_.as<float>(), s);
+  });
+}
+
+template <typename T>
+Status CudaVisionEncoder::Run(Pass& pass, OpProfile* profile) {
+  const int64_t P = pass.P, E = c_.embed_dim, pd = c_.patch_dim();
+  const cu::StreamHandle s = stream_.handle();
+  const T* pixels = pix_.as<T>();
+  if constexpr (!std::is_same_v<T, float>) {
+    MINERU_RETURN_IF_ERROR(cu::CastF32ToBf16(pix_f32_.as<float>(), P * pd, pix_.as<T>(), s));
+  }
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kPatchEmbed, 2.0 * P * pd * E, stream_, [&] {
+    return cu::MatMul(gemm_, pixels, P, pd, w_.patch_embed.as<T>(), E, nullptr, x_.as<T>(), s);
+  }));
+  for (const CudaVisionBlock& b : w_.blocks) MINERU_RETURN_IF_ERROR(Block<T>(b, pass, profile));
+  return Merge<T>(pass, profile);
+}
+
+StatusOr<std::vector<float>> CudaVisionEncoder::Encode(const float* pixel_values, int64_t num_patches,
+                                                       const std::vector<ImageGrid>& grids,
+                                                       OpProfile* profile) {
+  const int merge = c_.spatial_merge_size;
+  Pass pass;
+  pass.cu_seqlens.push_back(0);
+  int64_t total = 0;
+  for (const ImageGrid& g : grids) {
+    if (g.t <= 0 || g.h <= 0 || g.w <= 0 || g.h % merge || g.w % merge) {
+      return InvalidArgumentError("image grid must be positive and divisible by the merge size");
+    }
+    total += g.num_patches();
+    if (total > INT32_MAX) return InvalidArgumentError("too many patches for one GPU pass");
+    pass.max_frame = std::max(pass.max_frame, g.h * g.w);
+    for (int64_t t = 0; t < g.t; ++t) pass.cu_seqlens.push_back(pass.cu_seqlens.back() + g.h * g.w);
+  }
+  if (total != num_patches) return InvalidArgumentError("pixel_values rows do not match the image grids");
+  if (num_patches == 0) return std::vector<float>();
+  if (pixel_values == nullptr) return InvalidArgumentError("pixel_values is null");
+  pass.P = num_patches;
+  pass.frames = static_cast<int64_t>(pass.cu_seqlens.size()) - 1;
+
+  const int64_t P = pass.P, E = c_.embed_dim, D = c_.head_dim(), pd = c_.patch_dim();
+  const int64_t out_rows = P / c_.merge_unit(), H = c_.out_hidden_size;
+  const size_t eb = CudaElementBytes(o_.precision);
+  const bool bf16 = o_.precision == CudaPrecision::kBf16;
+  const auto bytes = [](int64_t n, size_t each) { return static_cast<size_t>(n) * each; };
+  MINERU_RETURN_IF_ERROR(pix_f32_.Reserve(bf16 ? bytes(P * pd, 4) : 0));
+  MINERU_RETURN_IF_ERROR(pix_.Reserve(bytes(P * pd, eb)));
+  MINERU_RETURN_IF_ERROR(x_.Reserve(bytes(P * E, eb)));
+  MINERU_RETURN_IF_ERROR(ln_.Reserve(bytes(P * E, eb)));
+  MINERU_RETURN_IF_ERROR(qkv_.Reserve(bytes(P * 3 * E, eb)));
+  MINERU_RETURN_IF_ERROR(hidden_.Reserve(bytes(std::min(P, o_.mlp_chunk_rows) * c_.mlp_dim, eb)));
+  MINERU_RETURN_IF_ERROR(cos_.Reserve(bytes(P * D, 4)));
+  MINERU_RETURN_IF_ERROR(sin_.Reserve(bytes(P * D, 4)));
+  MINERU_RETURN_IF_ERROR(cu_seqlens_.Reserve(bytes(pass.frames + 1, 4)));
+  MINERU_RETURN_IF_ERROR(out_.Reserve(bytes(out_rows * H, 4)));
+
+  std::vector<float> cos, sin;
+  cos.reserve(static_cast<size_t>(P * D));
+  sin.reserve(static_cast<size_t>(P * D));
+  VisionRopeTables(grids, merge, static_cast<int>(D), &cos, &sin);
+  const cu::StreamHandle s = stream_.handle();
+  // Pageable host memory: each upload returns once its source is read, so the locals may go.
+  GrowingBuffer& pixels = bf16 ? pix_f32_ : pix_;
+  Status st = pixels.buffer().CopyFromHostAsync(pixel_values, bytes(P * pd, 4), 0, s);
+  if (st.ok()) st = cos_.buffer().CopyFromHostAsync(cos.data(), bytes(P * D, 4), 0, s);
+  if (st.ok()) st = sin_.buffer().CopyFromHostAsync(sin.data(), bytes(P * D, 4), 0, s);
+  if (st.ok())
+    st = cu_seqlens_.buffer().CopyFromHostAsync(pass.cu_seqlens.data(), bytes(pass.frames + 1, 4), 0, s);
+  if (st.ok() && profile != nullptr) st = stream_.Synchronize();  // the first op's timer starts idle
+  if (st.ok()) st = bf16 ? Run<cu::Bf16>(pass, profile) : Run<float>(pass, profile);
+  std::vector<float> out(static_cast<size_t>(out_rows * H));
+  if (st.ok()) st = out_.buffer().CopyToHostAsync(out.data(), bytes(out_rows * H, 4), 0, s);
+  // Always waited for, so no queued op outlives the call (or reads a buffer a later call regrows).
+  const Status done = stream_.Synchronize();
+  MINERU_RETURN_IF_ERROR(st);
+  MINERU_RETURN_IF_ERROR(done);
+  return out;
+}
+
+}  // namespace mineru
