@@ -32,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The CUDA test binaries, relative to a build's tests/ folder (one name per line in the report).
-CUDA_TESTS=(kernels/cuda_ops_test kernels/cuda_attention_test kernels/cuda_gemm_test)
+CUDA_TESTS=(kernels/cuda_ops_test kernels/cuda_attention_test kernels/cuda_gemm_test model/cuda_vision_test)
 
 die() {
   echo "gpu_check: $*" >&2
@@ -46,31 +46,45 @@ configure_and_build() {  # BUILD_DIR
   else
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMINERU_CUDA=ON
   fi
-  local targets=()
+  local targets=(mineru-cpp)
   for t in "${CUDA_TESTS[@]}"; do targets+=("$(basename "$t")"); done
   cmake --build "$build" -j"${GPU_CHECK_JOBS:-$(nproc)}" --target "${targets[@]}"
 }
 
 # --bundle: the test binaries and every shared library they load except glibc's own (libc, libm,
 # libpthread, libdl, librt, the loader): libstdc++, libgcc_s and the project's (libhwy) travel.
+# Copies binary $1 into $2/bin and the libraries it loads into $2/lib, stripped (symbols are not
+# needed to run, and the bundle travels under a size limit).
+bundle_binary() {
+  local bin=$1 dest=$2
+  cp "$bin" "$dest/bin/"
+  strip --strip-unneeded "$dest/bin/$(basename "$bin")" 2>/dev/null || true
+  ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
+      # cuBLAS (~0.5 GB) stays behind: the GPU machine's CUDA 13 runtime has it (--run looks there).
+      libcublas*) ;;
+      *)
+        if [ ! -e "$dest/lib/$(basename "$lib")" ]; then
+          cp -L "$lib" "$dest/lib/"
+          chmod u+w "$dest/lib/$(basename "$lib")"
+          strip --strip-unneeded "$dest/lib/$(basename "$lib")" 2>/dev/null || true
+        fi
+        ;;
+    esac
+  done
+}
+
 if [ "${1:-}" = --bundle ]; then
   [ $# -ge 2 ] || die "--bundle needs a folder"
   bundle=$2
   build=${3:-build-cuda}
   configure_and_build "$build"
+  rm -rf "$bundle"
   mkdir -p "$bundle/bin" "$bundle/lib"
-  for t in "${CUDA_TESTS[@]}"; do
-    cp "$build/tests/$t" "$bundle/bin/"
-    ldd "$build/tests/$t" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
-      case "$(basename "$lib")" in
-        libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
-        # cuBLAS (~0.5 GB) stays behind: the GPU machine's CUDA 13 runtime has it (--run looks there).
-        libcublas*) ;;
-        *) cp -L "$lib" "$bundle/lib/" ;;
-      esac
-    done
-  done
-  echo "gpu_check: bundle in $bundle: $(ls "$bundle/bin" | tr '\n' ' ')(libraries: $(ls "$bundle/lib" | tr '\n' ' '))"
+  for t in "${CUDA_TESTS[@]}"; do bundle_binary "$build/tests/$t" "$bundle"; done
+  bundle_binary "$build/src/cli/mineru-cpp" "$bundle"
+  echo "gpu_check: bundle in $bundle ($(du -sh "$bundle" | cut -f1)): $(ls "$bundle/bin" | tr '\n' ' ')(libraries: $(ls "$bundle/lib" | tr '\n' ' '))"
   exit 0
 fi
 
@@ -80,17 +94,21 @@ if [ "${1:-}" = --run ]; then
   case $bundle in /*) ;; *) bundle=$PWD/$bundle ;; esac
   [ -d "$bundle/bin" ] || die "$bundle/bin: no such folder (make the bundle with --bundle)"
   bindir=$bundle/bin
+  cli=$bindir/mineru-cpp
   # cuBLAS/cuBLASLt from the machine's CUDA 13 runtime (the bundle leaves them out).
   cuda_libs=""
   for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     if [ -e "$d/libcublasLt.so.13" ]; then cuda_libs=$d && break; fi
   done
   export LD_LIBRARY_PATH="$bundle/lib${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The golden fixtures from this checkout (the binaries were built where the tree lay elsewhere).
+  export MINERU_TEST_FIXTURES=$PWD/tests/fixtures
   source_desc="bundle $bundle"
 else
   build=${1:-build-gpu}
   configure_and_build "$build"
   bindir=$build/tests
+  cli=$build/src/cli/mineru-cpp
   source_desc="build $build ($(grep -m1 '^CMAKE_CUDA_ARCHITECTURES' "$build/CMakeCache.txt" | cut -d= -f2))"
 fi
 binary_of() {  # NAME -> path
@@ -157,6 +175,52 @@ for t in "${CUDA_TESTS[@]}"; do
   if [ -n "$line" ]; then probe="${probe:+$probe; }$line"; fi
 done
 
+# The GPU benchmarks (issue 34's figures), on a random model of the real shape generated here
+# (outside $out: its 2.4 GB must not travel back). Each writes one JSON line to bench_NAME.json.
+bench_failed=0
+bench_note=""
+run_bench() {  # NAME ARGS...
+  local name=$1
+  shift
+  local rc=0
+  timeout 300 "$cli" bench --json "$@" >"$out/bench_$name.json" 2>"$out/bench_$name.log" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    bench_failed=$((bench_failed + 1))
+    bench_note="${bench_note}bench $name: exit $rc ($(tail -1 "$out/bench_$name.log")); "
+  fi
+}
+if [ "${GPU_CHECK_SKIP_BENCH:-0}" = 1 ]; then
+  bench_note="skipped (GPU_CHECK_SKIP_BENCH=1)"
+elif [ "$gpus" -eq 0 ]; then
+  bench_note="skipped: no GPU"
+elif [ ! -x "$cli" ]; then
+  bench_failed=1
+  bench_note="mineru-cpp missing: $cli"
+else
+  model=${GPU_CHECK_MODEL:-${TMPDIR:-/tmp}/mineru-random}
+  if [ ! -f "$model/config.json" ]; then
+    "$cli" gen-model --preset mineru2.5 --out "$model" >"$out/gen_model.log" 2>&1 ||
+      die "gen-model failed: $(tail -1 "$out/gen_model.log")"
+  fi
+  run_bench peak --device cuda --workload peak
+  run_bench vision_bf16 --device cuda --workload vision --model "$model" --precision bf16 --profile --check
+  run_bench vision_bf16_x8 --device cuda --workload vision --model "$model" --precision bf16 --images 8
+  run_bench vision_fp32 --device cuda --workload vision --model "$model" --precision fp32
+  # The side-by-side anchor: transformers' ViT on the same weights, where PyTorch is installed.
+  if python3 -c 'import torch, transformers, safetensors' >/dev/null 2>&1; then
+    timeout 300 python3 scripts/hf_vision_bench.py "$model" >"$out/bench_hf_vision.json" \
+      2>"$out/bench_hf_vision.log" || bench_note="${bench_note}transformers anchor failed (see bench_hf_vision.log); "
+  else
+    bench_note="${bench_note}no transformers anchor (PyTorch or transformers not installed); "
+  fi
+fi
+# The figures against the issue's bars (a bar missed is reported, not failed; a cosine under 0.999
+# fails), where python3 can read the JSON.
+bench_summary=""
+if [ -s "$out/bench_vision_bf16.json" ] && command -v python3 >/dev/null 2>&1; then
+  bench_summary=$(python3 scripts/gpu_bench_summary.py "$out") || bench_failed=$((bench_failed + 1))
+fi
+
 # One probe line per distinct answer (every test binary prints its own).
 probe=$(echo "$probe" | tr ';' '\n' | sed 's/^ *//' | sed '/^$/d' | sort -u | paste -sd ';' - || true)
 
@@ -165,6 +229,9 @@ why=""
 if [ $((failed + broken)) -gt 0 ]; then
   verdict=FAIL
   why="$failed failed, $broken binaries missing or crashed"
+elif [ "$bench_failed" -gt 0 ]; then
+  verdict=FAIL
+  why="benchmarks failed: $bench_note"
 elif [ "$skipped" -gt 0 ] && [ "$gpus" -gt 0 ]; then
   verdict=FAIL
   why="$skipped tests skipped although nvidia-smi shows $gpus GPU(s): the CUDA runtime could not use it (see the probe line and the logs)"
@@ -179,6 +246,23 @@ fi
 {
   echo
   echo "The CUDA runtime's probe: ${probe:-no probe line in the logs}"
+  echo
+  echo "## Benchmarks (random weights of the real shape)"
+  echo
+  echo "${bench_summary:-no summary}"
+  echo
+  [ -z "$bench_note" ] || echo "Notes: $bench_note"
+  for f in "$out"/bench_*.json; do
+    [ -s "$f" ] || continue
+    echo
+    echo "<details><summary>$(basename "$f")</summary>"
+    echo
+    echo '```'
+    cat "$f"
+    echo '```'
+    echo
+    echo "</details>"
+  done
   echo
   echo "**$verdict**: $passed passed, $failed failed, $skipped skipped${why:+ — $why}."
   echo

@@ -20,6 +20,7 @@
 #include "base/json_parse.h"
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
+#include "cli/bench_cuda.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/chat.h"
@@ -49,6 +50,10 @@ struct BenchFlags {
   bool profile = false;  // vision: time and GFLOP/s per op kind
   std::string target;    // SIMD tier cap (kernels::KernelConfigForTier); "" = MINERU_KERNELS's
   KvCacheType kv_type = KvCacheType::kAuto;
+  std::string device = "cpu";  // cpu | cuda (cuda: the vision and peak workloads, cli/bench_cuda.h)
+  CudaVisionBench cuda;        // --precision, --repeats, --profile
+  int images = 1;              // vision on cuda: copies of the image packed in one pass
+  bool check = false;          // vision on cuda: cosine of the output against the CPU's fp32 path
 };
 
 double PeakRssMb() {
@@ -368,7 +373,7 @@ std::pair<double, double> RowCosines(const std::vector<float>& a, const std::vec
     }
     const double cs = dot / std::sqrt(na * nb + 1e-30);
     mean += cs / static_cast<double>(n);
-    worst = std::min(worst, cs);
+    worst = std::min(worst, std::isnan(cs) ? -1.0 : cs);  // a NaN row is the worst, not skipped
   }
   return {mean, worst};
 }
@@ -488,6 +493,65 @@ int RunPeak(const BenchFlags& f, const kernels::KernelConfig& k) {
   return 0;
 }
 
+// vision on the GPU: f.images copies of the 1036x1036 image in one pass; with --check, the
+// output's cosine against the CPU encoder's fp32 output (the CPU's pass takes seconds to minutes).
+int RunVisionCuda(const BenchFlags& f, const ModelLoadOptions& load) {
+  if (f.images < 1 || f.images > 256) return Fail("--images must be 1..256");
+  const std::string dir = ResolveModelDir(f.model);
+  ThreadPool pool(ResolveThreads(f.threads));
+  auto model = Qwen2VLModel::Load(dir, load, &pool);
+  if (!model.ok()) return Fail(model.status().ToString());
+  const Qwen2VLModel& m = **model;
+  auto in = PreprocessForModel(m, SyntheticImage(1036, 1036, 1));
+  if (!in.ok()) return Fail(in.status().ToString());
+  std::vector<float> pixels;
+  std::vector<ImageGrid> grids;
+  for (int i = 0; i < f.images; ++i) {
+    pixels.insert(pixels.end(), in->pixel_values.begin(), in->pixel_values.end());
+    grids.push_back(in->grid);
+  }
+  auto r = BenchVisionCuda(m, pixels, grids, f.cuda);
+  if (!r.ok()) return Fail(r.status().ToString());
+  Json out = r->figures;
+  out["workload"] = "vision";
+  out["model"] = m.name();
+  out["quant"] = f.quant;
+  if (f.cuda.profile) out["profile"] = ProfileJson(r->profile, r->profiled_s);
+  if (f.check) {
+    const kernels::KernelWorkspace ctx(m.kernel_config(), &pool);
+    const double t0 = Now();
+    auto cpu = m.vision().Encode(in->pixel_values.data(), in->grid.num_patches(), {in->grid}, ctx);
+    if (!cpu.ok()) return Fail(cpu.status().ToString());
+    // Every copy in the pass against the one CPU image.
+    double mean = 0, worst = 1;
+    for (int i = 0; i < f.images; ++i) {
+      const std::vector<float> part(r->output.begin() + i * cpu->size(),
+                                    r->output.begin() + (i + 1) * cpu->size());
+      const auto [mi, wi] = RowCosines(part, *cpu, m.config().vision.out_hidden_size);
+      mean += mi / f.images;
+      worst = std::min(worst, wi);
+    }
+    out["cpu_check"] = {{"cpu_vision_s", Now() - t0},
+                        {"cpu_target", kernels::TargetName(m.kernel_config())},
+                        {"cosine_mean", mean},
+                        {"cosine_worst_row", worst}};
+  }
+  std::printf("%s\n", out.dump(f.json ? -1 : 2).c_str());
+  return 0;
+}
+
+// --device cuda: the workloads the GPU runs so far.
+int RunBenchCuda(const BenchFlags& f, const ModelLoadOptions& load) {
+  if (f.workload == "peak") {
+    auto peak = BenchPeakCuda();
+    if (!peak.ok()) return Fail(peak.status().ToString());
+    std::printf("%s\n", peak->dump(f.json ? -1 : 2).c_str());
+    return 0;
+  }
+  if (f.workload == "vision") return RunVisionCuda(f, load);
+  return Fail("--device cuda runs the vision and peak workloads so far: the CUDA decoder is not built yet");
+}
+
 int RunBench(const BenchFlags& f) {
   ConfigureAllocatorForModel();
   if (f.concurrency < 1 || f.concurrency > 256) return Fail("--concurrency must be 1..256");
@@ -500,6 +564,8 @@ int RunBench(const BenchFlags& f) {
     load.kernels.target = tier->target;
     load.kernels.dot_extension = tier->dot_extension;
   }
+  if (f.device == "cuda") return RunBenchCuda(f, load);
+  if (f.device != "cpu") return Fail("--device must be cpu or cuda");
   if (f.workload == "peak") return RunPeak(f, load.kernels);
   const WorkloadFn run = FindWorkload(f.workload);
   if (run == nullptr) return Fail("--workload must be decode, prefill, vision, page, chat, accuracy or peak");
@@ -569,9 +635,18 @@ void AddBench(CLI::App& app, Action* run) {
   c->add_flag("--json", f->json, "One-line JSON");
   c->add_flag("--profile", f->profile,
               "vision: time and GFLOP/s per op kind (patch embed, norms, products, ...)");
+  c->add_option("--device", f->device,
+                "cpu | cuda (cuda: the vision and peak workloads on GPU 0; needs a CUDA build)")
+      ->capture_default_str();
+  c->add_option("--precision", f->cuda.precision, "cuda: bf16 | fp32")->capture_default_str();
+  c->add_option("--repeats", f->cuda.repeats, "cuda: timed passes after two warm-ups")->capture_default_str();
+  c->add_option("--images", f->images, "vision on cuda: copies of the image encoded in one pass")
+      ->capture_default_str();
+  c->add_flag("--check", f->check, "vision on cuda: cosine of the output against the CPU's fp32 encoder");
   c->callback([f, run] {
     *run = [f](const kernels::KernelConfig& k) {
       f->load.kernels = k;
+      f->cuda.profile = f->profile;
       return RunBench(*f);
     };
   });

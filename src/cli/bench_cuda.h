@@ -1,0 +1,46 @@
+// cli/bench_cuda.h — `bench --device cuda`: the workloads that run on a GPU so far (issue 34): the
+// ViT (`vision`) and the GPU's own product throughput (`peak`). In a build without the CUDA
+// backend every function here answers Unimplemented, saying how to get one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "model/op_profile.h"
+#include "model/qwen2vl.h"
+
+namespace mineru::cli {
+
+// True in a build with the CUDA backend (MINERU_CUDA found nvcc).
+bool HaveCudaBackend();
+
+struct CudaVisionBench {
+  std::string precision = "bf16";  // bf16 | fp32
+  int repeats = 10;                // timed encodes after two warm-up ones
+  bool profile = false;            // one more encode, op by op (each op waited for)
+};
+
+struct CudaVisionBenchResult {
+  nlohmann::json figures;     // device, upload and encode times, TFLOP/s, memory
+  OpProfile profile;          // of the profiled encode (when asked)
+  double profiled_s = 0;      // its wall time
+  std::vector<float> output;  // the last encode's output [P / 4, out_hidden]
+};
+
+// Uploads m's vision weights to GPU 0 and encodes `pixels` (the images of `grids`, packed in one
+// pass) repeats times, end to end (pixels up, embeddings down): mean and best time per pass,
+// patches/s, TFLOP/s of the best pass (the encoder's products and attention, counted as the CPU
+// profile counts them), weight and activation bytes, the device.
+StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel& m, const std::vector<float>& pixels,
+                                                const std::vector<ImageGrid>& grids,
+                                                const CudaVisionBench& o);
+
+// The GPU's dense product throughput through the backend's own cuBLASLt path: bf16 and fp32
+// (never TF32) [8192, 8192] x [8192, 8192]^T, best of a few, in TFLOP/s; and the device.
+StatusOr<nlohmann::json> BenchPeakCuda();
+
+}  // namespace mineru::cli
