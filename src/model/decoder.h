@@ -116,11 +116,12 @@ class Decoder {
 
   const TextConfig& config() const { return c_; }
 
- private:
-  // cos/sin [n, head_dim] from the three position components per mrope_section.
+  // cos/sin [n, head_dim] from the three position components per mrope_section (M-RoPE; shared
+  // with the CUDA decoder, model/cuda/decoder_cuda.h).
   void RopeTables(int64_t n, const int64_t* pt, const int64_t* ph, const int64_t* pw, std::vector<float>* cos,
                   std::vector<float>* sin) const;
 
+ private:
   // Stores each segment's new keys and values, then attends its queries (rows of q) over its
   // whole context into attn (which may be q itself: kernels::Attention allows it).
   void AttendSegments(int layer, const std::vector<BatchSegment>& segments, const float* q, const float* k,

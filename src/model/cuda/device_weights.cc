@@ -27,22 +27,23 @@ constexpr size_t kStagingBytes = size_t{8} << 20;
 
 }  // namespace
 
-StatusOr<DeviceMatrix> UploadMatrix(const WeightView& w, CudaPrecision p,
-                                    const kernels::KernelConfig& config) {
-  if (w.rows < 0 || w.cols < 0) return InvalidArgumentError("UploadMatrix: negative shape");
+namespace {
+
+// Rows of w, widened by `config`'s kernels and narrowed to p, into m's rows from row `at` on, a
+// slab of rows at a time.
+Status UploadRowsInto(const WeightView& w, const kernels::KernelConfig& config, DeviceMatrix* m, int64_t at) {
+  if (w.rows < 0 || w.cols != m->cols || at < 0 || at + w.rows > m->rows) {
+    return InvalidArgumentError("UploadMatrix: the rows do not fit the device matrix");
+  }
   if (w.rows > 0 && w.cols > 0 && w.data == nullptr) return InvalidArgumentError("UploadMatrix: no data");
-  DeviceMatrix m;
-  m.rows = w.rows;
-  m.cols = w.cols;
-  m.precision = p;
-  const size_t elem = CudaElementBytes(p), cols = static_cast<size_t>(w.cols);
-  const size_t row_bytes = cols * elem;
-  MINERU_ASSIGN_OR_RETURN(m.buf, cu::DeviceBuffer::Allocate(static_cast<size_t>(w.rows) * row_bytes));
-  if (row_bytes == 0) return m;
+  const CudaPrecision p = m->precision;
+  const size_t cols = static_cast<size_t>(w.cols), row_bytes = cols * CudaElementBytes(p);
+  if (row_bytes == 0) return Status::Ok();
   const int64_t slab = static_cast<int64_t>(std::max<size_t>(1, kStagingBytes / row_bytes));
+  const int64_t first = std::min(slab, w.rows);
   std::vector<float> wide(cols);
-  std::vector<float> f32(p == CudaPrecision::kF32 ? static_cast<size_t>(slab) * cols : 0);
-  std::vector<cu::Bf16> b16(p == CudaPrecision::kBf16 ? static_cast<size_t>(slab) * cols : 0);
+  std::vector<float> f32(p == CudaPrecision::kF32 ? static_cast<size_t>(first) * cols : 0);
+  std::vector<cu::Bf16> b16(p == CudaPrecision::kBf16 ? static_cast<size_t>(first) * cols : 0);
   for (int64_t r0 = 0; r0 < w.rows; r0 += slab) {
     const int64_t n = std::min(slab, w.rows - r0);
     for (int64_t r = 0; r < n; ++r) {
@@ -53,7 +54,45 @@ StatusOr<DeviceMatrix> UploadMatrix(const WeightView& w, CudaPrecision p,
       }
     }
     const void* src = p == CudaPrecision::kF32 ? static_cast<const void*>(f32.data()) : b16.data();
-    MINERU_RETURN_IF_ERROR(m.buf.CopyFromHost(src, static_cast<size_t>(n) * row_bytes, r0 * row_bytes));
+    MINERU_RETURN_IF_ERROR(
+        m->buf.CopyFromHost(src, static_cast<size_t>(n) * row_bytes, (at + r0) * row_bytes));
+  }
+  return Status::Ok();
+}
+
+StatusOr<DeviceMatrix> AllocateMatrix(int64_t rows, int64_t cols, CudaPrecision p) {
+  if (rows < 0 || cols < 0) return InvalidArgumentError("UploadMatrix: negative shape");
+  DeviceMatrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.precision = p;
+  MINERU_ASSIGN_OR_RETURN(m.buf,
+                          cu::DeviceBuffer::Allocate(static_cast<size_t>(rows * cols) * CudaElementBytes(p)));
+  return m;
+}
+
+}  // namespace
+
+StatusOr<DeviceMatrix> UploadMatrix(const WeightView& w, CudaPrecision p,
+                                    const kernels::KernelConfig& config) {
+  MINERU_ASSIGN_OR_RETURN(DeviceMatrix m, AllocateMatrix(w.rows, w.cols, p));
+  MINERU_RETURN_IF_ERROR(UploadRowsInto(w, config, &m, 0));
+  return m;
+}
+
+StatusOr<DeviceMatrix> UploadStacked(const std::vector<const WeightView*>& parts, CudaPrecision p,
+                                     const kernels::KernelConfig& config) {
+  int64_t rows = 0;
+  for (const WeightView* w : parts) {
+    if (w->cols != parts.front()->cols)
+      return InvalidArgumentError("UploadStacked: the parts' widths differ");
+    rows += w->rows;
+  }
+  MINERU_ASSIGN_OR_RETURN(DeviceMatrix m, AllocateMatrix(rows, parts.empty() ? 0 : parts.front()->cols, p));
+  int64_t at = 0;
+  for (const WeightView* w : parts) {
+    MINERU_RETURN_IF_ERROR(UploadRowsInto(*w, config, &m, at));
+    at += w->rows;
   }
   return m;
 }

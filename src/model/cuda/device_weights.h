@@ -52,6 +52,11 @@ struct DeviceMatrix {
 StatusOr<DeviceMatrix> UploadMatrix(const WeightView& w, CudaPrecision p,
                                     const kernels::KernelConfig& config);
 
+// Uploads the matrices of `parts` stacked by rows into one [sum of rows, cols] matrix (the
+// decoder's q, k and v products as one). Every part must have the same cols (InvalidArgument).
+StatusOr<DeviceMatrix> UploadStacked(const std::vector<const WeightView*>& parts, CudaPrecision p,
+                                     const kernels::KernelConfig& config);
+
 // Uploads fp32 values as they are. Synchronous; an empty vector gives an empty buffer.
 StatusOr<kernels::cuda::DeviceBuffer> UploadFloats(const std::vector<float>& v);
 

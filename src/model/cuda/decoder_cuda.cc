@@ -1,0 +1,386 @@
+#include "model/cuda/decoder_cuda.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace mineru {
+
+namespace cu = kernels::cuda;
+
+// ---- CudaKvCache ----
+
+size_t CudaKvCache::BlockBytes(int block_size, int num_layers, int64_t kv_dim, CudaPrecision p) {
+  return static_cast<size_t>(num_layers) * 2 * static_cast<size_t>(block_size) * static_cast<size_t>(kv_dim) *
+         CudaElementBytes(p);
+}
+
+StatusOr<CudaKvCache> CudaKvCache::Allocate(int num_blocks, int block_size, int num_layers, int64_t kv_dim,
+                                            CudaPrecision p) {
+  if (num_blocks <= 0 || block_size <= 0 || num_layers <= 0 || kv_dim <= 0) {
+    return InvalidArgumentError("CudaKvCache: blocks, block size, layers and kv_dim must be positive");
+  }
+  CudaKvCache c;
+  c.num_blocks_ = num_blocks;
+  c.block_size_ = block_size;
+  c.num_layers_ = num_layers;
+  c.kv_dim_ = kv_dim;
+  c.precision_ = p;
+  MINERU_ASSIGN_OR_RETURN(c.buf_, cu::DeviceBuffer::Allocate(static_cast<size_t>(num_blocks) *
+                                                             BlockBytes(block_size, num_layers, kv_dim, p)));
+  return c;
+}
+
+cu::PagedKvLayout CudaKvCache::layout() const {
+  cu::PagedKvLayout L;
+  L.block_size = block_size_;
+  L.block_stride = int64_t{num_layers_} * 2 * block_size_ * kv_dim_;
+  L.row_stride = kv_dim_;
+  L.kv_dim = kv_dim_;
+  return L;
+}
+
+// ---- CudaDecoder ----
+
+namespace {
+
+Status UploadLayer(const DecoderLayerWeights& L, CudaPrecision p, const kernels::KernelConfig& k,
+                   CudaDecoderLayer* out) {
+  MINERU_ASSIGN_OR_RETURN(out->input_norm, UploadFloats(L.input_norm));
+  MINERU_ASSIGN_OR_RETURN(out->post_attn_norm, UploadFloats(L.post_attn_norm));
+  std::vector<float> bias = L.q_b;
+  bias.insert(bias.end(), L.k_b.begin(), L.k_b.end());
+  bias.insert(bias.end(), L.v_b.begin(), L.v_b.end());
+  MINERU_ASSIGN_OR_RETURN(out->qkv_b, UploadFloats(bias));
+  MINERU_ASSIGN_OR_RETURN(out->qkv, UploadStacked({&L.q, &L.k, &L.v}, p, k));
+  MINERU_ASSIGN_OR_RETURN(out->o, UploadMatrix(L.o, p, k));
+  MINERU_ASSIGN_OR_RETURN(out->gate, UploadMatrix(L.gate, p, k));
+  MINERU_ASSIGN_OR_RETURN(out->up, UploadMatrix(L.up, p, k));
+  MINERU_ASSIGN_OR_RETURN(out->down, UploadMatrix(L.down, p, k));
+  return Status::Ok();
+}
+
+size_t LayerBytes(const CudaDecoderLayer& L) {
+  return L.input_norm.size() + L.post_attn_norm.size() + L.qkv_b.size() + L.qkv.buf.size() + L.o.buf.size() +
+         L.gate.buf.size() + L.up.buf.size() + L.down.buf.size();
+}
+
+Status CheckShapes(const TextConfig& c, const TextWeights& w) {
+  const int64_t Hd = c.hidden_size, QD = int64_t{c.num_heads} * c.head_dim,
+                KD = int64_t{c.num_kv_heads} * c.head_dim;
+  const int64_t I = c.intermediate_size;
+  auto is = [](const WeightView& v, int64_t rows, int64_t cols) { return v.rows == rows && v.cols == cols; };
+  bool ok = static_cast<int>(w.layers.size()) == c.num_layers && is(w.lm_head, c.vocab_size, Hd) &&
+            static_cast<int64_t>(w.final_norm.size()) == Hd;
+  for (const DecoderLayerWeights& L : w.layers) {
+    ok = ok && is(L.q, QD, Hd) && is(L.k, KD, Hd) && is(L.v, KD, Hd) && is(L.o, Hd, QD) &&
+         is(L.gate, I, Hd) && is(L.up, I, Hd) && is(L.down, Hd, I) &&
+         static_cast<int64_t>(L.q_b.size()) == QD && static_cast<int64_t>(L.k_b.size()) == KD &&
+         static_cast<int64_t>(L.v_b.size()) == KD;
+  }
+  if (!ok) return InvalidArgumentError("CudaDecoder: the decoder weights do not have the config's shapes");
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0 || c.head_dim > cu::kMaxAttentionHeadDim ||
+      c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0) {
+    return InvalidArgumentError("CudaDecoder: unsupported head layout");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// The host's plan of one batch: its shape, which attention path it takes, and the int32 metadata
+// uploaded in one copy (offsets into it, in elements).
+struct CudaDecoder::Batch {
+  int64_t T = 0;                    // rows
+  int64_t seqs = 0;                 // segments with n > 0 (the attention's sequences)
+  int64_t max_q = 0, ctx_rows = 0;  // longest n; context rows gathered (prefill path)
+  int64_t table_stride = 0;         // decode path: entries per block-table row
+  bool decode = true;               // every attending segment has n == 1
+  std::vector<int32_t> meta;
+  int64_t slots = 0, cu_q = 0, cu_k = 0, ctx_lens = 0, tables = 0, gather = 0;
+  std::vector<float> cos, sin;
+};
+
+StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(const TextConfig& config,
+                                                           const TextWeights& weights,
+                                                           const kernels::KernelConfig& kernels,
+                                                           CudaPrecision precision) {
+  MINERU_RETURN_IF_ERROR(CheckShapes(config, weights));
+  std::unique_ptr<CudaDecoder> d(new CudaDecoder(config, weights, precision));
+  MINERU_ASSIGN_OR_RETURN(d->stream_, cu::CudaStream::Create());
+  MINERU_ASSIGN_OR_RETURN(d->gemm_, cu::GemmHandle::Create());
+  d->w_.layers.resize(weights.layers.size());
+  for (size_t l = 0; l < weights.layers.size(); ++l) {
+    MINERU_RETURN_IF_ERROR(UploadLayer(weights.layers[l], precision, kernels, &d->w_.layers[l]));
+    d->w_.bytes += LayerBytes(d->w_.layers[l]);
+  }
+  MINERU_ASSIGN_OR_RETURN(d->w_.final_norm, UploadFloats(weights.final_norm));
+  MINERU_ASSIGN_OR_RETURN(d->w_.lm_head, UploadMatrix(weights.lm_head, precision, kernels));
+  d->w_.bytes += d->w_.final_norm.size() + d->w_.lm_head.buf.size();
+  return d;
+}
+
+size_t CudaDecoder::activation_bytes() const {
+  size_t n = 0;
+  for (const GrowingBuffer* b : {&embeds_, &x_, &normed_, &qkv_, &attn_, &gate_, &up_, &kctx_, &vctx_, &cos_,
+                                 &sin_, &meta_, &hidden_, &rows_, &picked_, &logits_}) {
+    n += b->size();
+  }
+  return n;
+}
+
+// Checks the segments against the cache and builds the batch's metadata: slots of the new rows,
+// the query offsets, and per path the context lengths and block tables (decode) or the context
+// offsets and the slots to gather (prefill).
+Status CudaDecoder::Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* kv, Batch* b) {
+  if (kv == nullptr || kv->precision() != precision_) {
+    return InvalidArgumentError("CudaDecoder: the KV cache is missing or of another precision");
+  }
+  const int64_t bs = kv->block_size();
+  std::vector<int32_t> slots, cu_q{0}, cu_k{0}, ctx_lens, gather;
+  std::vector<const BatchSegment*> live;
+  std::vector<int64_t> pt, ph, pw;
+  for (const BatchSegment& s : segs) {
+    if (s.n < 0 || s.past < 0 || s.past + s.n > INT32_MAX)
+      return InvalidArgumentError("CudaDecoder: bad segment");
+    if (s.n == 0) continue;
+    if (s.block_table == nullptr || s.pos_t == nullptr || s.pos_h == nullptr || s.pos_w == nullptr) {
+      return InvalidArgumentError("CudaDecoder: a segment without positions or block table");
+    }
+    const int64_t ctx = s.past + s.n;
+    for (int64_t i = 0; i < (ctx + bs - 1) / bs; ++i) {
+      if (s.block_table[i] < 0 || s.block_table[i] >= kv->num_blocks()) {
+        return InvalidArgumentError("CudaDecoder: block " + std::to_string(s.block_table[i]) +
+                                    " is not in the cache");
+      }
+    }
+    for (int64_t p = s.past; p < ctx; ++p)
+      slots.push_back(static_cast<int32_t>(s.block_table[p / bs] * bs + p % bs));
+    pt.insert(pt.end(), s.pos_t, s.pos_t + s.n);
+    ph.insert(ph.end(), s.pos_h, s.pos_h + s.n);
+    pw.insert(pw.end(), s.pos_w, s.pos_w + s.n);
+    b->T += s.n;
+    b->max_q = std::max(b->max_q, s.n);
+    b->decode = b->decode && s.n == 1;
+    b->table_stride = std::max(b->table_stride, (ctx + bs - 1) / bs);
+    cu_q.push_back(static_cast<int32_t>(b->T));
+    live.push_back(&s);
+  }
+  if (b->T > INT32_MAX / 2) return InvalidArgumentError("CudaDecoder: too many rows in one batch");
+  b->seqs = static_cast<int64_t>(live.size());
+  for (const BatchSegment* s : live) {
+    const int64_t ctx = s->past + s->n;
+    if (b->decode) {
+      ctx_lens.push_back(static_cast<int32_t>(ctx));
+    } else {
+      for (int64_t p = 0; p < ctx; ++p)
+        gather.push_back(static_cast<int32_t>(s->block_table[p / bs] * bs + p % bs));
+      cu_k.push_back(static_cast<int32_t>(gather.size()));
+    }
+  }
+  b->ctx_rows = static_cast<int64_t>(gather.size());
+  auto append = [&](const std::vector<int32_t>& v, int64_t* at) {
+    *at = static_cast<int64_t>(b->meta.size());
+    b->meta.insert(b->meta.end(), v.begin(), v.end());
+  };
+  append(slots, &b->slots);
+  append(cu_q, &b->cu_q);
+  append(cu_k, &b->cu_k);
+  append(ctx_lens, &b->ctx_lens);
+  append(gather, &b->gather);
+  b->tables = static_cast<int64_t>(b->meta.size());
+  if (b->decode) {
+    for (const BatchSegment* s : live) {
+      const int64_t used = (s->past + s->n + bs - 1) / bs;
+      b->meta.insert(b->meta.end(), s->block_table, s->block_table + used);
+      b->meta.insert(b->meta.end(), static_cast<size_t>(b->table_stride - used), 0);
+    }
+  }
+  if (b->T > 0) host_.RopeTables(b->T, pt.data(), ph.data(), pw.data(), &b->cos, &b->sin);
+  return Status::Ok();
+}
+
+template <typename T>
+Status CudaDecoder::Attend(int layer, const Batch& b, CudaKvCache* kv) {
+  const int64_t D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
+  const int64_t QD = NH * D, KD = KV * D, QKV = QD + 2 * KD;
+  const cu::StreamHandle s = stream_.handle();
+  const cu::PagedKvLayout L = kv->layout();
+  T* cache = static_cast<T*>(kv->data());
+  const T* kc = cache + kv->key_offset(layer);
+  const T* vc = cache + kv->value_offset(layer);
+  const int32_t* meta = meta_.as<int32_t>();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  if (b.decode) {
+    cu::PagedDecodeShape p;
+    p.num_seqs = b.seqs;
+    p.num_heads = NH;
+    p.num_kv_heads = KV;
+    p.head_dim = D;
+    p.q_stride = QKV;
+    p.out_stride = QD;
+    p.context_lens = meta + b.ctx_lens;
+    p.block_tables = meta + b.tables;
+    p.block_table_stride = b.table_stride;
+    p.block_size = L.block_size;
+    p.block_stride = L.block_stride;
+    p.row_stride = L.row_stride;
+    p.scale = scale;
+    return cu::PagedDecodeAttention(qkv_.as<T>(), kc, vc, p, attn_.as<T>(), s);
+  }
+  MINERU_RETURN_IF_ERROR(
+      cu::GatherKvRows(kc, vc, L, meta + b.gather, b.ctx_rows, kctx_.as<T>(), vctx_.as<T>(), s));
+  cu::VarlenAttentionShape a;
+  a.num_seqs = b.seqs;
+  a.cu_seqlens_q = meta + b.cu_q;
+  a.cu_seqlens_k = meta + b.cu_k;
+  a.max_seqlen_q = b.max_q;
+  a.num_heads = NH;
+  a.num_kv_heads = KV;
+  a.head_dim = D;
+  a.q_stride = QKV;
+  a.k_stride = a.v_stride = KD;
+  a.out_stride = QD;
+  a.causal = true;
+  a.scale = scale;
+  return cu::VarlenAttention(qkv_.as<T>(), kctx_.as<T>(), vctx_.as<T>(), a, attn_.as<T>(), s);
+}
+
+template <typename T>
+Status CudaDecoder::Run(const float* embeds, const Batch& b, CudaKvCache* kv) {
+  const int64_t T_ = b.T, Hd = c_.hidden_size, D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
+  const int64_t QD = NH * D, KD = KV * D, QKV = QD + 2 * KD, I = c_.intermediate_size;
+  const float eps = c_.rms_norm_eps;
+  const cu::StreamHandle s = stream_.handle();
+  T* x = x_.as<T>();
+  T* normed = normed_.as<T>();
+  T* qkv = qkv_.as<T>();
+  T* gate = gate_.as<T>();
+  T* up = up_.as<T>();
+  T* cache = static_cast<T*>(kv->data());
+  const cu::PagedKvLayout L = kv->layout();
+  const int32_t* slots = meta_.as<int32_t>() + b.slots;
+  const float* cos = cos_.as<float>();
+  const float* sin = sin_.as<float>();
+  if constexpr (std::is_same_v<T, float>) {
+    MINERU_RETURN_IF_ERROR(x_.buffer().CopyFromHostAsync(embeds, T_ * Hd * sizeof(float), 0, s));
+  } else {
+    MINERU_RETURN_IF_ERROR(embeds_.buffer().CopyFromHostAsync(embeds, T_ * Hd * sizeof(float), 0, s));
+    MINERU_RETURN_IF_ERROR(cu::CastF32ToBf16(embeds_.as<float>(), T_ * Hd, x, s));
+  }
+  for (int l = 0; l < c_.num_layers; ++l) {
+    const CudaDecoderLayer& W = w_.layers[l];
+    MINERU_RETURN_IF_ERROR(cu::RmsNorm(x, T_, Hd, W.input_norm.as<float>(), eps, normed, s));
+    MINERU_RETURN_IF_ERROR(
+        cu::MatMul(gemm_, normed, T_, Hd, W.qkv.as<T>(), QKV, W.qkv_b.as<float>(), qkv, s));
+    MINERU_RETURN_IF_ERROR(cu::RopeRotateHalfRows(qkv, T_, QKV, NH, D, cos, sin, s));
+    MINERU_RETURN_IF_ERROR(cu::RopeRotateHalfRows(qkv + QD, T_, QKV, KV, D, cos, sin, s));
+    MINERU_RETURN_IF_ERROR(cu::StoreKvRows(qkv + QD, QKV, qkv + QD + KD, QKV, T_, slots, L,
+                                           cache + kv->key_offset(l), cache + kv->value_offset(l), s));
+    MINERU_RETURN_IF_ERROR(Attend<T>(l, b, kv));
+    MINERU_RETURN_IF_ERROR(cu::MatMul(gemm_, attn_.as<T>(), T_, QD, W.o.as<T>(), Hd, nullptr, normed, s));
+    MINERU_RETURN_IF_ERROR(cu::AddInPlace(x, normed, T_ * Hd, s));
+    MINERU_RETURN_IF_ERROR(cu::RmsNorm(x, T_, Hd, W.post_attn_norm.as<float>(), eps, normed, s));
+    MINERU_RETURN_IF_ERROR(cu::MatMul(gemm_, normed, T_, Hd, W.gate.as<T>(), I, nullptr, gate, s));
+    MINERU_RETURN_IF_ERROR(cu::MatMul(gemm_, normed, T_, Hd, W.up.as<T>(), I, nullptr, up, s));
+    MINERU_RETURN_IF_ERROR(cu::SiluMul(gate, up, T_ * I, gate, s));
+    MINERU_RETURN_IF_ERROR(cu::MatMul(gemm_, gate, T_, I, W.down.as<T>(), Hd, nullptr, normed, s));
+    MINERU_RETURN_IF_ERROR(cu::AddInPlace(x, normed, T_ * Hd, s));
+  }
+  return cu::RmsNorm(x, T_, Hd, w_.final_norm.as<float>(), eps, hidden_.as<T>(), s);
+}
+
+Status CudaDecoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segments,
+                                 CudaKvCache* kv) {
+  Batch b;
+  MINERU_RETURN_IF_ERROR(Prepare(segments, kv, &b));
+  last_rows_ = 0;
+  if (b.T == 0) return Status::Ok();
+  if (embeds == nullptr) return InvalidArgumentError("CudaDecoder: embeds is null");
+  const int64_t T = b.T, Hd = c_.hidden_size, D = c_.head_dim;
+  const int64_t QD = int64_t{c_.num_heads} * D, KD = int64_t{c_.num_kv_heads} * D, I = c_.intermediate_size;
+  const size_t e = CudaElementBytes(precision_);
+  const auto bytes = [](int64_t n, size_t each) { return static_cast<size_t>(n) * each; };
+  // Everything the batch needs is reserved first: a failure leaves nothing queued.
+  MINERU_RETURN_IF_ERROR(embeds_.Reserve(bytes(T * Hd, 4)));
+  MINERU_RETURN_IF_ERROR(x_.Reserve(bytes(T * Hd, e)));
+  MINERU_RETURN_IF_ERROR(normed_.Reserve(bytes(T * Hd, e)));
+  MINERU_RETURN_IF_ERROR(qkv_.Reserve(bytes(T * (QD + 2 * KD), e)));
+  MINERU_RETURN_IF_ERROR(attn_.Reserve(bytes(T * QD, e)));
+  MINERU_RETURN_IF_ERROR(gate_.Reserve(bytes(T * I, e)));
+  MINERU_RETURN_IF_ERROR(up_.Reserve(bytes(T * I, e)));
+  MINERU_RETURN_IF_ERROR(kctx_.Reserve(bytes(b.ctx_rows * KD, e)));
+  MINERU_RETURN_IF_ERROR(vctx_.Reserve(bytes(b.ctx_rows * KD, e)));
+  MINERU_RETURN_IF_ERROR(cos_.Reserve(bytes(T * D, 4)));
+  MINERU_RETURN_IF_ERROR(sin_.Reserve(bytes(T * D, 4)));
+  MINERU_RETURN_IF_ERROR(meta_.Reserve(bytes(static_cast<int64_t>(b.meta.size()), 4)));
+  MINERU_RETURN_IF_ERROR(hidden_.Reserve(bytes(T * Hd, e)));
+  const cu::StreamHandle s = stream_.handle();
+  // Pageable host memory: each upload returns once its source is read, so b may go.
+  Status st = cos_.buffer().CopyFromHostAsync(b.cos.data(), bytes(T * D, 4), 0, s);
+  if (st.ok()) st = sin_.buffer().CopyFromHostAsync(b.sin.data(), bytes(T * D, 4), 0, s);
+  if (st.ok()) st = meta_.buffer().CopyFromHostAsync(b.meta.data(), b.meta.size() * 4, 0, s);
+  if (st.ok())
+    st = precision_ == CudaPrecision::kF32 ? Run<float>(embeds, b, kv) : Run<cu::Bf16>(embeds, b, kv);
+  if (!st.ok()) {
+    (void)stream_.Synchronize();  // nothing queued outlives the failed call
+    return st;
+  }
+  last_rows_ = T;
+  return Status::Ok();
+}
+
+StatusOr<std::vector<float>> CudaDecoder::Hidden() {
+  const int64_t n = last_rows_ * c_.hidden_size;
+  std::vector<float> out(static_cast<size_t>(n));
+  if (n == 0) return out;
+  const cu::StreamHandle s = stream_.handle();
+  // bf16 is widened on the device into embeds_, which holds T * hidden fp32 (reserved by the
+  // batch) and is dead once the batch ran.
+  GrowingBuffer* from = &hidden_;
+  if (precision_ == CudaPrecision::kBf16) {
+    MINERU_RETURN_IF_ERROR(cu::CastBf16ToF32(hidden_.as<cu::Bf16>(), n, embeds_.as<float>(), s));
+    from = &embeds_;
+  }
+  MINERU_RETURN_IF_ERROR(from->buffer().CopyToHostAsync(out.data(), n * sizeof(float), 0, s));
+  MINERU_RETURN_IF_ERROR(stream_.Synchronize());
+  return out;
+}
+
+template <typename T>
+Status CudaDecoder::Logits(int64_t n, float* logits) {
+  const int64_t Hd = c_.hidden_size, V = c_.vocab_size;
+  const cu::StreamHandle s = stream_.handle();
+  MINERU_RETURN_IF_ERROR(cu::GatherRows(hidden_.as<T>(), Hd, rows_.as<int32_t>(), n, Hd, picked_.as<T>(), s));
+  MINERU_RETURN_IF_ERROR(
+      cu::MatMul(gemm_, picked_.as<T>(), n, Hd, w_.lm_head.as<T>(), V, nullptr, logits_.as<float>(), s));
+  return logits_.buffer().CopyToHostAsync(logits, static_cast<size_t>(n * V) * sizeof(float), 0, s);
+}
+
+Status CudaDecoder::Logits(const std::vector<int32_t>& rows, float* logits) {
+  const int64_t n = static_cast<int64_t>(rows.size()), Hd = c_.hidden_size, V = c_.vocab_size;
+  if (n == 0) return Status::Ok();
+  if (logits == nullptr) return InvalidArgumentError("CudaDecoder::Logits: no output");
+  for (int32_t r : rows) {
+    if (r < 0 || r >= last_rows_)
+      return InvalidArgumentError("CudaDecoder::Logits: row outside the last batch");
+  }
+  const size_t e = CudaElementBytes(precision_);
+  MINERU_RETURN_IF_ERROR(rows_.Reserve(static_cast<size_t>(n) * 4));
+  MINERU_RETURN_IF_ERROR(picked_.Reserve(static_cast<size_t>(n * Hd) * e));
+  MINERU_RETURN_IF_ERROR(logits_.Reserve(static_cast<size_t>(n * V) * 4));
+  Status st = rows_.buffer().CopyFromHostAsync(rows.data(), static_cast<size_t>(n) * 4, 0, stream_.handle());
+  if (st.ok())
+    st = precision_ == CudaPrecision::kF32 ? Logits<float>(n, logits) : Logits<cu::Bf16>(n, logits);
+  const Status done = stream_.Synchronize();
+  MINERU_RETURN_IF_ERROR(st);
+  return done;
+}
+
+}  // namespace mineru

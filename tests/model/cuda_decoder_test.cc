@@ -1,0 +1,320 @@
+// The CUDA decoder (model/cuda/decoder_cuda.h) against the Hugging Face goldens and against the
+// CPU decoder, its twin: in fp32 the goldens' final hidden states and logits within the CPU golden
+// tests' tolerance and exactly their greedy ids (prefill, then one-token decode steps through the
+// paged decode attention over a shuffled block table); in bf16 the logits within cosine 0.999 of
+// the CPU's; a mixed batch (a chunked prefill whose second chunk reads its first from the cache,
+// beside a sequence decoding) equal to the CPU's ForwardBatch over the same blocks.
+//
+// Tests that need a device skip, saying why, where there is none; scripts/gpu_check.sh runs them
+// on a GPU and fails if any skips there. The argument tests run everywhere.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "engine/block_pool.h"
+#include "golden_util.h"
+#include "kernels/cuda/device.h"
+#include "model/cuda/decoder_cuda.h"
+#include "model/mrope.h"
+#include "model/qwen2vl.h"
+
+namespace mineru {
+namespace {
+
+using testing::ExpectClose;
+using testing::FixturePath;
+using testing::Golden;
+
+constexpr int kBlockSize = 16;
+constexpr int kBlocks = 64;
+
+// One golden prompt ready for the decoder: embeddings (images encoded by the CPU encoder, exact)
+// and M-RoPE positions.
+struct Prompt {
+  std::vector<float> embeds;
+  MropePositions pos;
+  int64_t n = 0;
+};
+
+class CudaDecoderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (kernels::cuda::CudaDeviceCount(&reason) == 0) GTEST_SKIP() << "no CUDA device: " << reason;
+    auto info = kernels::cuda::ProbeUsableCudaDevice(0);
+    if (!info.ok()) GTEST_SKIP() << "no usable CUDA device: " << info.status().ToString();
+  }
+
+  void Load(const std::string& model, CudaPrecision p) {
+    auto m = Qwen2VLModel::Load(FixturePath(model), ModelLoadOptions());
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(m).value();
+    model_name_ = model;
+    auto d = CudaDecoder::Create(model_->config().text, model_->weights().text, model_->kernel_config(), p);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    gpu_ = std::move(d).value();
+    const TextConfig& t = model_->config().text;
+    auto kv =
+        CudaKvCache::Allocate(kBlocks, kBlockSize, t.num_layers, int64_t{t.num_kv_heads} * t.head_dim, p);
+    ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+    kv_ = std::make_unique<CudaKvCache>(std::move(kv).value());
+  }
+
+  Prompt MakePrompt(const Golden& golden) {
+    const ModelConfig& cfg = model_->config();
+    std::vector<int32_t> ids;
+    for (int64_t id : golden.I64("input_ids")) ids.push_back(static_cast<int32_t>(id));
+    std::vector<ImageGrid> grids;
+    std::vector<float> image_embeds;
+    if (golden.Has("image_grid_thw")) {
+      const std::vector<int64_t> thw = golden.I64("image_grid_thw");
+      for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
+      const std::vector<float> pixels = golden.F32("pixel_values");
+      image_embeds = model_->vision()
+                         .Encode(pixels.data(), static_cast<int64_t>(pixels.size()) / cfg.vision.patch_dim(),
+                                 grids, ctx_)
+                         .value();
+    }
+    Prompt p;
+    p.pos = ComputeMropePositions(ids, grids, cfg.vision.spatial_merge_size, cfg.image_token_id).value();
+    p.embeds = model_->BuildInputEmbeddings(ids, image_embeds).value();
+    p.n = static_cast<int64_t>(ids.size());
+    return p;
+  }
+
+  // Rows [from, from + n) of p as a segment after `past` cached tokens.
+  static BatchSegment Segment(const Prompt& p, int64_t from, int64_t n, int64_t past, const int32_t* table) {
+    BatchSegment s;
+    s.n = n;
+    s.past = past;
+    s.pos_t = p.pos.t.data() + from;
+    s.pos_h = p.pos.h.data() + from;
+    s.pos_w = p.pos.w.data() + from;
+    s.block_table = table;
+    return s;
+  }
+
+  std::vector<float> GpuLogits(const std::vector<int32_t>& rows) {
+    std::vector<float> out(rows.size() * static_cast<size_t>(model_->config().text.vocab_size));
+    const Status st = gpu_->Logits(rows, out.data());
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  }
+
+  std::unique_ptr<Qwen2VLModel> model_;
+  std::string model_name_;
+  std::unique_ptr<CudaDecoder> gpu_;
+  std::unique_ptr<CudaKvCache> kv_;
+  ThreadPool pool_{2};
+  kernels::KernelWorkspace ctx_{kernels::KernelConfig(), &pool_};
+};
+
+// Blocks in reverse order: a block table that is not the identity, ending at the pool's last block.
+std::vector<int32_t> ReversedTable() {
+  std::vector<int32_t> t(kBlocks);
+  std::iota(t.rbegin(), t.rend(), 0);
+  return t;
+}
+
+int32_t ArgMax(const float* row, int64_t n) {
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
+
+struct GoldenCase {
+  const char* model;
+  const char* name;
+};
+const GoldenCase kGoldenCases[] = {{"tiny", "one_image"},       {"tiny", "two_images"},
+                                   {"tiny", "text_only"},       {"tinyvocab", "one_image"},
+                                   {"tinyvocab", "two_images"}, {"tinyvocab", "text_only"}};
+
+// fp32: final hidden states and last-row logits as the goldens, then 16 greedy tokens (decode
+// steps) exactly the goldens' generated ids.
+TEST_F(CudaDecoderTest, Fp32MatchesTheGoldensAndTheirGreedyIds) {
+  for (const GoldenCase& c : kGoldenCases) {
+    SCOPED_TRACE(std::string(c.model) + "/" + c.name);
+    ASSERT_NO_FATAL_FAILURE(Load(c.model, CudaPrecision::kF32));
+    const Golden golden(c.model, c.name);
+    const Prompt p = MakePrompt(golden);
+    const std::vector<int32_t> table = ReversedTable();
+    ASSERT_LE(p.n + 16, int64_t{kBlocks} * kBlockSize);
+    ASSERT_TRUE(gpu_->ForwardBatch(p.embeds.data(), {Segment(p, 0, p.n, 0, table.data())}, kv_.get()).ok());
+    auto hidden = gpu_->Hidden();
+    ASSERT_TRUE(hidden.ok()) << hidden.status().ToString();
+    ExpectClose(*hidden, golden.F32("act.lm.final_norm"), 1e-4f, 1e-4f, "final norm");
+    const int64_t V = model_->config().text.vocab_size, Hd = model_->config().text.hidden_size;
+    std::vector<float> logits = GpuLogits({static_cast<int32_t>(p.n - 1)});
+    if (golden.Has("logits")) {
+      const std::vector<float> all = golden.F32("logits");
+      ExpectClose(logits, std::vector<float>(all.end() - V, all.end()), 1e-4f, 1e-4f, "last logits");
+    } else {
+      EXPECT_EQ(ArgMax(logits.data(), V), golden.I64("logits_argmax").back());
+    }
+    // Greedy decode: each token embedded on the host, one row through the paged decode path.
+    std::vector<int64_t> got{ArgMax(logits.data(), V)};
+    std::vector<float> e(static_cast<size_t>(Hd));
+    for (int64_t i = 1; i < 16; ++i) {
+      const int32_t tok = static_cast<int32_t>(got.back());
+      model_->decoder().Embed(&tok, 1, e.data(), model_->kernel_config());
+      const int64_t at = p.pos.next_position + i - 1;
+      BatchSegment s;
+      s.n = 1;
+      s.past = p.n + i - 1;
+      s.pos_t = s.pos_h = s.pos_w = &at;
+      s.block_table = table.data();
+      ASSERT_TRUE(gpu_->ForwardBatch(e.data(), {s}, kv_.get()).ok());
+      logits = GpuLogits({0});
+      got.push_back(ArgMax(logits.data(), V));
+    }
+    EXPECT_EQ(got, golden.I64("generated_ids"));
+  }
+}
+
+// bf16: every prompt row's logits within cosine 0.999 of the CPU decoder's fp32 logits.
+TEST_F(CudaDecoderTest, Bf16LogitsStayWithinCosineOfTheCpu) {
+  for (const GoldenCase& c : kGoldenCases) {
+    SCOPED_TRACE(std::string(c.model) + "/" + c.name);
+    ASSERT_NO_FATAL_FAILURE(Load(c.model, CudaPrecision::kBf16));
+    const Golden golden(c.model, c.name);
+    const Prompt p = MakePrompt(golden);
+    const std::vector<int32_t> table = ReversedTable();
+    ASSERT_TRUE(gpu_->ForwardBatch(p.embeds.data(), {Segment(p, 0, p.n, 0, table.data())}, kv_.get()).ok());
+    std::vector<int32_t> rows(static_cast<size_t>(p.n));
+    std::iota(rows.begin(), rows.end(), 0);
+    const std::vector<float> got = GpuLogits(rows);
+    const int64_t H = model_->config().text.hidden_size, V = model_->config().text.vocab_size;
+    KvCache cache;
+    std::vector<float> hidden(static_cast<size_t>(p.n * H)), want(static_cast<size_t>(p.n * V));
+    model_->decoder().Forward(p.embeds.data(), p.n, p.pos.t.data(), p.pos.h.data(), p.pos.w.data(), &cache,
+                              hidden.data(), ctx_);
+    model_->decoder().Logits(hidden.data(), p.n, want.data(), ctx_);
+    double worst = 1, mean = 0;
+    for (int64_t r = 0; r < p.n; ++r) {
+      double dot = 0, a2 = 0, b2 = 0;
+      for (int64_t j = 0; j < V; ++j) {
+        const double a = got[r * V + j], b = want[r * V + j];
+        dot += a * b, a2 += a * a, b2 += b * b;
+      }
+      const double cs = dot / std::sqrt(std::max(a2 * b2, 1e-300));
+      worst = std::min(worst, std::isnan(cs) ? -1.0 : cs);
+      mean += cs / static_cast<double>(p.n);
+    }
+    EXPECT_GE(worst, 0.999);
+    EXPECT_GE(mean, 0.999);
+  }
+}
+
+// A mixed batch over blocks the two sequences share a pool of: step 1 prefills the first half of A
+// and all of B; step 2 the rest of A (reading its first half from the cache) beside B's first
+// decode token; step 3 one decode token each. Every step's hidden states equal the CPU decoder's
+// over a CPU pool with the same block ids.
+TEST_F(CudaDecoderTest, MixedBatchesMatchTheCpu) {
+  ASSERT_NO_FATAL_FAILURE(Load("tinyvocab", CudaPrecision::kF32));
+  const Prompt a = MakePrompt(Golden("tinyvocab", "one_image"));
+  const Prompt b = MakePrompt(Golden("tinyvocab", "text_only"));
+  const TextConfig& t = model_->config().text;
+  const int64_t H = t.hidden_size;
+  BlockPool cpu_pool(kBlocks, kBlockSize, t.num_layers, t.num_kv_heads * t.head_dim, KvType::kF32);
+  for (int i = 0; i < kBlocks; ++i) ASSERT_TRUE(cpu_pool.Allocate().has_value());
+  // A takes odd blocks from the top, B even blocks from the bottom: interleaved, never shared.
+  std::vector<int32_t> ta, tb;
+  for (int i = 0; i < kBlocks / 2; ++i) {
+    ta.push_back(kBlocks - 1 - 2 * i);
+    tb.push_back(2 * i);
+  }
+  ASSERT_LE(a.n + 2, int64_t{kBlocks / 2} * kBlockSize);
+  const int64_t half = a.n / 2 + 3;  // not a block boundary for the fixtures' lengths
+  // Decode tokens: the prompts' next positions, embeddings of token 5.
+  std::vector<float> tok(static_cast<size_t>(H));
+  const int32_t five = 5;
+  model_->decoder().Embed(&five, 1, tok.data(), model_->kernel_config());
+  const int64_t a_next = a.pos.next_position, b_next = b.pos.next_position, b_next2 = b_next + 1;
+  auto run = [&](const std::vector<float>& embeds, const std::vector<BatchSegment>& segs) {
+    ASSERT_TRUE(gpu_->ForwardBatch(embeds.data(), segs, kv_.get()).ok());
+    auto got = gpu_->Hidden();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    std::vector<float> want(embeds.size());
+    model_->decoder().ForwardBatch(embeds.data(), segs, &cpu_pool, want.data(), ctx_);
+    ExpectClose(*got, want, 1e-4f, 1e-4f, "hidden states");
+  };
+  auto rows = [&](const Prompt& p, int64_t from, int64_t n) {
+    return std::vector<float>(p.embeds.begin() + from * H, p.embeds.begin() + (from + n) * H);
+  };
+  std::vector<float> e1 = rows(a, 0, half), b_all = rows(b, 0, b.n);
+  e1.insert(e1.end(), b_all.begin(), b_all.end());
+  ASSERT_NO_FATAL_FAILURE(run(e1, {Segment(a, 0, half, 0, ta.data()), Segment(b, 0, b.n, 0, tb.data())}));
+  std::vector<float> e2 = rows(a, half, a.n - half);
+  e2.insert(e2.end(), tok.begin(), tok.end());
+  BatchSegment bd;
+  bd.n = 1;
+  bd.past = b.n;
+  bd.pos_t = bd.pos_h = bd.pos_w = &b_next;
+  bd.block_table = tb.data();
+  ASSERT_NO_FATAL_FAILURE(run(e2, {Segment(a, half, a.n - half, half, ta.data()), bd}));
+  std::vector<float> e3 = tok;
+  e3.insert(e3.end(), tok.begin(), tok.end());
+  BatchSegment ad;
+  ad.n = 1;
+  ad.past = a.n;
+  ad.pos_t = ad.pos_h = ad.pos_w = &a_next;
+  ad.block_table = ta.data();
+  bd.past = b.n + 1;
+  bd.pos_t = bd.pos_h = bd.pos_w = &b_next2;
+  ASSERT_NO_FATAL_FAILURE(run(e3, {ad, bd}));
+}
+
+// Malformed batches are refused before anything is queued, and the decoder stays usable.
+TEST_F(CudaDecoderTest, RefusesMalformedBatches) {
+  ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kBf16));
+  const Prompt p = MakePrompt(Golden("tiny", "text_only"));
+  std::vector<int32_t> table = ReversedTable();
+  table[0] = kBlocks;  // past the cache
+  EXPECT_EQ(gpu_->ForwardBatch(p.embeds.data(), {Segment(p, 0, p.n, 0, table.data())}, kv_.get()).code(),
+            StatusCode::kInvalidArgument);
+  const TextConfig& t = model_->config().text;
+  auto f32 = CudaKvCache::Allocate(2, kBlockSize, t.num_layers, int64_t{t.num_kv_heads} * t.head_dim,
+                                   CudaPrecision::kF32);
+  ASSERT_TRUE(f32.ok());
+  table = ReversedTable();
+  EXPECT_EQ(gpu_->ForwardBatch(p.embeds.data(), {Segment(p, 0, p.n, 0, table.data())}, &*f32).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu_->ForwardBatch(nullptr, {Segment(p, 0, p.n, 0, table.data())}, kv_.get()).code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(gpu_->ForwardBatch(p.embeds.data(), {Segment(p, 0, p.n, 0, table.data())}, kv_.get()).ok());
+  EXPECT_EQ(gpu_->Logits({static_cast<int32_t>(p.n)}, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(GpuLogits({static_cast<int32_t>(p.n - 1)}).size(), static_cast<size_t>(t.vocab_size));
+}
+
+// Runs everywhere: shapes are checked before the device is touched; without a device Create says
+// Unavailable.
+TEST(CudaDecoderArgsTest, CreateChecksTheShapesAndTheDevice) {
+  auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  TextConfig wrong = (*m)->config().text;
+  wrong.intermediate_size += 2;
+  EXPECT_EQ(CudaDecoder::Create(wrong, (*m)->weights().text, (*m)->kernel_config(), CudaPrecision::kBf16)
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(CudaKvCache::Allocate(0, 16, 2, 64, CudaPrecision::kBf16).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(CudaKvCache::BlockBytes(16, 24, 128, CudaPrecision::kBf16), size_t{24} * 2 * 16 * 128 * 2);
+  auto d = CudaDecoder::Create((*m)->config().text, (*m)->weights().text, (*m)->kernel_config(),
+                               CudaPrecision::kBf16);
+  if (kernels::cuda::ProbeUsableCudaDevice(0).ok()) {
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+  } else {
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().code(), StatusCode::kUnavailable) << d.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace mineru
