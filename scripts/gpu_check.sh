@@ -101,7 +101,9 @@ if [ "${1:-}" = --run ]; then
   for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     if [ -e "$d/libcublasLt.so.13" ]; then cuda_libs=$d && break; fi
   done
-  export LD_LIBRARY_PATH="$bundle/lib${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # Only our binaries see the bundle's libraries (this build machine's libstdc++, OpenSSL, ...):
+  # the GPU machine's own programs (python3 and PyTorch for the anchor) keep theirs.
+  bundle_libs="$bundle/lib${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # The golden fixtures from this checkout (the binaries were built where the tree lay elsewhere).
   export MINERU_TEST_FIXTURES=$PWD/tests/fixtures
   source_desc="bundle $bundle"
@@ -112,6 +114,16 @@ else
   cli=$build/src/cli/mineru-cpp
   source_desc="build $build ($(grep -m1 '^CMAKE_CUDA_ARCHITECTURES' "$build/CMakeCache.txt" | cut -d= -f2))"
 fi
+# Runs one of our binaries (with the bundle's libraries in --run mode) under a time limit.
+run_ours() {  # SECONDS BINARY ARGS...
+  local limit=$1
+  shift
+  if [ -n "${bundle_libs:-}" ]; then
+    timeout "$limit" env LD_LIBRARY_PATH="$bundle_libs" "$@"
+  else
+    timeout "$limit" "$@"
+  fi
+}
 binary_of() {  # NAME -> path
   if [ "${bundle:-}" ]; then echo "$bindir/$(basename "$1")"; else echo "$bindir/$1"; fi
 }
@@ -158,7 +170,7 @@ for t in "${CUDA_TESTS[@]}"; do
     continue
   fi
   rc=0
-  timeout 300 "$bin" --gtest_color=no >"$log" 2>&1 || rc=$?
+  run_ours 240 "$bin" --gtest_color=no >"$log" 2>&1 || rc=$?
   # One line per test: "[       OK ] Suite.Name (12 ms)", "[  FAILED  ] ...", "[  SKIPPED ] ...".
   while read -r result test ms; do
     echo "| \`$test\` | $result | $ms ms |" >>"$report"
@@ -184,7 +196,7 @@ run_bench() {  # NAME ARGS...
   local name=$1
   shift
   local rc=0
-  timeout 300 "$cli" bench --json "$@" >"$out/bench_$name.json" 2>"$out/bench_$name.log" || rc=$?
+  run_ours 180 "$cli" bench --json "$@" >"$out/bench_$name.json" 2>"$out/bench_$name.log" || rc=$?
   if [ "$rc" -ne 0 ]; then
     bench_failed=$((bench_failed + 1))
     bench_note="${bench_note}bench $name: exit $rc ($(tail -1 "$out/bench_$name.log")); "
@@ -199,17 +211,22 @@ elif [ ! -x "$cli" ]; then
   bench_note="mineru-cpp missing: $cli"
 else
   model=${GPU_CHECK_MODEL:-${TMPDIR:-/tmp}/mineru-random}
-  if [ ! -f "$model/config.json" ]; then
-    "$cli" gen-model --preset mineru2.5 --out "$model" >"$out/gen_model.log" 2>&1 ||
-      die "gen-model failed: $(tail -1 "$out/gen_model.log")"
+  # model.safetensors is written last (through a rename): a folder without it is unfinished.
+  if [ ! -f "$model/model.safetensors" ] &&
+    ! run_ours 240 "$cli" gen-model --preset mineru2.5 -o "$model" >"$out/gen_model.log" 2>&1; then
+    bench_failed=1
+    bench_note="gen-model failed: $(tail -1 "$out/gen_model.log"); "
+  else
+    run_bench peak --device cuda --workload peak
+    run_bench vision_bf16 --device cuda --workload vision --model "$model" --precision bf16 --profile --check
+    run_bench vision_bf16_x8 --device cuda --workload vision --model "$model" --precision bf16 --images 8 \
+      --repeats 3
+    # fp32 against the CPU too: near 1.0 there, so a bf16 cosine under the bar is rounding, not a bug.
+    run_bench vision_fp32 --device cuda --workload vision --model "$model" --precision fp32 --repeats 3 --check
   fi
-  run_bench peak --device cuda --workload peak
-  run_bench vision_bf16 --device cuda --workload vision --model "$model" --precision bf16 --profile --check
-  run_bench vision_bf16_x8 --device cuda --workload vision --model "$model" --precision bf16 --images 8
-  run_bench vision_fp32 --device cuda --workload vision --model "$model" --precision fp32
   # The side-by-side anchor: transformers' ViT on the same weights, where PyTorch is installed.
-  if python3 -c 'import torch, transformers, safetensors' >/dev/null 2>&1; then
-    timeout 300 python3 scripts/hf_vision_bench.py "$model" >"$out/bench_hf_vision.json" \
+  if [ -f "$model/model.safetensors" ] && python3 -c 'import torch, transformers, safetensors' >/dev/null 2>&1; then
+    timeout 180 python3 scripts/hf_vision_bench.py "$model" >"$out/bench_hf_vision.json" \
       2>"$out/bench_hf_vision.log" || bench_note="${bench_note}transformers anchor failed (see bench_hf_vision.log); "
   else
     bench_note="${bench_note}no transformers anchor (PyTorch or transformers not installed); "
@@ -219,7 +236,10 @@ fi
 # fails), where python3 can read the JSON.
 bench_summary=""
 if [ -s "$out/bench_vision_bf16.json" ] && command -v python3 >/dev/null 2>&1; then
-  bench_summary=$(python3 scripts/gpu_bench_summary.py "$out") || bench_failed=$((bench_failed + 1))
+  if ! bench_summary=$(python3 scripts/gpu_bench_summary.py "$out"); then
+    bench_failed=$((bench_failed + 1))
+    bench_note="${bench_note}the GPU's ViT output is not within cosine 0.999 of the CPU's (see the table); "
+  fi
 fi
 
 # One probe line per distinct answer (every test binary prints its own).

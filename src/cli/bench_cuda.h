@@ -21,7 +21,8 @@ bool HaveCudaBackend();
 struct CudaVisionBench {
   std::string precision = "bf16";  // bf16 | fp32
   int repeats = 10;                // timed encodes after two warm-up ones
-  bool profile = false;            // one more encode, op by op (each op waited for)
+  bool profile = false;            // report the per-op profile (the profiled encode, op by op with
+                                   // each op waited for, always runs: it counts the work)
 };
 
 struct CudaVisionBenchResult {

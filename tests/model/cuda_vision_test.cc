@@ -156,6 +156,7 @@ TEST_F(CudaVisionTest, PackedImagesMatchTheCpuAndThemselvesAlone) {
   const std::vector<float> pixels = Pixels(P, pd, 11);
   const std::vector<float> packed = Gpu(pixels, grids);
   const std::vector<float> cpu = Cpu(pixels, grids);
+  ASSERT_EQ(packed.size(), static_cast<size_t>(P / 4 * H));  // the loop below indexes into it
   ExpectClose(packed, cpu, 1e-4f, 1e-4f, "packed pass vs CPU");
   int64_t row = 0, out_row = 0;
   for (const ImageGrid& g : grids) {

@@ -77,12 +77,13 @@ Status CheckShapes(const TextConfig& c, const TextWeights& w) {
   const int64_t I = c.intermediate_size;
   auto is = [](const WeightView& v, int64_t rows, int64_t cols) { return v.rows == rows && v.cols == cols; };
   bool ok = static_cast<int>(w.layers.size()) == c.num_layers && is(w.lm_head, c.vocab_size, Hd) &&
-            static_cast<int64_t>(w.final_norm.size()) == Hd;
+            static_cast<int64_t>(w.final_norm.size()) == Hd && c.vocab_size > 0;
   for (const DecoderLayerWeights& L : w.layers) {
     ok = ok && is(L.q, QD, Hd) && is(L.k, KD, Hd) && is(L.v, KD, Hd) && is(L.o, Hd, QD) &&
          is(L.gate, I, Hd) && is(L.up, I, Hd) && is(L.down, Hd, I) &&
          static_cast<int64_t>(L.q_b.size()) == QD && static_cast<int64_t>(L.k_b.size()) == KD &&
-         static_cast<int64_t>(L.v_b.size()) == KD;
+         static_cast<int64_t>(L.v_b.size()) == KD && static_cast<int64_t>(L.input_norm.size()) == Hd &&
+         static_cast<int64_t>(L.post_attn_norm.size()) == Hd;
   }
   if (!ok) return InvalidArgumentError("CudaDecoder: the decoder weights do not have the config's shapes");
   if (c.head_dim <= 0 || c.head_dim % 2 != 0 || c.head_dim > cu::kMaxAttentionHeadDim ||
@@ -322,7 +323,8 @@ Status CudaDecoder::ForwardBatch(const float* embeds, const std::vector<BatchSeg
   MINERU_RETURN_IF_ERROR(meta_.Reserve(bytes(static_cast<int64_t>(b.meta.size()), 4)));
   MINERU_RETURN_IF_ERROR(hidden_.Reserve(bytes(T * Hd, e)));
   const cu::StreamHandle s = stream_.handle();
-  // Pageable host memory: each upload returns once its source is read, so b may go.
+  // Pageable host memory: cudaMemcpyAsync returns once the source is staged (the runtime API's
+  // "API synchronization behavior"), so b (and the caller's embeds) may go when this returns.
   Status st = cos_.buffer().CopyFromHostAsync(b.cos.data(), bytes(T * D, 4), 0, s);
   if (st.ok()) st = sin_.buffer().CopyFromHostAsync(b.sin.data(), bytes(T * D, 4), 0, s);
   if (st.ok()) st = meta_.buffer().CopyFromHostAsync(b.meta.data(), b.meta.size() * 4, 0, s);

@@ -64,8 +64,17 @@ Status CheckShapes(const VisionConfig& c, const VisionWeights& w) {
   for (const VisionBlockWeights& b : w.blocks) {
     ok = ok && is(b.qkv, 3 * E, E) && is(b.proj, E, E) && is(b.fc1, M, E) && is(b.fc2, E, M);
   }
+  auto len = [](const std::vector<float>& v, int64_t n) { return static_cast<int64_t>(v.size()) == n; };
+  ok = ok && len(w.merger_ln_w, E) && len(w.merger_ln_b, E) && len(w.merger_fc1_b, ME) &&
+       len(w.merger_fc2_b, c.out_hidden_size);
+  for (const VisionBlockWeights& b : w.blocks) {
+    ok = ok && len(b.norm1_w, E) && len(b.norm1_b, E) && len(b.norm2_w, E) && len(b.norm2_b, E) &&
+         len(b.qkv_b, 3 * E) && len(b.proj_b, E) && len(b.fc1_b, M) && len(b.fc2_b, E);
+  }
   if (!ok)
     return InvalidArgumentError("CudaVisionEncoder: the vision weights do not have the config's shapes");
+  if (c.spatial_merge_size <= 0)
+    return InvalidArgumentError("CudaVisionEncoder: spatial_merge_size must be positive");
   if (E <= 0 || c.num_heads <= 0 || E % c.num_heads != 0 || c.head_dim() % 4 != 0) {
     return InvalidArgumentError("CudaVisionEncoder: embed_dim must split into heads of a multiple of 4");
   }
@@ -212,6 +221,7 @@ Status CudaVisionEncoder::Run(Pass& pass, OpProfile* profile) {
   const T* pixels = pix_.as<T>();
   if constexpr (!std::is_same_v<T, float>) {
     MINERU_RETURN_IF_ERROR(cu::CastF32ToBf16(pix_f32_.as<float>(), P * pd, pix_.as<T>(), s));
+    if (profile != nullptr) MINERU_RETURN_IF_ERROR(stream_.Synchronize());  // the first timer starts idle
   }
   MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kPatchEmbed, 2.0 * P * pd * E, stream_, [&] {
     return cu::MatMul(gemm_, pixels, P, pd, w_.patch_embed.as<T>(), E, nullptr, x_.as<T>(), s);
@@ -263,7 +273,8 @@ StatusOr<std::vector<float>> CudaVisionEncoder::Encode(const float* pixel_values
   sin.reserve(static_cast<size_t>(P * D));
   VisionRopeTables(grids, merge, static_cast<int>(D), &cos, &sin);
   const cu::StreamHandle s = stream_.handle();
-  // Pageable host memory: each upload returns once its source is read, so the locals may go.
+  // Pageable host memory: cudaMemcpyAsync returns once the source is staged (the runtime API's
+  // "API synchronization behavior"); the locals live until the final Synchronize anyway.
   GrowingBuffer& pixels = bf16 ? pix_f32_ : pix_;
   Status st = pixels.buffer().CopyFromHostAsync(pixel_values, bytes(P * pd, 4), 0, s);
   if (st.ok()) st = cos_.buffer().CopyFromHostAsync(cos.data(), bytes(P * D, 4), 0, s);
