@@ -11,6 +11,10 @@
 #include "engine/model_runner.h"
 #include "engine/output_processor.h"
 #include "engine/sequence.h"
+#include "model/cpu_backend.h"
+#if MINERU_HAVE_CUDA
+#include "model/cuda/cuda_backend.h"
+#endif
 
 namespace mineru {
 namespace {
@@ -60,27 +64,57 @@ KvType ResolveKvType(KvCacheType want, const Qwen2VLModel& model) {
 
 KvType Engine::kv_type() const { return blocks_->kv_type(); }
 
+// The backend, the block pool (its storage: the CPU's, or bookkeeping only beside a GPU cache)
+// and the runner over them; returns the number of KV blocks.
+StatusOr<int> Engine::CreateBackend() {
+  const TextConfig& t = model_.config().text;
+  const int kv_dim = t.num_kv_heads * t.head_dim;
+  const KvType kv_type = ResolveKvType(cfg_.kv_type, model_);
+  std::unique_ptr<ModelBackend> backend;
+  int num_blocks = 0;
+  if (cfg_.device.device == ComputeDevice::kCuda) {
+#if MINERU_HAVE_CUDA
+    CudaBackendConfig cc;
+    cc.device = cfg_.device;
+    cc.block_size = cfg_.block_size;
+    cc.kv_blocks = cfg_.kv_blocks;
+    cc.max_batch_tokens = cfg_.max_batch_tokens;
+    cc.max_seqs = cfg_.max_seqs;
+    MINERU_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::Create(model_, cc));
+    num_blocks = cuda->num_blocks();
+    blocks_ = std::make_unique<BlockPool>(num_blocks, cfg_.block_size, t.num_layers, 0, kv_type);
+    backend = std::move(cuda);
+#else
+    return UnimplementedError(
+        "this build has no CUDA backend: build with -DMINERU_CUDA=ON where the CUDA 13 toolkit is installed");
+#endif
+  } else {
+    const size_t per_block =
+        static_cast<size_t>(t.num_layers) * 2 * cfg_.block_size * kv_dim * KvTypeBytes(kv_type);
+    num_blocks = cfg_.kv_blocks > 0
+                     ? cfg_.kv_blocks
+                     : static_cast<int>(std::max<size_t>(1, (cfg_.kv_cache_mb << 20) / per_block));
+    blocks_ = std::make_unique<BlockPool>(num_blocks, cfg_.block_size, t.num_layers, kv_dim, kv_type);
+    backend = std::make_unique<CpuBackend>(model_, pool_.get(), blocks_.get());
+  }
+  device_description_ = backend->Describe();
+  runner_ = std::make_unique<ModelRunner>(model_, std::move(backend), cfg_.image_cache_mb << 20);
+  return num_blocks;
+}
+
 StatusOr<std::unique_ptr<Engine>> Engine::Create(const Qwen2VLModel& model, const Tokenizer* tokenizer,
                                                  const EngineConfig& config) {
   if (config.block_size <= 0 || config.max_batch_tokens <= 0 || config.max_seqs <= 0) {
     return InvalidArgumentError("engine: block size, batch tokens and sequences must be positive");
   }
   std::unique_ptr<Engine> e(new Engine(model, tokenizer, config));
-  const TextConfig& t = model.config().text;
-  const int kv_dim = t.num_kv_heads * t.head_dim;
-  const KvType kv_type = ResolveKvType(config.kv_type, model);
-  const size_t per_block =
-      static_cast<size_t>(t.num_layers) * 2 * config.block_size * kv_dim * KvTypeBytes(kv_type);
-  const int num_blocks = config.kv_blocks > 0
-                             ? config.kv_blocks
-                             : static_cast<int>(std::max<size_t>(1, (config.kv_cache_mb << 20) / per_block));
-  e->blocks_ = std::make_unique<BlockPool>(num_blocks, config.block_size, t.num_layers, kv_dim, kv_type);
+  e->pool_ = std::make_unique<ThreadPool>(config.threads > 0 ? config.threads : ThreadPool::DefaultThreads());
+  MINERU_ASSIGN_OR_RETURN(const int num_blocks, e->CreateBackend());
   SchedulerConfig sc;
   sc.max_batch_tokens = config.max_batch_tokens;
   sc.max_seqs = config.max_seqs;
   sc.prefix_caching = config.prefix_caching;
   e->sched_ = std::make_unique<Scheduler>(sc, e->blocks_.get());
-  e->pool_ = std::make_unique<ThreadPool>(config.threads > 0 ? config.threads : ThreadPool::DefaultThreads());
   std::vector<int32_t> eos = model.config().eos_token_ids;
   if (tokenizer) {
     for (const char* s : {"<|im_end|>", "<|endoftext|>"}) {
@@ -92,8 +126,6 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const Qwen2VLModel& model, cons
   limits.max_prompt_tokens = config.max_prompt_tokens;
   limits.kv_capacity_tokens = int64_t{num_blocks} * config.block_size;
   e->inputs_ = std::make_unique<InputProcessor>(model, tokenizer, limits, std::move(eos));
-  e->runner_ =
-      std::make_unique<ModelRunner>(model, e->pool_.get(), e->blocks_.get(), config.image_cache_mb << 20);
   e->stats_.kv_blocks_total = num_blocks;
   e->loop_ = std::thread([p = e.get()] { p->Loop(); });
   return e;
@@ -233,12 +265,15 @@ bool Engine::RunStep() {
   // Activations are bounded by the batch budget, but memory can still run out (other requests,
   // other processes): the sequences of this step fail, the others go on.
   std::vector<int64_t> sample_ids;
+  Status pass;
   try {
-    runner_->Forward(
+    pass = runner_->Forward(
         plan, *sched_, [this](int64_t id) -> Sequence& { return Seq(id); }, &sample_ids);
   } catch (const std::bad_alloc&) {
-    const std::string error =
-        OutOfMemoryError("running a batch of " + std::to_string(T) + " tokens").message();
+    pass = OutOfMemoryError("running a batch of " + std::to_string(T) + " tokens");
+  }
+  if (!pass.ok()) {
+    const std::string error = pass.message();
     for (const ScheduledSeq& p : plan.seqs) {
       auto it = seqs_.find(p.id);
       if (it == seqs_.end()) continue;

@@ -29,6 +29,7 @@
 #include "engine/finish_reason.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "model/backend.h"
 #include "model/qwen2vl.h"
 #include "tokenizer/tokenizer.h"
 
@@ -55,6 +56,11 @@ struct EngineConfig {
   int64_t max_prompt_tokens = 16384;
   int max_new_tokens = 16384;  // per request
   size_t max_queued = 4096;    // requests waiting or running; more are refused
+  // Where the model runs (model/backend.h). kCuda (CUDA builds): the weights, activations and KV
+  // cache in GPU memory, the KV cache sized by device.gpu_memory (kv_cache_mb and kv_type do not
+  // apply; kv_blocks still does); Create fails with Unimplemented in a build without CUDA and
+  // Unavailable without a usable GPU.
+  DeviceOptions device;
 };
 
 struct EngineRequest {
@@ -146,12 +152,18 @@ class Engine {
   const Qwen2VLModel& model() const { return model_; }
   const Tokenizer* tokenizer() const { return tok_; }
   KvType kv_type() const;  // the KV cache's element type (EngineConfig::kv_type resolved)
+  // Where the model runs, in one line (for logs and reports): "cpu (AVX3, 16 threads)",
+  // "cuda:0 NVIDIA H100 ..., bf16, KV cache N blocks (M MiB), ...".
+  const std::string& device_description() const { return device_description_; }
   // The engine's worker pool, for work on the caller's thread between requests (bench, probes).
   // Not reentrant: its ParallelFor must not run while the loop runs a step, nor nested.
   ThreadPool* pool() { return pool_.get(); }
 
  private:
   Engine(const Qwen2VLModel& model, const Tokenizer* tok, const EngineConfig& config);
+  // Makes the model backend for cfg_.device, the block pool and the runner; returns the number
+  // of KV blocks.
+  StatusOr<int> CreateBackend();
   // Queues a prepared sequence (waiting up to wait_s for room); the loop admits it.
   Status Enqueue(std::unique_ptr<Sequence> s, double wait_s);
   void Loop();
@@ -179,6 +191,7 @@ class Engine {
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<InputProcessor> inputs_;
   std::unique_ptr<ModelRunner> runner_;
+  std::string device_description_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -2,22 +2,12 @@
 
 #include <cstring>
 #include <new>
+#include <utility>
 
 namespace mineru {
-namespace {
-
-// Patches encoded in one pass at most: the activations grow with them (~25 KB a patch, plus the
-// encoder's MLP chunk), so a page's crops are encoded in passes no larger than its layout image
-// (5,476 patches at 1036x1036, which is one pass whatever the cap) instead of all at once (28,724
-// patches on the bench page: 1.7 GB of activations); the page's peak is then the layout pass's.
-// A pass repacks the quantized vision weights once where they were not packed at load (rows
-// quantized at load; ~5% of a 1036x1036 image's time).
-constexpr int64_t kMaxPatchesPerPass = 4096;
-
-}  // namespace
-
-ModelRunner::ModelRunner(const Qwen2VLModel& model, ThreadPool* pool, KvStore* kv, size_t image_cache_bytes)
-    : model_(model), kernels_(model.kernel_config(), pool), kv_(kv), image_cache_(image_cache_bytes) {}
+ModelRunner::ModelRunner(const Qwen2VLModel& model, std::unique_ptr<ModelBackend> backend,
+                         size_t image_cache_bytes)
+    : model_(model), backend_(std::move(backend)), image_cache_(image_cache_bytes) {}
 
 std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses,
                                     size_t start, size_t end, const std::function<Status()>& health,
@@ -43,7 +33,7 @@ std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const st
         std::vector<float>().swap(in.pixel_values);
       }
     }
-    auto out = model_.vision().Encode(std::move(packed), grids, kernels_);
+    auto out = backend_->EncodeImages(std::move(packed), grids);
     if (!out.ok()) return "vision encoding failed: " + out.status().message();
     // Weights that changed under the pass make garbage embeddings: never cache them.
     if (Status h = health(); !h.ok()) return h.message();
@@ -87,7 +77,7 @@ void ModelRunner::EncodeImages(const std::vector<Sequence*>& seqs, const std::fu
     int64_t patches = 0;
     for (; end < misses.size(); ++end) {
       const int64_t p = seqs[misses[end].seq]->inputs[misses[end].image].grid.num_patches();
-      if (end > start && patches + p > kMaxPatchesPerPass) break;
+      if (end > start && patches + p > backend_->max_patches_per_pass()) break;
       patches += p;
     }
     const std::string error = EncodePass(seqs, misses, start, end, health, &slots);
@@ -135,7 +125,7 @@ void ModelRunner::GatherInputs(const StepPlan& plan, const Scheduler& sched,
       if (j < plen && s.image_row[j] >= 0) {
         std::memcpy(dst, s.embeds.data() + s.image_row[j] * H, sizeof(float) * H);
       } else {
-        dec.Embed(j < plen ? &s.prompt[j] : &s.generated[j - plen], 1, dst, kernels_.config());
+        dec.Embed(j < plen ? &s.prompt[j] : &s.generated[j - plen], 1, dst, model_.kernel_config());
       }
       // Generated tokens continue the text positions after the prompt's last one.
       const int64_t q = s.pos.next_position + (j - plen);
@@ -154,32 +144,27 @@ void ModelRunner::GatherInputs(const StepPlan& plan, const Scheduler& sched,
   }
 }
 
-void ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
-                          const std::function<Sequence&(int64_t)>& seq, std::vector<int64_t>* sample_ids) {
-  const int64_t H = model_.config().text.hidden_size, V = model_.config().text.vocab_size;
+Status ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
+                            const std::function<Sequence&(int64_t)>& seq, std::vector<int64_t>* sample_ids) {
+  const int64_t V = model_.config().text.vocab_size;
   std::vector<float> embeds;
   std::vector<std::vector<int64_t>> pos;
   std::vector<BatchSegment> segs;
   GatherInputs(plan, sched, seq, &embeds, &pos, &segs);
-  model_.decoder().ForwardBatch(embeds.data(), segs, kv_, embeds.data(), kernels_);  // in place
-  const std::vector<float>& hidden = embeds;
-
   // A sequence samples once every known token is computed: after this step, start + n reaches
   // its token count. Its last row goes through one batched LM head with the others.
-  std::vector<float> last;
+  std::vector<int32_t> rows;
   int64_t row = 0;
   for (const ScheduledSeq& p : plan.seqs) {
     row += p.n;
     if (p.start + p.n == sched.NumTokens(p.id)) {
       sample_ids->push_back(p.id);
-      last.insert(last.end(), hidden.begin() + (row - 1) * H, hidden.begin() + row * H);
+      rows.push_back(static_cast<int32_t>(row - 1));
     }
   }
-  if (logits_.size() < sample_ids->size() * static_cast<size_t>(V))
-    logits_.resize(sample_ids->size() * static_cast<size_t>(V));
-  if (!sample_ids->empty()) {
-    model_.decoder().Logits(last.data(), static_cast<int64_t>(sample_ids->size()), logits_.data(), kernels_);
-  }
+  if (logits_.size() < rows.size() * static_cast<size_t>(V))
+    logits_.resize(rows.size() * static_cast<size_t>(V));
+  return backend_->Forward(&embeds, segs, rows, logits_.data());
 }
 
 }  // namespace mineru

@@ -1,19 +1,20 @@
 // engine/model_runner.h — the engine's model runner (internal to engine/): its only caller of
 // the model. Encodes new images (through the image cache, in packed passes) and runs one packed
-// decoder pass plus the LM head for a step plan. Loop thread only.
+// decoder pass plus the LM head for a step plan, on a ModelBackend (model/backend.h: the CPU's
+// kernels or a GPU), so everything around the two computations is one code path. Loop thread only.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
-#include "base/thread_pool.h"
 #include "engine/image_cache.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
-#include "kernels/context.h"
+#include "model/backend.h"
 #include "model/decoder.h"
 #include "model/qwen2vl.h"
 
@@ -21,10 +22,9 @@ namespace mineru {
 
 class ModelRunner {
  public:
-  // model, pool and kv (the paged cache the scheduler's block tables index) are borrowed and
-  // must outlive the runner. The kernels run with the model's configuration on pool, keeping their
-  // scratch in the runner between steps.
-  ModelRunner(const Qwen2VLModel& model, ThreadPool* pool, KvStore* kv, size_t image_cache_bytes);
+  // model is borrowed and must outlive the runner; the backend (which holds or borrows the paged
+  // cache the scheduler's block tables index) is owned.
+  ModelRunner(const Qwen2VLModel& model, std::unique_ptr<ModelBackend> backend, size_t image_cache_bytes);
 
   // Fills each sequence's `embeds` with its images' embeddings, in prompt order: cache hits,
   // and the misses encoded together in packed passes (attention stays per image). On return,
@@ -37,17 +37,20 @@ class ModelRunner {
   // One packed decoder pass over the plan (block tables from `sched`; `seq` maps an id to its
   // sequence). The sequences whose known tokens are then all computed sample now: their ids are
   // appended to *sample_ids and their logits are rows of logits() [ids, vocab]. May throw
-  // std::bad_alloc (activations).
-  void Forward(const StepPlan& plan, const Scheduler& sched, const std::function<Sequence&(int64_t)>& seq,
-               std::vector<int64_t>* sample_ids);
+  // std::bad_alloc (activations); a backend's error (a GPU fault) is returned, and then the
+  // pass's cache rows are undefined.
+  Status Forward(const StepPlan& plan, const Scheduler& sched, const std::function<Sequence&(int64_t)>& seq,
+                 std::vector<int64_t>* sample_ids);
   // Mutable: sampling transforms a row in place (penalties, temperature).
   float* logits() { return logits_.data(); }
 
   const ImageCache& image_cache() const { return image_cache_; }
 
-  // Frees the scratch the kernels keep between steps (for an idle engine; it grows again on the
+  // Frees the scratch the backend keeps between steps (for an idle engine; it grows again on the
   // next step).
-  void ReleaseScratch() { kernels_.ReleaseScratch(); }
+  void ReleaseScratch() { backend_->ReleaseScratch(); }
+  // Where the model runs, in one line (ModelBackend::Describe).
+  std::string DescribeBackend() const { return backend_->Describe(); }
 
  private:
   struct ImageSlot {
@@ -64,8 +67,7 @@ class ModelRunner {
                     std::vector<std::vector<int64_t>>* pos, std::vector<BatchSegment>* segs) const;
 
   const Qwen2VLModel& model_;
-  kernels::KernelWorkspace kernels_;  // model_.kernel_config() on the engine's pool
-  KvStore* kv_;
+  std::unique_ptr<ModelBackend> backend_;
   ImageCache image_cache_;
   std::vector<float> logits_;  // reused across steps: [16, vocab] is ~10 MB
 };

@@ -1,0 +1,53 @@
+// model/backend.h — where the model's two computations run: the seam between the engine (its
+// scheduler, block tables, prefix and image caches and samplers: one code path) and a device.
+//
+// A ModelBackend encodes packed images and runs one packed decoder pass plus the LM head for the
+// rows that sample. The CPU backend (model/cpu_backend.h) runs the model's own VisionEncoder and
+// Decoder over the engine's BlockPool; the CUDA backend (model/cuda/cuda_backend.h, CUDA builds)
+// runs model/cuda's encoder and decoder over a KV cache in GPU memory whose block ids are the
+// same BlockPool's (kept there for bookkeeping only).
+// One thread at a time (the engine's loop).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/decoder.h"
+#include "model/vision_encoder.h"
+
+namespace mineru {
+
+enum class ComputeDevice { kCpu, kCuda };
+
+// What `--device`, `--gpu-precision` and `--gpu-memory` ask for.
+struct DeviceOptions {
+  ComputeDevice device = ComputeDevice::kCpu;
+  bool gpu_fp32 = false;        // fp32 weights and activations on the GPU (tests); bf16 otherwise
+  double gpu_memory = 0.9;      // (0, 1]: that share of the GPU's memory; > 1: that many bytes
+  int64_t gpu_max_patches = 0;  // patches per vision pass on the GPU (0: the backend's default)
+};
+
+class ModelBackend {
+ public:
+  virtual ~ModelBackend() = default;
+
+  // Embeddings [P / merge_unit, hidden] of the images of `grids`, packed in one pass (pixels
+  // [P, patch_dim], consumed). Errors fail this pass's requests only.
+  virtual StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
+                                                    const std::vector<ImageGrid>& grids) = 0;
+  // One packed decoder pass over `segments` (embeds [T, hidden], which the backend may overwrite),
+  // then logits [rows.size(), vocab] of the given rows of the pass into `logits`. A failure leaves
+  // the cache rows of this pass undefined (the engine fails the pass's sequences).
+  virtual Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                         const std::vector<int32_t>& rows, float* logits) = 0;
+  // Most patches one EncodeImages call should get (the runner splits larger work into passes).
+  virtual int64_t max_patches_per_pass() const = 0;
+  // Frees the scratch kept between calls (an idle engine); it grows again on the next call.
+  virtual void ReleaseScratch() = 0;
+  // One line for logs: "cpu (AVX3, 16 threads)", "cuda:0 NVIDIA H100 ..., bf16".
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace mineru
