@@ -50,10 +50,12 @@ struct BenchFlags {
   bool profile = false;  // vision: time and GFLOP/s per op kind
   std::string target;    // SIMD tier cap (kernels::KernelConfigForTier); "" = MINERU_KERNELS's
   KvCacheType kv_type = KvCacheType::kAuto;
-  std::string device = "cpu";  // cpu | cuda (cuda: the vision and peak workloads, cli/bench_cuda.h)
-  CudaVisionBench cuda;        // --precision, --repeats, --profile
-  int images = 1;              // vision on cuda: copies of the image packed in one pass
-  bool check = false;          // vision on cuda: cosine of the output against the CPU's fp32 path
+  DeviceFlags dev;       // --device, --gpu-memory, --gpu-precision
+  CudaVisionBench cuda;  // vision and peak on cuda (cli/bench_cuda.h): --repeats, --profile
+  int pages = 64;        // pages: copies of the page workload submitted together
+  int max_seqs = 0;      // sequences decoding together (0: 64, or --concurrency when larger)
+  int images = 1;        // vision on cuda: copies of the image packed in one pass
+  bool check = false;    // vision on cuda: cosine of the output against the CPU's fp32 path
 };
 
 double PeakRssMb() {
@@ -290,6 +292,42 @@ Status BenchPage(BenchContext& c, const Json& w) {
   return Status::Ok();
 }
 
+// pages: --pages copies of the page workload submitted together, as a server parsing many pages
+// at once runs them: every layout request, then every crop of every page.
+Status BenchPages(BenchContext& c, const Json& w) {
+  if (c.f.pages < 1 || c.f.pages > 1024) return InvalidArgumentError("--pages must be 1..1024");
+  const Json& L = w["layout"];
+  const double t0 = Now();
+  std::vector<EngineRequest> layouts, crops;
+  int64_t tokens = 0;
+  for (int p = 0; p < c.f.pages; ++p) {
+    layouts.push_back(ImageRequest(SyntheticImage(L["w"], L["h"], 2 + 1000 * p),
+                                   w["prompts"][L["prompt"].get<std::string>()], L["out"]));
+    tokens += L["out"].get<int64_t>();
+  }
+  MINERU_ASSIGN_OR_RETURN(Batch lb, RunAll(c.e, std::move(layouts)));
+  uint32_t seed = 10;
+  for (int p = 0; p < c.f.pages; ++p) {
+    for (const Json& b : w["blocks"]) {
+      crops.push_back(ImageRequest(SyntheticImage(b["w"], b["h"], seed++ + 1000 * p),
+                                   w["prompts"][b["prompt"].get<std::string>()], b["out"]));
+      tokens += b["out"].get<int64_t>();
+    }
+  }
+  MINERU_ASSIGN_OR_RETURN(Batch bb, RunAll(c.e, std::move(crops)));
+  const double wall = Now() - t0;
+  c.out["pages"] = c.f.pages;
+  c.out["requests"] = lb.done.size() + bb.done.size();
+  c.out["wall_s"] = wall;
+  c.out["layout_wall_s"] = lb.wall_s;
+  c.out["blocks_wall_s"] = bb.wall_s;
+  c.out["pages_s"] = c.f.pages / wall;
+  c.out["new_tokens"] = tokens;
+  c.out["output_tok_s"] = tokens / wall;
+  c.out["patches"] = WorkloadPatches(c.m, w) * c.f.pages;
+  return Status::Ok();
+}
+
 // chat: the turns of one conversation about one image, each after the previous answer.
 Status BenchChat(BenchContext& c, const Json& w) {
   const Json& chat = w["chat"];
@@ -330,6 +368,7 @@ Status BenchWorkloadFile(BenchContext& c) {
   if (!ParseJson(text, {}, &w).ok() || !w.is_object() || !w.contains("prompts"))
     return InvalidArgumentError(wf + ": not a workload file");
   try {
+    if (c.f.workload == "pages") return BenchPages(c, w);
     return c.f.workload == "page" ? BenchPage(c, w) : BenchChat(c, w);
   } catch (const Json::exception& ex) {
     return InvalidArgumentError(wf + ": malformed workload: " + ex.what());
@@ -420,8 +459,9 @@ using WorkloadFn = Status (*)(BenchContext&);
 
 // The workloads that run on a loaded model (peak needs none and is dispatched before loading).
 constexpr std::pair<std::string_view, WorkloadFn> kWorkloads[] = {
-    {"decode", BenchTokens},     {"prefill", BenchTokens},    {"vision", BenchVision},
-    {"page", BenchWorkloadFile}, {"chat", BenchWorkloadFile}, {"accuracy", BenchAccuracy},
+    {"decode", BenchTokens},      {"prefill", BenchTokens},    {"vision", BenchVision},
+    {"page", BenchWorkloadFile},  {"chat", BenchWorkloadFile}, {"accuracy", BenchAccuracy},
+    {"pages", BenchWorkloadFile},
 };
 
 // The workload's function, or null for an unknown name.
@@ -549,7 +589,7 @@ int RunBenchCuda(const BenchFlags& f, const ModelLoadOptions& load) {
     return 0;
   }
   if (f.workload == "vision") return RunVisionCuda(f, load);
-  return Fail("--device cuda runs the vision and peak workloads so far: the CUDA decoder is not built yet");
+  return Fail("bench: " + f.workload + " is not a GPU microbenchmark");
 }
 
 int RunBench(const BenchFlags& f) {
@@ -564,11 +604,17 @@ int RunBench(const BenchFlags& f) {
     load.kernels.target = tier->target;
     load.kernels.dot_extension = tier->dot_extension;
   }
-  if (f.device == "cuda") return RunBenchCuda(f, load);
-  if (f.device != "cpu") return Fail("--device must be cpu or cuda");
+  auto device = ResolveDevice(f.dev, f.json);
+  if (!device.ok()) return Fail(device.status().ToString());
+  // The GPU's own microbenchmarks: the ViT alone and the product peak; every other workload runs
+  // through the engine on the chosen device.
+  if (device->device == ComputeDevice::kCuda && (f.workload == "peak" || f.workload == "vision")) {
+    return RunBenchCuda(f, load);
+  }
   if (f.workload == "peak") return RunPeak(f, load.kernels);
   const WorkloadFn run = FindWorkload(f.workload);
-  if (run == nullptr) return Fail("--workload must be decode, prefill, vision, page, chat, accuracy or peak");
+  if (run == nullptr)
+    return Fail("--workload must be decode, prefill, vision, page, pages, chat, accuracy or peak");
   const std::string dir = ResolveModelDir(f.model);
   const double t_load = Now();
   ThreadPool load_pool(ResolveThreads(f.threads));
@@ -586,6 +632,8 @@ int RunBench(const BenchFlags& f) {
   ec.threads = static_cast<int>(ResolveThreads(f.threads));
   ec.max_batch_tokens = f.batch_tokens;
   ec.kv_type = f.kv_type;
+  ec.max_seqs = f.max_seqs > 0 ? f.max_seqs : std::max(ec.max_seqs, f.concurrency);
+  ec.device = *device;
   auto engine = Engine::Create(m, tok.get(), ec);
   if (!engine.ok()) return Fail(engine.status().ToString());
   Json out = {{"workload", f.workload}, {"threads", ec.threads},
@@ -595,6 +643,8 @@ int RunBench(const BenchFlags& f) {
   // Memory right after load: mapped weights count in RSS once touched (panel packing reads the
   // decoder's); anonymous memory is what load copied or built.
   out["kv_type"] = KvTypeName((*engine)->kv_type());
+  out["device"] = (*engine)->device_description();
+  out["max_seqs"] = ec.max_seqs;
   // Load's freed heap (the tokenizer's parsed JSON) given back first, as the engine does when it
   // goes idle: otherwise the figure depends on whether the engine's thread got there yet.
   malloc_trim(0);
@@ -616,7 +666,8 @@ void AddBench(CLI::App& app, Action* run) {
   auto f = std::make_shared<BenchFlags>();
   CLI::App* c = app.add_subcommand("bench", "Measure vision/prefill/decode/page speed on fixed workloads");
   c->add_option("--model", f->model, "Model directory (e.g. from gen-model --preset mineru2.5)");
-  c->add_option("--workload", f->workload, "decode | prefill | vision | page | chat | accuracy | peak")
+  c->add_option("--workload", f->workload,
+                "decode | prefill | vision | page | pages | chat | accuracy | peak")
       ->capture_default_str();
   c->add_option("--workload-file", f->workload_file,
                 "Page workload JSON (default: bench/page_workload.json)");
@@ -635,18 +686,19 @@ void AddBench(CLI::App& app, Action* run) {
   c->add_flag("--json", f->json, "One-line JSON");
   c->add_flag("--profile", f->profile,
               "vision: time and GFLOP/s per op kind (patch embed, norms, products, ...)");
-  c->add_option("--device", f->device,
-                "cpu | cuda (cuda: the vision and peak workloads on GPU 0; needs a CUDA build)")
-      ->capture_default_str();
-  c->add_option("--precision", f->cuda.precision, "cuda: bf16 | fp32")->capture_default_str();
+  AddDeviceFlags(c, &f->dev);
   c->add_option("--repeats", f->cuda.repeats, "cuda: timed passes after two warm-ups")->capture_default_str();
   c->add_option("--images", f->images, "vision on cuda: copies of the image encoded in one pass")
       ->capture_default_str();
   c->add_flag("--check", f->check, "vision on cuda: cosine of the output against the CPU's fp32 encoder");
+  c->add_option("--pages", f->pages, "pages: copies of the page workload submitted together")
+      ->capture_default_str();
+  c->add_option("--max-seqs", f->max_seqs, "Sequences decoding together (default: 64, or --concurrency)");
   c->callback([f, run] {
     *run = [f](const kernels::KernelConfig& k) {
       f->load.kernels = k;
       f->cuda.profile = f->profile;
+      f->cuda.precision = f->dev.gpu_precision;
       return RunBench(*f);
     };
   });

@@ -26,6 +26,7 @@ struct ChatFlags {
   std::string quant;
   ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
   SamplingParams sampling;
+  DeviceFlags device;  // --device, --gpu-memory, --gpu-precision
 };
 
 int RunChat(const ChatFlags& f) {
@@ -43,6 +44,9 @@ int RunChat(const ChatFlags& f) {
   }
   EngineConfig ec;
   ec.threads = static_cast<int>(ResolveThreads(f.threads));
+  auto device = ResolveDevice(f.device);
+  if (!device.ok()) return Fail(device.status().ToString());
+  ec.device = *device;
   auto engine = Engine::Create(**model, tok->get(), ec);
   if (!engine.ok()) return Fail(engine.status().ToString());
 
@@ -116,6 +120,7 @@ void AddChat(CLI::App& app, Action* run) {
   c->add_option("--threads", f->threads, "Worker threads (default: all cores)");
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   AddModelFileFlags(c, &f->load);
+  AddDeviceFlags(c, &f->device);
   AddSamplingFlags(c, &f->sampling);
   c->callback([f, run] {
     *run = [f](const kernels::KernelConfig& k) {

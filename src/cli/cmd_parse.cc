@@ -45,6 +45,7 @@ struct ParseFlags {
   KvCacheType kv_type = KvCacheType::kAuto;
   std::string quant;
   ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
+  DeviceFlags device;     // --device, --gpu-memory, --gpu-precision
 };
 
 bool HasDocExtension(const std::string& name) {
@@ -223,6 +224,9 @@ int LoadBackend(const ParseFlags& f, BackendStack* st) {
   ec.threads = static_cast<int>(ResolveThreads(f.threads));
   ec.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
   ec.kv_type = f.kv_type;
+  auto device = ResolveDevice(f.device, f.quiet);
+  if (!device.ok()) return Fail(device.status().ToString());
+  ec.device = *device;
   auto e = Engine::Create(*st->model, st->tok.get(), ec);
   if (!e.ok()) return Fail(e.status().ToString());
   st->engine = std::move(e).value();
@@ -322,6 +326,7 @@ void AddParse(CLI::App& app, Action* run) {
       ->check(CLI::Range(0.0, 86400.0));
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   AddKvCacheFlag(c, &f->kv_type);
+  AddDeviceFlags(c, &f->device);
   c->callback([f, run] {
     *run = [f](const kernels::KernelConfig& k) {
       f->load.kernels = k;

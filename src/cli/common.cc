@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -9,6 +10,9 @@
 #include "base/thread_pool.h"
 #include "download/download.h"
 #include "engine/model_tokenizer.h"
+#if MINERU_HAVE_CUDA
+#include "kernels/cuda/device.h"
+#endif
 
 namespace mineru::cli {
 
@@ -84,6 +88,50 @@ void AddKvCacheFlag(CLI::App* c, KvCacheType* type) {
        },
        "KV cache type: auto (f16 for quantized weights, f32 otherwise), f32 or f16")
       ->check(CLI::IsMember({"auto", "f32", "f16"}));
+}
+
+void AddDeviceFlags(CLI::App* c, DeviceFlags* f) {
+  c->add_option("--device", f->device,
+                "Where the model runs: cpu, cuda (GPU 0; a CUDA build) or auto (the GPU when one is usable, "
+                "else the CPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
+  c->add_option("--gpu-memory", f->gpu_memory,
+                "GPU memory this process may use: a share of the GPU's (0-1] or bytes (> 1); the KV cache "
+                "takes what the weights and activations leave")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--gpu-precision", f->gpu_precision, "Weights and activations on the GPU: bf16 or fp32")
+      ->check(CLI::IsMember({"bf16", "fp32"}))
+      ->capture_default_str();
+}
+
+StatusOr<DeviceOptions> ResolveDevice(const DeviceFlags& f, bool quiet) {
+  DeviceOptions o;
+  o.gpu_memory = f.gpu_memory;
+  o.gpu_fp32 = f.gpu_precision == "fp32";
+  if (f.device == "cpu") return o;
+#if MINERU_HAVE_CUDA
+  const StatusOr<kernels::cuda::CudaDeviceInfo> gpu = kernels::cuda::ProbeUsableCudaDevice(0);
+  if (gpu.ok()) {
+    o.device = ComputeDevice::kCuda;
+    if (!quiet) std::fprintf(stderr, "device: %s\n", kernels::cuda::DescribeCudaDevice(*gpu).c_str());
+    return o;
+  }
+  const std::string why = gpu.status().message();
+#else
+  const std::string why =
+      "this build has no CUDA backend (build with -DMINERU_CUDA=ON where the CUDA 13 toolkit is)";
+#endif
+  if (f.device == "cuda") {
+#if MINERU_HAVE_CUDA
+    return gpu.status();
+#else
+    return UnimplementedError(why);
+#endif
+  }
+  if (!quiet) std::fprintf(stderr, "device: cpu (--device auto: %s)\n", why.c_str());
+  return o;
 }
 
 void AddModelFileFlags(CLI::App* c, ModelLoadOptions* o) {

@@ -46,6 +46,19 @@ void ConfigureAllocatorForModel();
 // --kv-cache auto|f32|f16: the KV cache's element type (EngineConfig::kv_type).
 void AddKvCacheFlag(CLI::App* c, KvCacheType* type);
 
+// --device cpu|cuda|auto, --gpu-memory and --gpu-precision: where the model runs
+// (EngineConfig::device). Resolved by ResolveDevice once the command runs.
+struct DeviceFlags {
+  std::string device = "cpu";
+  double gpu_memory = 0.9;
+  std::string gpu_precision = "bf16";
+};
+void AddDeviceFlags(CLI::App* c, DeviceFlags* f);
+// The device the flags ask for: "cuda" needs a CUDA build (Unimplemented otherwise) and a usable
+// GPU (Unavailable otherwise); "auto" takes the GPU when one is usable, else the CPU, and says
+// which on stderr (with why when it falls back) unless quiet.
+StatusOr<DeviceOptions> ResolveDevice(const DeviceFlags& f, bool quiet = false);
+
 // Threads: flag value if > 0, else the hardware count.
 size_t ResolveThreads(int flag);
 

@@ -9,6 +9,7 @@
 #include "../model/golden_util.h"
 #include "engine/engine.h"
 #include "engine/image_cache.h"
+#include "engine_test_util.h"
 #include "image/decode.h"
 
 namespace mineru {
@@ -16,53 +17,10 @@ namespace {
 
 using testing::FixturePath;
 using testing::Golden;
-
-struct GoldenCase {
-  std::string model, name;
-  std::vector<int32_t> raw_ids;  // image runs compacted to one token
-  std::vector<RgbImage> images;
-  std::vector<int32_t> want;
-};
-
-std::vector<GoldenCase> LoadCases(const std::string& model, int32_t image_token) {
-  std::vector<GoldenCase> out;
-  for (const char* name : {"one_image", "two_images", "text_only"}) {
-    Golden g(model, name);
-    GoldenCase c{model, name, {}, {}, {}};
-    int64_t prev = -1;
-    for (int64_t id : g.I64("input_ids")) {
-      if (!(id == image_token && prev == image_token)) c.raw_ids.push_back(static_cast<int32_t>(id));
-      prev = id;
-    }
-    for (int64_t id : g.I64("generated_ids")) c.want.push_back(static_cast<int32_t>(id));
-    const std::string meta = ReadFileToString(FixturePath(model + "/golden_" + name + ".json")).value();
-    for (const char* img : {"image0.png", "image1.png", "image2.png"}) {
-      if (meta.find(img) != std::string::npos) c.images.push_back(DecodeImageFile(FixturePath(img)).value());
-    }
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
-EngineRequest GreedyRequest(const GoldenCase& c) {
-  EngineRequest r;
-  r.prompt_ids = c.raw_ids;
-  r.images = c.images;
-  r.max_new_tokens = 16;
-  r.ignore_eos = true;
-  return r;
-}
-
-EngineRequest Unrelated(int i, int vocab) {
-  EngineRequest r;
-  for (int k = 0; k < 5 + 7 * i; ++k) r.prompt_ids.push_back((k * 37 + i * 101) % std::min(vocab, 1900));
-  r.max_new_tokens = 3 + 5 * i;
-  r.ignore_eos = true;
-  r.sampling.temperature = 0.8f;
-  r.sampling.top_k = 20;
-  r.sampling.seed = 1000 + i;
-  return r;
-}
+using testing::GoldenCase;
+using testing::GreedyRequest;
+using testing::LoadCases;
+using testing::Unrelated;
 
 struct Variant {
   int max_batch_tokens, kv_blocks, max_seqs;
@@ -319,6 +277,28 @@ TEST_F(EngineTest, ManyConcurrentClientsFromManyThreads) {
   for (auto& t : threads) t.join();
   for (int i = 2; i < 8; ++i) EXPECT_EQ(results[i], results[i % 2]);
   EXPECT_EQ(e->Stats().kv_blocks_used, 0);
+}
+
+// --device cuda where it cannot run is a clear error from Create, never a crash or a silent CPU
+// run: Unimplemented in a build without the CUDA backend, Unavailable without a usable GPU (CI);
+// on a GPU machine the engine runs and says where.
+TEST(EngineDeviceTest, CudaIsAClearErrorWhereItCannotRun) {
+  auto model = Qwen2VLModel::Load(FixturePath("tiny")).value();
+  EngineConfig cfg;
+  cfg.threads = 1;
+  cfg.device.device = ComputeDevice::kCuda;
+  auto engine = Engine::Create(*model, nullptr, cfg);
+  if (engine.ok()) {
+    EXPECT_NE((*engine)->device_description().find("cuda:0"), std::string::npos);
+  } else {
+    EXPECT_TRUE(engine.status().code() == StatusCode::kUnimplemented ||
+                engine.status().code() == StatusCode::kUnavailable)
+        << engine.status().ToString();
+  }
+  cfg.device.device = ComputeDevice::kCpu;
+  auto cpu = Engine::Create(*model, nullptr, cfg);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  EXPECT_EQ((*cpu)->device_description().rfind("cpu (", 0), 0u) << (*cpu)->device_description();
 }
 
 }  // namespace
