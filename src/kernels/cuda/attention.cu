@@ -6,12 +6,14 @@
 // whenever the maximum grows. Each query row belongs to a quad of kQuad adjacent threads: a thread
 // scores kTileK / kQuad of the tile's keys and accumulates every kQuad-th output dimension.
 //
-// This is the plain fp32 SIMT form, the correctness baseline of the twin tests; a tensor-core
-// (mma.sync bf16) form for the ViT's long images is a later step behind the same signature.
+// This is the plain fp32 SIMT form: fp32 attention, and bf16 heads whose size is not a multiple of
+// 16; bf16 heads of 16 to 128 in steps of 16 take the tensor-core form (attention_tc.cu).
 
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/device_math.cuh"
 
@@ -175,6 +177,9 @@ Status LaunchVarlen(const T* q, const T* k, const T* v, const VarlenAttentionSha
   MINERU_RETURN_IF_ERROR(CheckVarlen(kOp, s));
   if (s.num_seqs == 0 || s.max_seqlen_q == 0) return Status::Ok();
   MINERU_RETURN_IF_ERROR(CheckPointers(kOp, {q, k, v, out, s.cu_seqlens_q, s.cu_seqlens_k}));
+  if constexpr (std::is_same_v<T, Bf16>) {
+    if (VarlenTensorCoreFits(s)) return LaunchVarlenTensorCore(q, k, v, s, out, stream);
+  }
   const int ld = static_cast<int>(s.head_dim) + 1;
   const size_t smem = sizeof(float) * static_cast<size_t>((kTileQ + 2 * kTileK) * ld + kTileQ * (kTileK + 1));
   using D = typename DeviceType<T>::type;
