@@ -9,18 +9,21 @@
 #                                          Needs the project's build dependencies on the GPU machine.
 #   scripts/gpu_check.sh --bundle DIR [BUILD_DIR]
 #                                          on a machine with nvcc but no GPU (this project's build
-#                                          machines): build the CUDA tests (default BUILD_DIR
-#                                          build-cuda) and copy them with the shared libraries they
-#                                          need beyond glibc and cuBLAS into DIR/bin and DIR/lib.
-#                                          Runs nothing.
-#   scripts/gpu_check.sh --run DIR         on the GPU machine: run a bundle made by --bundle (the
-#                                          GPU machines here have the driver, nvcc and CMake, but
-#                                          not the project's -dev packages; cuBLAS comes from their
-#                                          CUDA 13 runtime: $CUDA_HOME/lib64 or /usr/local/cuda).
+#                                          machines): build mineru-cpp and the CUDA tests (default
+#                                          BUILD_DIR build-cuda), package them as a deployment is
+#                                          packaged (scripts/package_gpu.sh: launchers, binaries,
+#                                          every library but cuBLAS and the driver, glibc included)
+#                                          into DIR, and compress that to DIR.tar.xz (what travels:
+#                                          the folder is over 64 MiB, the archive ~20 MB). Runs nothing.
+#   scripts/gpu_check.sh --run DIR|DIR.tar.xz
+#                                          on the GPU machine: run a bundle made by --bundle through
+#                                          its launchers (the GPU machines here have the driver and
+#                                          CUDA 13's cuBLAS, not the project's -dev packages), so the
+#                                          deployment's own path is what gets checked.
 #
 # E.g. build here, run there:  scripts/gpu_check.sh --bundle build-cuda/gpu-bundle, then on the GPU
-# machine (build-cuda/ is git-ignored, so it travels only when asked to)
-# scripts/gpu_check.sh --run build-cuda/gpu-bundle.
+# machine (build-cuda/ is git-ignored, so it travels only when asked to: carry
+# build-cuda/gpu-bundle.tar.xz) scripts/gpu_check.sh --run build-cuda/gpu-bundle.tar.xz.
 #
 # Fails (exit 1) when a build step fails, a test fails or crashes, or when nvidia-smi shows a GPU
 # but a CUDA test skipped: the tests skip only without a usable device, so a skip beside a visible
@@ -52,61 +55,34 @@ configure_and_build() {  # BUILD_DIR
   cmake --build "$build" -j"${GPU_CHECK_JOBS:-$(nproc)}" --target "${targets[@]}"
 }
 
-# --bundle: the test binaries and every shared library they load except glibc's own (libc, libm,
-# libpthread, libdl, librt, the loader): libstdc++, libgcc_s and the project's (libhwy) travel.
-# Copies binary $1 into $2/bin and the libraries it loads into $2/lib, stripped (symbols are not
-# needed to run, and the bundle travels under a size limit).
-bundle_binary() {
-  local bin=$1 dest=$2
-  cp "$bin" "$dest/bin/"
-  strip --strip-unneeded "$dest/bin/$(basename "$bin")" 2>/dev/null || true
-  ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
-      # cuBLAS (~0.5 GB) stays behind: the GPU machine's CUDA 13 runtime has it (--run looks there).
-      libcublas*) ;;
-      *)
-        if [ ! -e "$dest/lib/$(basename "$lib")" ]; then
-          cp -L "$lib" "$dest/lib/"
-          chmod u+w "$dest/lib/$(basename "$lib")"
-          strip --strip-unneeded "$dest/lib/$(basename "$lib")" 2>/dev/null || true
-        fi
-        ;;
-    esac
-  done
-}
-
 if [ "${1:-}" = --bundle ]; then
   [ $# -ge 2 ] || die "--bundle needs a folder"
   bundle=$2
   build=${3:-build-cuda}
   configure_and_build "$build"
-  rm -rf "$bundle"
-  mkdir -p "$bundle/bin" "$bundle/lib"
-  for t in "${CUDA_TESTS[@]}"; do bundle_binary "$build/tests/$t" "$bundle"; done
-  bundle_binary "$build/src/cli/mineru-cpp" "$bundle"
-  echo "gpu_check: bundle in $bundle ($(du -sh "$bundle" | cut -f1)): $(ls "$bundle/bin" | tr '\n' ' ')(libraries: $(ls "$bundle/lib" | tr '\n' ' '))"
+  tests=()
+  for t in "${CUDA_TESTS[@]}"; do tests+=("$build/tests/$t"); done
+  PACKAGE_GPU_NO_WEB=1 bash scripts/package_gpu.sh "$bundle" "$build" "${tests[@]}"
+  tar -C "$(dirname "$bundle")" -cf - "$(basename "$bundle")" | xz -T0 -6 >"$bundle.tar.xz"
+  echo "gpu_check: $bundle.tar.xz ($(du -h "$bundle.tar.xz" | cut -f1)) to carry"
   exit 0
 fi
 
 if [ "${1:-}" = --run ]; then
-  [ $# -ge 2 ] || die "--run needs a bundle folder"
+  [ $# -ge 2 ] || die "--run needs a bundle folder or its .tar.xz"
   bundle=$2
   case $bundle in /*) ;; *) bundle=$PWD/$bundle ;; esac
-  [ -d "$bundle/bin" ] || die "$bundle/bin: no such folder (make the bundle with --bundle)"
-  bindir=$bundle/bin
-  cli=$bindir/mineru-cpp
-  # cuBLAS/cuBLASLt from the machine's CUDA 13 runtime (the bundle leaves them out).
-  cuda_libs=""
-  for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-    if [ -e "$d/libcublasLt.so.13" ]; then cuda_libs=$d && break; fi
-  done
-  # Only our binaries see the bundle's libraries (this build machine's libstdc++, OpenSSL, ...):
-  # the GPU machine's own programs (python3 and PyTorch for the anchor) keep theirs.
-  bundle_libs="$bundle/lib${cuda_libs:+:$cuda_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [ -f "$bundle" ] && [ "${bundle%.tar.xz}" != "$bundle" ]; then
+    unpacked=$(mktemp -d)
+    xz -dc "$bundle" | tar -C "$unpacked" -xf -
+    bundle=$unpacked/$(basename "${bundle%.tar.xz}")
+  fi
+  [ -x "$bundle/mineru-cpp" ] || die "$bundle/mineru-cpp: no launcher there (make the bundle with --bundle)"
+  bindir=$bundle
+  cli=$bundle/mineru-cpp
   # The golden fixtures from this checkout (the binaries were built where the tree lay elsewhere).
   export MINERU_TEST_FIXTURES=$PWD/tests/fixtures
-  source_desc="bundle $bundle"
+  source_desc="bundle $2, run through its launchers"
 else
   build=${1:-build-gpu}
   configure_and_build "$build"
@@ -114,15 +90,11 @@ else
   cli=$build/src/cli/mineru-cpp
   source_desc="build $build ($(grep -m1 '^CMAKE_CUDA_ARCHITECTURES' "$build/CMakeCache.txt" | cut -d= -f2))"
 fi
-# Runs one of our binaries (with the bundle's libraries in --run mode) under a time limit.
+# Runs one of our binaries (a bundle's launcher, or a build's binary) under a time limit.
 run_ours() {  # SECONDS BINARY ARGS...
   local limit=$1
   shift
-  if [ -n "${bundle_libs:-}" ]; then
-    timeout "$limit" env LD_LIBRARY_PATH="$bundle_libs" "$@"
-  else
-    timeout "$limit" "$@"
-  fi
+  timeout "$limit" "$@"
 }
 binary_of() {  # NAME -> path
   if [ "${bundle:-}" ]; then echo "$bindir/$(basename "$1")"; else echo "$bindir/$1"; fi
