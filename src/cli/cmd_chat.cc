@@ -46,7 +46,7 @@ int RunChat(const ChatFlags& f) {
   ec.threads = static_cast<int>(ResolveThreads(f.threads));
   auto device = ResolveDevice(f.device);
   if (!device.ok()) return Fail(device.status().ToString());
-  ec.device = *device;
+  ApplyDevice(*device, f.device, &ec);
   auto engine = Engine::Create(**model, tok->get(), ec);
   if (!engine.ok()) return Fail(engine.status().ToString());
 
@@ -121,6 +121,7 @@ void AddChat(CLI::App& app, Action* run) {
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   AddModelFileFlags(c, &f->load);
   AddDeviceFlags(c, &f->device);
+  AddBatchFlags(c, &f->device);
   AddSamplingFlags(c, &f->sampling);
   c->callback([f, run] {
     *run = [f](const kernels::KernelConfig& k) {

@@ -226,7 +226,7 @@ int LoadBackend(const ParseFlags& f, BackendStack* st) {
   ec.kv_type = f.kv_type;
   auto device = ResolveDevice(f.device, f.quiet);
   if (!device.ok()) return Fail(device.status().ToString());
-  ec.device = *device;
+  ApplyDevice(*device, f.device, &ec);
   auto e = Engine::Create(*st->model, st->tok.get(), ec);
   if (!e.ok()) return Fail(e.status().ToString());
   st->engine = std::move(e).value();
@@ -327,6 +327,7 @@ void AddParse(CLI::App& app, Action* run) {
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   AddKvCacheFlag(c, &f->kv_type);
   AddDeviceFlags(c, &f->device);
+  AddBatchFlags(c, &f->device);
   c->callback([f, run] {
     *run = [f](const kernels::KernelConfig& k) {
       f->load.kernels = k;

@@ -55,7 +55,7 @@ int RunServe(ServeFlags f) {
   f.o.engine.kv_cache_mb = static_cast<size_t>(f.kv_cache_mb);
   auto device = ResolveDevice(f.device);
   if (!device.ok()) return Fail(device.status().ToString());
-  f.o.engine.device = *device;
+  ApplyDevice(*device, f.device, &f.o.engine);
   if (f.o.web_dir.empty()) f.o.web_dir = std::string(MINERU_SOURCE_DIR) + "/web/dist";
   if (f.o.port < 0 || f.o.port > 65535) return Fail("--port must be 0..65535");
   auto version = pipeline::PipelineVersionNamed(f.o.vl_utils);
@@ -265,6 +265,7 @@ void AddRuntimeFlags(CLI::App* c, ServeFlags* f) {
   c->add_option("--kv-cache-mb", f->kv_cache_mb, "Upper bound of KV cache memory")->capture_default_str();
   AddKvCacheFlag(c, &f->o.engine.kv_type);
   AddDeviceFlags(c, &f->device);
+  AddBatchFlags(c, &f->device);
   c->add_option("--replay", f->o.replay, "Document jobs use recorded outputs (tests)");
   c->add_option("--replay-delay-ms", f->o.replay_delay_ms, "With --replay: latency per page (tests)");
   c->add_option("--web-dir", f->o.web_dir, "Built web page (default: web/dist of the source tree)");

@@ -106,6 +106,21 @@ void AddDeviceFlags(CLI::App* c, DeviceFlags* f) {
       ->capture_default_str();
 }
 
+void AddBatchFlags(CLI::App* c, DeviceFlags* f) {
+  c->add_option("--batch-tokens", f->batch_tokens,
+                "Tokens per engine step, prefill chunks included (default: 512 on the CPU, 8192 on a GPU)")
+      ->check(CLI::Range(1, 1 << 20));
+  c->add_option("--max-seqs", f->max_seqs, "Sequences per engine step (default: 64 on the CPU, 256 on a GPU)")
+      ->check(CLI::Range(1, 65535));
+}
+
+void ApplyDevice(const DeviceOptions& d, const DeviceFlags& f, EngineConfig* ec) {
+  const bool gpu = d.device == ComputeDevice::kCuda;
+  ec->device = d;
+  ec->max_batch_tokens = f.batch_tokens > 0 ? f.batch_tokens : gpu ? 8192 : EngineConfig().max_batch_tokens;
+  ec->max_seqs = f.max_seqs > 0 ? f.max_seqs : gpu ? 256 : EngineConfig().max_seqs;
+}
+
 StatusOr<DeviceOptions> ResolveDevice(const DeviceFlags& f, bool quiet) {
   DeviceOptions o;
   o.gpu_memory = f.gpu_memory;

@@ -52,8 +52,16 @@ struct DeviceFlags {
   std::string device = "cpu";
   double gpu_memory = 0.9;
   std::string gpu_precision = "bf16";
+  int batch_tokens = 0;  // --batch-tokens (AddBatchFlags); 0: the device's default
+  int max_seqs = 0;      // --max-seqs (AddBatchFlags); 0: the device's default
 };
 void AddDeviceFlags(CLI::App* c, DeviceFlags* f);
+// --batch-tokens and --max-seqs: the engine's step budget and sequences per step.
+void AddBatchFlags(CLI::App* c, DeviceFlags* f);
+// Sets ec->device to d and, where the flags leave them 0, the step budget and the sequences per
+// step to the device's defaults: 512 tokens and 64 sequences on the CPU (EngineConfig's), 8192 and
+// 256 on a GPU (a step there is worth filling).
+void ApplyDevice(const DeviceOptions& d, const DeviceFlags& f, EngineConfig* ec);
 // The device the flags ask for: "cuda" needs a CUDA build (Unimplemented otherwise) and a usable
 // GPU (Unavailable otherwise); "auto" takes the GPU when one is usable, else the CPU, and says
 // which on stderr (with why when it falls back) unless quiet.
