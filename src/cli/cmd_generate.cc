@@ -1,6 +1,7 @@
 // cli/cmd_generate.cc — `mineru-cpp generate`: one prompt (chat template or raw ids) with
 // optional images, greedy by default; prints text or ids.
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/chat.h"
+#include "engine/engine.h"
 #include "engine/generate.h"
 #include "image/decode.h"
 
@@ -30,7 +32,60 @@ struct GenerateFlags {
   std::string quant;
   ModelLoadOptions load;  // --mmproj, --min-pixels, --max-pixels
   SamplingParams sampling;
+  DeviceFlags device;  // --device, --gpu-memory, --gpu-precision
 };
+
+// The request through an engine on a GPU (--device cuda, or auto finding one): the same prompt,
+// images and sampling, the text streamed as it comes.
+int GenerateOnEngine(const GenerateFlags& f, const Qwen2VLModel& m, const Tokenizer* tok,
+                     std::vector<RgbImage> images, const DeviceOptions& device) {
+  EngineConfig ec;
+  ec.threads = static_cast<int>(ResolveThreads(f.threads));
+  ApplyDevice(device, f.device, &ec);
+  ec.max_new_tokens = std::max(ec.max_new_tokens, f.max_new_tokens);
+  auto engine = Engine::Create(m, tok, ec);
+  if (!engine.ok()) return Fail(engine.status().ToString());
+  EngineRequest r;
+  if (!f.raw_ids.empty()) {
+    auto raw = ParseIdList(f.raw_ids);
+    if (!raw.ok()) return Fail("--raw-ids: " + raw.status().message());
+    r.prompt_ids = std::move(raw).value();
+  } else {
+    r.messages = SingleTurn(f.prompt, static_cast<int>(images.size()), f.system);
+  }
+  r.images = std::move(images);
+  r.sampling = f.sampling;
+  r.max_new_tokens = f.max_new_tokens;
+  r.ignore_eos = f.ignore_eos;
+  r.skip_special_tokens = f.skip_special;
+  auto handle = (*engine)->Submit(std::move(r));
+  if (!handle.ok()) return Fail(handle.status().ToString());
+  std::string text;
+  std::vector<int32_t> ids;
+  while ((*handle)->Next(&text, &ids)) {
+    if (!f.print_ids && tok != nullptr) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
+    text.clear();
+  }
+  const Completion c = (*handle)->Wait();
+  if (c.finish_reason == FinishReason::kError) return Fail(c.error);
+  if (f.print_ids) {
+    std::string line;
+    for (size_t i = 0; i < c.ids.size(); ++i) line += (i ? " " : "") + std::to_string(c.ids[i]);
+    std::printf("%s\n", line.c_str());
+  } else {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::printf("\n");
+  }
+  std::fprintf(
+      stderr,
+      "[%lld prompt tokens, %zu generated, finish=%s; on %s; vision %.2fs, first token %.2fs, total %.2fs]\n",
+      static_cast<long long>(c.prompt_tokens), c.ids.size(), FinishReasonName(c.finish_reason),
+      (*engine)->device_description().c_str(), c.vision_s, c.ttft_s, c.total_s);
+  return 0;
+}
 
 int RunGenerate(const GenerateFlags& f) {
   if (f.prompt.empty() == f.raw_ids.empty()) return Fail("give exactly one of --prompt or --raw-ids");
@@ -53,6 +108,10 @@ int RunGenerate(const GenerateFlags& f) {
     if (!t.ok()) return Fail(t.status().ToString());
     tok = std::move(t).value();
   }
+  auto device = ResolveDevice(f.device);
+  if (!device.ok()) return Fail(device.status().ToString());
+  if (device->device != ComputeDevice::kCpu)
+    return GenerateOnEngine(f, **model, tok.get(), std::move(decoded), *device);
 
   std::vector<int32_t> ids;
   std::vector<ImageInput> images;
@@ -128,6 +187,7 @@ void AddGenerate(CLI::App& app, Action* run) {
   c->add_option("--quant", f->quant, "Weights: bf16 (as stored), q8, q4 (group 32), q4_g128");
   AddModelFileFlags(c, &f->load);
   AddSamplingFlags(c, &f->sampling);
+  AddDeviceFlags(c, &f->device);
   c->callback([f, run] {
     *run = [f](const kernels::KernelConfig& k) {
       f->load.kernels = k;
