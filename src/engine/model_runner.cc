@@ -146,7 +146,6 @@ void ModelRunner::GatherInputs(const StepPlan& plan, const Scheduler& sched,
 
 Status ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
                             const std::function<Sequence&(int64_t)>& seq, std::vector<int64_t>* sample_ids) {
-  const int64_t V = model_.config().text.vocab_size;
   std::vector<float> embeds;
   std::vector<std::vector<int64_t>> pos;
   std::vector<BatchSegment> segs;
@@ -162,9 +161,8 @@ Status ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
       rows.push_back(static_cast<int32_t>(row - 1));
     }
   }
-  if (logits_.size() < rows.size() * static_cast<size_t>(V))
-    logits_.resize(rows.size() * static_cast<size_t>(V));
-  return backend_->Forward(&embeds, segs, rows, logits_.data());
+  MINERU_ASSIGN_OR_RETURN(logits_, backend_->Forward(&embeds, segs, rows));
+  return Status::Ok();
 }
 
 }  // namespace mineru

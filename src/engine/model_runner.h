@@ -41,8 +41,9 @@ class ModelRunner {
   // pass's cache rows are undefined.
   Status Forward(const StepPlan& plan, const Scheduler& sched, const std::function<Sequence&(int64_t)>& seq,
                  std::vector<int64_t>* sample_ids);
-  // Mutable: sampling transforms a row in place (penalties, temperature).
-  float* logits() { return logits_.data(); }
+  // Mutable: sampling transforms a row in place (penalties, temperature). The backend's memory,
+  // valid until the next Forward.
+  float* logits() { return logits_; }
 
   const ImageCache& image_cache() const { return image_cache_; }
 
@@ -69,7 +70,7 @@ class ModelRunner {
   const Qwen2VLModel& model_;
   std::unique_ptr<ModelBackend> backend_;
   ImageCache image_cache_;
-  std::vector<float> logits_;  // reused across steps: [16, vocab] is ~10 MB
+  float* logits_ = nullptr;  // the last Forward's rows, in the backend's memory
 };
 
 }  // namespace mineru

@@ -38,10 +38,12 @@ class ModelBackend {
   virtual StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                                     const std::vector<ImageGrid>& grids) = 0;
   // One packed decoder pass over `segments` (embeds [T, hidden], which the backend may overwrite),
-  // then logits [rows.size(), vocab] of the given rows of the pass into `logits`. A failure leaves
-  // the cache rows of this pass undefined (the engine fails the pass's sequences).
-  virtual Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                         const std::vector<int32_t>& rows, float* logits) = 0;
+  // then the logits [rows.size(), vocab] of the given rows of the pass, in the backend's memory
+  // (pinned host memory on a GPU, so the copy runs at the bus's speed): mutable (sampling works on
+  // them in place) and valid until the next Forward. A failure leaves the cache rows of this pass
+  // undefined (the engine fails the pass's sequences).
+  virtual StatusOr<float*> Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                                   const std::vector<int32_t>& rows) = 0;
   // Most patches one EncodeImages call should get (the runner splits larger work into passes).
   virtual int64_t max_patches_per_pass() const = 0;
   // Frees the scratch kept between calls (an idle engine); it grows again on the next call.

@@ -28,16 +28,18 @@ StatusOr<std::vector<float>> CpuBackend::EncodeImages(std::vector<float>&& pixel
   return model_.vision().Encode(std::move(pixels), grids, kernels_);
 }
 
-Status CpuBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                           const std::vector<int32_t>& rows, float* logits) {
-  const int64_t H = model_.config().text.hidden_size;
+StatusOr<float*> CpuBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                                     const std::vector<int32_t>& rows) {
+  const int64_t H = model_.config().text.hidden_size, V = model_.config().text.vocab_size;
   model_.decoder().ForwardBatch(embeds->data(), segments, kv_, embeds->data(), kernels_);  // in place
-  if (rows.empty()) return Status::Ok();
+  if (logits_.size() < rows.size() * static_cast<size_t>(V))
+    logits_.resize(rows.size() * static_cast<size_t>(V));
+  if (rows.empty()) return logits_.data();
   std::vector<float> picked;
   picked.reserve(rows.size() * static_cast<size_t>(H));
   for (int32_t r : rows) picked.insert(picked.end(), embeds->begin() + r * H, embeds->begin() + (r + 1) * H);
-  model_.decoder().Logits(picked.data(), static_cast<int64_t>(rows.size()), logits, kernels_);
-  return Status::Ok();
+  model_.decoder().Logits(picked.data(), static_cast<int64_t>(rows.size()), logits_.data(), kernels_);
+  return logits_.data();
 }
 
 int64_t CpuBackend::max_patches_per_pass() const { return kMaxPatchesPerPass; }

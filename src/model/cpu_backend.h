@@ -21,8 +21,8 @@ class CpuBackend : public ModelBackend {
   StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                             const std::vector<ImageGrid>& grids) override;
   // Runs in place over *embeds. May throw std::bad_alloc (activations), as the CPU kernels do.
-  Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                 const std::vector<int32_t>& rows, float* logits) override;
+  StatusOr<float*> Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                           const std::vector<int32_t>& rows) override;
   int64_t max_patches_per_pass() const override;
   void ReleaseScratch() override { kernels_.ReleaseScratch(); }
   std::string Describe() const override;
@@ -32,6 +32,7 @@ class CpuBackend : public ModelBackend {
   kernels::KernelWorkspace kernels_;
   KvStore* kv_;
   size_t threads_;
+  std::vector<float> logits_;  // reused across steps: [16, vocab] is ~10 MB
 };
 
 }  // namespace mineru

@@ -49,6 +49,40 @@ StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {
   return buf;
 }
 
+PinnedBuffer::~PinnedBuffer() { Release(); }
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void PinnedBuffer::Release() {
+  if (data_ != nullptr) (void)cudaFreeHost(data_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+StatusOr<PinnedBuffer> PinnedBuffer::Allocate(size_t bytes) {
+  PinnedBuffer buf;
+  if (bytes == 0) return buf;
+  void* p = nullptr;
+  const cudaError_t err = cudaMallocHost(&p, bytes);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return CudaStatus(err, "cudaMallocHost of " + std::to_string(bytes) + " bytes");
+  }
+  buf.data_ = p;
+  buf.size_ = bytes;
+  return buf;
+}
+
 Status DeviceBuffer::CheckRange(size_t n, size_t offset, const char* what) const {
   if (offset > size_ || n > size_ - offset) {
     return InvalidArgumentError(std::string(what) + ": bytes [" + std::to_string(offset) + ", +" +

@@ -63,6 +63,37 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// Page-locked ("pinned") host memory from cudaMallocHost: copies between it and the device run at
+// the bus's full speed and truly asynchronously (pageable memory goes through a staging copy).
+// Ownership as DeviceBuffer's: move-only, freed (cudaFreeHost) by the destructor, which waits for
+// the copies still using it. Empty: nullptr.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  // bytes == 0 gives an empty buffer. OutOfMemory when the host cannot pin that much, Unavailable
+  // without a usable device.
+  static StatusOr<PinnedBuffer> Allocate(size_t bytes);
+
+  void* data() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  size_t size() const { return size_; }
+
+ private:
+  void Release();
+
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // One CUDA stream (cudaStreamCreate: a blocking stream, ordered with the legacy default stream).
 // Ownership: owned until destroyed or moved from; the destructor calls cudaStreamDestroy, which
 // returns at once while work already queued still runs to completion. A default-constructed stream

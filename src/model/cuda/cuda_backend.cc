@@ -98,10 +98,16 @@ StatusOr<std::vector<float>> CudaBackend::EncodeImages(std::vector<float>&& pixe
   return vision_->Encode(owned.data(), static_cast<int64_t>(owned.size()) / pd, grids);
 }
 
-Status CudaBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                            const std::vector<int32_t>& rows, float* logits) {
+StatusOr<float*> CudaBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                                      const std::vector<int32_t>& rows) {
   MINERU_RETURN_IF_ERROR(decoder_->ForwardBatch(embeds->data(), segments, &kv_));
-  return decoder_->Logits(rows, logits);
+  const size_t bytes = rows.size() * static_cast<size_t>(decoder_->config().vocab_size) * sizeof(float);
+  if (logits_.size() < bytes) {
+    logits_ = cu::PinnedBuffer();  // the old one first: both need not fit at once
+    MINERU_ASSIGN_OR_RETURN(logits_, cu::PinnedBuffer::Allocate(bytes));
+  }
+  MINERU_RETURN_IF_ERROR(decoder_->Logits(rows, logits_.as<float>()));
+  return logits_.as<float>();
 }
 
 std::string CudaBackend::Describe() const {

@@ -38,8 +38,8 @@ class CudaBackend : public ModelBackend {
 
   StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                             const std::vector<ImageGrid>& grids) override;
-  Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                 const std::vector<int32_t>& rows, float* logits) override;
+  StatusOr<float*> Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                           const std::vector<int32_t>& rows) override;
   int64_t max_patches_per_pass() const override { return max_patches_; }
   void ReleaseScratch() override { vision_->ReleaseActivations(); }
   std::string Describe() const override;
@@ -62,6 +62,7 @@ class CudaBackend : public ModelBackend {
   std::unique_ptr<CudaVisionEncoder> vision_;
   std::unique_ptr<CudaDecoder> decoder_;
   CudaKvCache kv_;
+  kernels::cuda::PinnedBuffer logits_;  // [rows, vocab] fp32, grown to the largest step's rows
 };
 
 }  // namespace mineru
