@@ -2,7 +2,8 @@
 """The GPU check's benchmark summary (scripts/gpu_check.sh): reads the bench_*.json files of one
 run from a folder and prints a Markdown table of each figure against issue 34's bar. Exits 1 when
 the GPU's ViT output is further than cosine 0.999 from the CPU's fp32 one (a correctness bar);
-a speed bar missed is reported, never failed, so the figures of every run are kept.
+a speed bar missed is reported, never failed, so the figures of every run are kept. Any other
+failure (an exception) exits 2.
 
     python3 scripts/gpu_bench_summary.py OUT_DIR
 """
@@ -81,4 +82,8 @@ def main(folder):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
+    try:
+        sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
+    except Exception as e:  # a missing key, a malformed file: not a correctness verdict
+        print(f"gpu_bench_summary: {type(e).__name__}: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -612,6 +612,9 @@ int RunBench(const BenchFlags& f) {
     return RunBenchCuda(f, load);
   }
   if (f.workload == "peak") return RunPeak(f, load.kernels);
+  if (device->device == ComputeDevice::kCuda && f.workload == "accuracy") {
+    return Fail("--workload accuracy compares the CPU's paths; it does not run on the GPU");
+  }
   const WorkloadFn run = FindWorkload(f.workload);
   if (run == nullptr)
     return Fail("--workload must be decode, prefill, vision, page, pages, chat, accuracy or peak");
@@ -642,7 +645,10 @@ int RunBench(const BenchFlags& f) {
               {"model", m.name()},      {"target", kernels::TargetName(m.kernel_config())}};
   // Memory right after load: mapped weights count in RSS once touched (panel packing reads the
   // decoder's); anonymous memory is what load copied or built.
-  out["kv_type"] = KvTypeName((*engine)->kv_type());
+  // On a GPU the cache holds the GPU's precision and lives in GPU memory (the device line says how
+  // much); the CPU's type and peak do not apply.
+  const bool gpu = device->device == ComputeDevice::kCuda;
+  out["kv_type"] = gpu ? f.dev.gpu_precision : KvTypeName((*engine)->kv_type());
   out["device"] = (*engine)->device_description();
   out["max_seqs"] = ec.max_seqs;
   // Load's freed heap (the tokenizer's parsed JSON) given back first, as the engine does when it
@@ -653,7 +659,7 @@ int RunBench(const BenchFlags& f) {
   BenchContext c{f, dir, m, tok.get(), **engine, out};
   Status s = run(c);
   if (!s.ok()) return Fail(s.ToString());
-  out["kv_peak_mb"] = (*engine)->Stats().kv_bytes_peak / 1048576.0;
+  if (!gpu) out["kv_peak_mb"] = (*engine)->Stats().kv_bytes_peak / 1048576.0;
   out["peak_rss_mb"] = PeakRssMb();
   out["anon_end_mb"] = StatusMb("RssAnon");
   std::printf("%s\n", out.dump(f.json ? -1 : 2).c_str());

@@ -97,6 +97,7 @@ StatusOr<int> Engine::CreateBackend() {
     blocks_ = std::make_unique<BlockPool>(num_blocks, cfg_.block_size, t.num_layers, kv_dim, kv_type);
     backend = std::make_unique<CpuBackend>(model_, pool_.get(), blocks_.get());
   }
+  if (cfg_.wrap_backend) backend = cfg_.wrap_backend(std::move(backend));
   device_description_ = backend->Describe();
   runner_ = std::make_unique<ModelRunner>(model_, std::move(backend), cfg_.image_cache_mb << 20);
   return num_blocks;
@@ -141,17 +142,18 @@ Engine::~Engine() {
   if (loop_.joinable()) loop_.join();
 }
 
+void Engine::Degrade(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (degraded_) return;
+  degraded_reason_ = reason;
+  degraded_ = true;
+  std::fprintf(stderr, "error: %s (until then every request fails)\n", degraded_reason_.c_str());
+}
+
 Status Engine::Health() {
   if (!degraded_) {
     Status w = model_.weights().CheckFiles();
-    if (!w.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!degraded_) {
-        degraded_reason_ = w.message();
-        degraded_ = true;
-        std::fprintf(stderr, "error: %s (until then every request fails)\n", degraded_reason_.c_str());
-      }
-    }
+    if (!w.ok()) Degrade(w.message());
   }
   if (!degraded_) return Status::Ok();
   std::lock_guard<std::mutex> lock(mu_);
@@ -274,12 +276,19 @@ bool Engine::RunStep() {
   }
   if (!pass.ok()) {
     const std::string error = pass.message();
+    // Anything but memory running out is the device failing (a fault inside a GPU kernel is
+    // sticky: every later call fails too): the engine is degraded for good, as for a changed
+    // weight file, before any request learns of the failure (so a client that sees its request
+    // fail finds the engine degraded), rather than failing every later step one by one.
+    const bool fatal = pass.code() != StatusCode::kOutOfMemory;
+    if (fatal) Degrade("the model's device failed: " + error + "; restart the process");
     for (const ScheduledSeq& p : plan.seqs) {
       auto it = seqs_.find(p.id);
       if (it == seqs_.end()) continue;
       Finish(*it->second, FinishReason::kError, error);
       seqs_.erase(it);
     }
+    if (fatal) FailAll(Health().message());
     return true;
   }
   sched_->Commit(plan);

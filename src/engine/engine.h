@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,9 @@ struct EngineConfig {
   // apply; kv_blocks still does); Create fails with Unimplemented in a build without CUDA and
   // Unavailable without a usable GPU.
   DeviceOptions device;
+  // Tests: wraps the backend the device gives (fault injection), called once by Create. Empty:
+  // the device's backend as it is.
+  std::function<std::unique_ptr<ModelBackend>(std::unique_ptr<ModelBackend>)> wrap_backend;
 };
 
 struct EngineRequest {
@@ -144,7 +148,8 @@ class Engine {
   StatusOr<std::shared_ptr<RequestHandle>> Submit(EngineRequest request);
   // Ok while the engine can serve. Once a weight file changed on disk while mapped (checked here
   // with one fstat per file, at every Submit, and after every step of the loop; see
-  // ModelWeights::CheckFiles), the engine is degraded for good: the requests in flight finish with
+  // ModelWeights::CheckFiles), or the model's device failed (a GPU fault: any backend error but
+  // memory running out), the engine is degraded for good: the requests in flight finish with
   // FinishReason::kError and the reason, new ones are refused with Unavailable and the reason
   // ("model file X changed on disk while mapped (...); restart or reload").
   Status Health();
@@ -180,6 +185,8 @@ class Engine {
   void Finish(Sequence& s, FinishReason reason, const std::string& error = "");
   // Finishes the sequences of `ids` (all admitted ones when null) with FinishReason::kError.
   void FailAll(const std::string& error);
+  // Marks the engine degraded for good with `reason` (the first reason stays), logging it once.
+  void Degrade(const std::string& reason);
   Sequence& Seq(int64_t id) { return *seqs_.at(id); }
 
   const Qwen2VLModel& model_;  // borrowed: must outlive the engine (see Create)

@@ -46,7 +46,9 @@ TEST_P(CudaEngineTest, GoldensReproduceInAnyBatchComposition) {
   EngineConfig cfg;
   cfg.threads = 2;
   cfg.max_batch_tokens = v.max_batch_tokens;
-  cfg.kv_blocks = v.kv_blocks;
+  // A fixed pool where the variant does not shrink it: sized from --gpu-memory, the tiny models'
+  // blocks would number millions (a large BlockPool on the host for nothing).
+  cfg.kv_blocks = v.kv_blocks > 0 ? v.kv_blocks : 2048;
   cfg.max_seqs = v.max_seqs;
   cfg.device.device = ComputeDevice::kCuda;
   cfg.device.gpu_fp32 = true;
@@ -90,7 +92,7 @@ TEST_F(CudaEngineBf16Test, RequestsCompleteAndFirstTokensMatch) {
   EngineConfig cfg;
   cfg.threads = 2;
   cfg.device.device = ComputeDevice::kCuda;
-  cfg.device.gpu_memory = 0.5;
+  cfg.device.gpu_memory = 3e9;  // bytes: the pool sized from a budget, not too large for the host's BlockPool
   auto engine = Engine::Create(*model, nullptr, cfg);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   EXPECT_GT((*engine)->Stats().kv_blocks_total, 0);

@@ -1,7 +1,9 @@
 // Fault tests of the engine (issue #7), in process: the weight file truncated under a running
 // request (the mapped pages are lost: SIGBUS, absorbed by base/mapped_file) finishes that request
 // with finish_reason "error" and a clear reason, refuses new ones, and leaves the process alive; a
-// weight file already truncated at load is a one-line error.
+// weight file already truncated at load is a one-line error. A backend that fails a step (a GPU
+// fault, injected through EngineConfig::wrap_backend) fails that step's requests and degrades the
+// engine for good; one that runs out of memory fails only that step's requests.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include "../util/files.h"
 #include "base/mapped_file.h"
 #include "engine/engine.h"
+#include "model/backend.h"
 
 namespace mineru {
 namespace {
@@ -118,6 +121,86 @@ TEST(EngineFaultTest, WeightsTruncatedBeforeLoadAreAOneLineError) {
   EXPECT_NE(m.find(weights + ": truncated"), std::string::npos) << m;
   EXPECT_NE(m.find("the file has " + std::to_string(st.st_size / 2)), std::string::npos) << m;
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+}
+
+// Passes everything to the real backend, except that Forward call number `fail_at` (counting from
+// 1) fails with `code` and does nothing.
+class FailingBackend : public ModelBackend {
+ public:
+  FailingBackend(std::unique_ptr<ModelBackend> inner, int fail_at, StatusCode code)
+      : inner_(std::move(inner)), fail_at_(fail_at), code_(code) {}
+  StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
+                                            const std::vector<ImageGrid>& grids) override {
+    return inner_->EncodeImages(std::move(pixels), grids);
+  }
+  StatusOr<float*> Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                           const std::vector<int32_t>& rows) override {
+    if (++calls_ == fail_at_) return Status(code_, "injected fault in step " + std::to_string(calls_));
+    return inner_->Forward(embeds, segments, rows);
+  }
+  int64_t max_patches_per_pass() const override { return inner_->max_patches_per_pass(); }
+  void ReleaseScratch() override { inner_->ReleaseScratch(); }
+  std::string Describe() const override { return "failing " + inner_->Describe(); }
+
+ private:
+  std::unique_ptr<ModelBackend> inner_;
+  int calls_ = 0;
+  const int fail_at_;
+  const StatusCode code_;
+};
+
+EngineRequest ShortRequest(int i) {
+  EngineRequest r;
+  for (int k = 0; k < 6; ++k) r.prompt_ids.push_back(100 + 7 * i + k);
+  r.max_new_tokens = 8;
+  r.ignore_eos = true;
+  return r;
+}
+
+std::unique_ptr<Engine> EngineFailingAt(const Qwen2VLModel& model, int step, StatusCode code) {
+  EngineConfig cfg;
+  cfg.threads = 2;
+  cfg.wrap_backend = [step, code](std::unique_ptr<ModelBackend> inner) -> std::unique_ptr<ModelBackend> {
+    return std::make_unique<FailingBackend>(std::move(inner), step, code);
+  };
+  auto engine = Engine::Create(model, nullptr, cfg);
+  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+// A device fault: the requests of that step end in error, naming it; the engine is degraded (new
+// requests refused with Unavailable and the reason), and the process goes on.
+TEST(EngineFaultTest, ABackendFaultDegradesTheEngine) {
+  auto model = Qwen2VLModel::Load(testing::kFx + "/tiny");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto engine = EngineFailingAt(**model, 3, StatusCode::kInternal);
+  ASSERT_NE(engine, nullptr);
+  auto a = engine->Submit(ShortRequest(0));
+  ASSERT_TRUE(a.ok());
+  const Completion c = (*a)->Wait();
+  EXPECT_EQ(c.finish_reason, FinishReason::kError);
+  EXPECT_NE(c.error.find("injected fault"), std::string::npos) << c.error;
+  const Status h = engine->Health();
+  EXPECT_EQ(h.code(), StatusCode::kUnavailable);
+  EXPECT_NE(h.message().find("the model's device failed"), std::string::npos) << h.ToString();
+  auto b = engine->Submit(ShortRequest(1));
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kUnavailable);
+}
+
+// Memory running out in a step fails that step's requests only: the engine stays healthy and the
+// next request completes.
+TEST(EngineFaultTest, ABackendOutOfMemoryFailsOnlyItsStep) {
+  auto model = Qwen2VLModel::Load(testing::kFx + "/tiny");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto engine = EngineFailingAt(**model, 2, StatusCode::kOutOfMemory);
+  ASSERT_NE(engine, nullptr);
+  const Completion first = engine->Submit(ShortRequest(0)).value()->Wait();
+  EXPECT_EQ(first.finish_reason, FinishReason::kError);
+  EXPECT_TRUE(engine->Health().ok()) << engine->Health().ToString();
+  const Completion second = engine->Submit(ShortRequest(1)).value()->Wait();
+  EXPECT_EQ(second.finish_reason, FinishReason::kLength) << second.error;
+  EXPECT_EQ(second.ids.size(), 8u);
 }
 
 }  // namespace

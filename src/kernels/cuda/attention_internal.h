@@ -9,7 +9,8 @@ namespace mineru {
 namespace kernels {
 namespace cuda {
 
-// Whether the tensor-core kernel takes this shape: head_dim a multiple of 16 up to 128.
+// Whether the tensor-core kernel takes this shape: head_dim a multiple of 16 up to 128 whose shared
+// memory the current device can give one block.
 bool VarlenTensorCoreFits(const VarlenAttentionShape& s);
 
 // The bf16 VarlenAttention on the tensor cores; the caller has checked the shape (CheckVarlen,

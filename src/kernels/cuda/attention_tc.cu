@@ -210,9 +210,50 @@ Status Launch(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttention
 
 }  // namespace
 
+namespace {
+
+// The kernel's shared memory for heads of head_dim (a multiple of 16 up to 128), else 0.
+size_t TcSharedBytes(int64_t head_dim) {
+  switch (head_dim) {
+    case 16:
+      return TcLayout<16>::kBytes;
+    case 32:
+      return TcLayout<32>::kBytes;
+    case 48:
+      return TcLayout<48>::kBytes;
+    case 64:
+      return TcLayout<64>::kBytes;
+    case 80:
+      return TcLayout<80>::kBytes;
+    case 96:
+      return TcLayout<96>::kBytes;
+    case 112:
+      return TcLayout<112>::kBytes;
+    case 128:
+      return TcLayout<128>::kBytes;
+    default:
+      return 0;
+  }
+}
+
+// What one block of the current device may opt in to (99 KiB on sm_86/89, 163 on sm_80, 227 on
+// sm_90); 0 when it cannot be asked.
+size_t DeviceSharedOptin() {
+  int dev = 0, bytes = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return static_cast<size_t>(bytes);
+}
+
+}  // namespace
+
 bool VarlenTensorCoreFits(const VarlenAttentionShape& s) {
-  return s.head_dim >= 16 && s.head_dim <= 128 && s.head_dim % 16 == 0 && s.num_seqs <= kMaxGridYZ &&
-         s.num_heads <= kMaxGridYZ;
+  const size_t smem = TcSharedBytes(s.head_dim);
+  // A head too large for this device's shared memory takes the SIMT kernel instead.
+  return smem > 0 && s.num_seqs <= kMaxGridYZ && s.num_heads <= kMaxGridYZ && smem <= DeviceSharedOptin();
 }
 
 Status LaunchVarlenTensorCore(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s,

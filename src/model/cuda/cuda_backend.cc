@@ -25,9 +25,9 @@ size_t CudaBackend::ActivationReserve(const ModelConfig& config, int64_t max_bat
   const size_t e = CudaElementBytes(p);
   const int64_t QD = int64_t{t.num_heads} * t.head_dim, KD = int64_t{t.num_kv_heads} * t.head_dim;
   // Decoder, per row: fp32 embeds, x, normed, qkv, attn, gate, up, hidden; the RoPE tables; the
-  // logits of up to max_seqs rows; the gathered contexts of a mixed step (bounded here by
-  // max_batch_tokens new rows plus one block of context per sequence and 4 blocks per row, which
-  // covers a step of chunked prefills over long contexts only approximately: the margin is slack).
+  // logits of up to max_seqs rows; the gathered contexts of a step's prefill chunks (bounded here
+  // by 4 blocks of context per row of the step plus one block per sequence; a step of chunks over
+  // longer contexts takes more, from the slack).
   const int64_t T = std::max<int64_t>(1, max_batch_tokens);
   const size_t per_row = static_cast<size_t>(t.hidden_size) * (4 + 3 * e) +
                          static_cast<size_t>(QD + 2 * KD) * e + static_cast<size_t>(QD) * e +
@@ -75,13 +75,14 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Qwen2VLModel& m
   int64_t blocks = c.kv_blocks > 0 ? c.kv_blocks : left / static_cast<int64_t>(block_bytes);
   blocks = std::min<int64_t>(blocks, INT32_MAX / std::max(1, c.block_size));
   if (blocks < 1 || (c.kv_blocks > 0 && static_cast<int64_t>(c.kv_blocks * block_bytes) > left)) {
-    const auto mib = [](int64_t n) { return std::to_string(n >> 20) + " MiB"; };
+    const auto mib = [](int64_t n) { return std::to_string(std::max<int64_t>(0, n) >> 20) + " MiB"; };
+    const int64_t want = c.kv_blocks > 0 ? c.kv_blocks : 1;
     return ResourceExhaustedError(
         "GPU memory: the weights take " + mib(static_cast<int64_t>(b->weight_bytes())) +
-        " and the activations need " + mib(static_cast<int64_t>(reserve)) + ", leaving " +
-        mib(std::max<int64_t>(0, left)) + " of the " + mib(ours) +
-        " this process may use for a KV cache of at least one " + mib(static_cast<int64_t>(block_bytes)) +
-        " block (raise --gpu-memory, lower --batch-tokens or use a larger GPU)");
+        " and the activations need " + mib(static_cast<int64_t>(reserve)) + ", leaving " + mib(left) +
+        " of the " + mib(ours) + " this process may use, for a KV cache of " + std::to_string(want) +
+        " block(s) of " + mib(static_cast<int64_t>(block_bytes)) +
+        " (raise --gpu-memory, lower --batch-tokens or use a larger GPU)");
   }
   MINERU_ASSIGN_OR_RETURN(b->kv_, CudaKvCache::Allocate(static_cast<int>(blocks), c.block_size, t.num_layers,
                                                         kv_dim, b->precision_));

@@ -95,17 +95,22 @@ Status CheckShapes(const TextConfig& c, const TextWeights& w) {
 
 }  // namespace
 
-// The host's plan of one batch: its shape, which attention path it takes, and the int32 metadata
-// uploaded in one copy (offsets into it, in elements).
+// The host's plan of one batch. Its rows run in the decoder's own order: the segments decoding
+// one token first (the paged decode attention reads them in place, one row per sequence), then the
+// others (gathered contexts and varlen attention), each group in the caller's order; row_of maps a
+// caller's row to the decoder's. The int32 metadata goes up in one copy (offsets into it, in
+// elements).
 struct CudaDecoder::Batch {
   int64_t T = 0;                    // rows
-  int64_t seqs = 0;                 // segments with n > 0 (the attention's sequences)
-  int64_t max_q = 0, ctx_rows = 0;  // longest n; context rows gathered (prefill path)
-  int64_t table_stride = 0;         // decode path: entries per block-table row
-  bool decode = true;               // every attending segment has n == 1
+  int64_t decode_seqs = 0;          // segments with n == 1: rows [0, decode_seqs)
+  int64_t prefill_seqs = 0;         // segments with n > 1: the rows after them
+  int64_t max_q = 0, ctx_rows = 0;  // longest prefill n; context rows gathered for the prefills
+  int64_t table_stride = 0;         // entries per block-table row of the decode segments
   std::vector<int32_t> meta;
   int64_t slots = 0, cu_q = 0, cu_k = 0, ctx_lens = 0, tables = 0, gather = 0;
   std::vector<float> cos, sin;
+  std::vector<int32_t> row_of;  // [T]: caller's row -> decoder's row
+  bool identity = true;         // row_of is the identity (no reordering needed)
 };
 
 StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(const TextConfig& config,
@@ -136,58 +141,82 @@ size_t CudaDecoder::activation_bytes() const {
   return n;
 }
 
-// Checks the segments against the cache and builds the batch's metadata: slots of the new rows,
-// the query offsets, and per path the context lengths and block tables (decode) or the context
-// offsets and the slots to gather (prefill).
+// Checks the segments against the cache and builds the batch's metadata in the decoder's row order
+// (Batch): slots of the new rows, their positions; for the decode segments their context lengths
+// and block tables, for the others their query and context offsets and the slots to gather.
 Status CudaDecoder::Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* kv, Batch* b) {
-  if (kv == nullptr || kv->precision() != precision_) {
-    return InvalidArgumentError("CudaDecoder: the KV cache is missing or of another precision");
+  if (kv == nullptr || kv->precision() != precision_ || kv->num_layers() != c_.num_layers ||
+      kv->kv_dim() != int64_t{c_.num_kv_heads} * c_.head_dim) {
+    return InvalidArgumentError("CudaDecoder: the KV cache is missing or of another precision or shape");
   }
   const int64_t bs = kv->block_size();
-  std::vector<int32_t> slots, cu_q{0}, cu_k{0}, ctx_lens, gather;
-  std::vector<const BatchSegment*> live;
-  std::vector<int64_t> pt, ph, pw;
-  for (const BatchSegment& s : segs) {
-    if (s.n < 0 || s.past < 0 || s.past + s.n > INT32_MAX)
-      return InvalidArgumentError("CudaDecoder: bad segment");
-    if (s.n == 0) continue;
-    if (s.block_table == nullptr || s.pos_t == nullptr || s.pos_h == nullptr || s.pos_w == nullptr) {
-      return InvalidArgumentError("CudaDecoder: a segment without positions or block table");
-    }
-    const int64_t ctx = s.past + s.n;
-    for (int64_t i = 0; i < (ctx + bs - 1) / bs; ++i) {
-      if (s.block_table[i] < 0 || s.block_table[i] >= kv->num_blocks()) {
-        return InvalidArgumentError("CudaDecoder: block " + std::to_string(s.block_table[i]) +
-                                    " is not in the cache");
+  std::vector<const BatchSegment*> order;  // decode segments, then the others
+  std::vector<int64_t> first_row;          // each segment's first row in the caller's order
+  int64_t rows = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    rows = 0;
+    for (const BatchSegment& s : segs) {
+      if (pass == 0) {
+        if (s.n < 0 || s.past < 0 || s.past + s.n > INT32_MAX)
+          return InvalidArgumentError("CudaDecoder: bad segment");
+        if (s.n > 0 &&
+            (s.block_table == nullptr || s.pos_t == nullptr || s.pos_h == nullptr || s.pos_w == nullptr)) {
+          return InvalidArgumentError("CudaDecoder: a segment without positions or block table");
+        }
+        for (int64_t i = 0; s.n > 0 && i < (s.past + s.n + bs - 1) / bs; ++i) {
+          if (s.block_table[i] < 0 || s.block_table[i] >= kv->num_blocks()) {
+            return InvalidArgumentError("CudaDecoder: block " + std::to_string(s.block_table[i]) +
+                                        " is not in the cache");
+          }
+        }
       }
+      if (s.n > 0 && (s.n == 1) == (pass == 0)) {
+        order.push_back(&s);
+        first_row.push_back(rows);
+      }
+      rows += s.n;
     }
-    for (int64_t p = s.past; p < ctx; ++p)
+  }
+  if (rows > INT32_MAX / 2) return InvalidArgumentError("CudaDecoder: too many rows in one batch");
+  b->T = rows;
+  b->row_of.resize(static_cast<size_t>(rows));
+  std::vector<int32_t> slots, cu_q{0}, cu_k{0}, ctx_lens, gather, tables;
+  std::vector<int64_t> pt, ph, pw;
+  int64_t at = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const BatchSegment& s = *order[k];
+    const int64_t ctx = s.past + s.n, blocks = (ctx + bs - 1) / bs;
+    for (int64_t i = 0; i < s.n; ++i, ++at) {
+      b->row_of[first_row[k] + i] = static_cast<int32_t>(at);
+      b->identity = b->identity && first_row[k] + i == at;
+      const int64_t p = s.past + i;
       slots.push_back(static_cast<int32_t>(s.block_table[p / bs] * bs + p % bs));
+    }
     pt.insert(pt.end(), s.pos_t, s.pos_t + s.n);
     ph.insert(ph.end(), s.pos_h, s.pos_h + s.n);
     pw.insert(pw.end(), s.pos_w, s.pos_w + s.n);
-    b->T += s.n;
-    b->max_q = std::max(b->max_q, s.n);
-    b->decode = b->decode && s.n == 1;
-    b->table_stride = std::max(b->table_stride, (ctx + bs - 1) / bs);
-    cu_q.push_back(static_cast<int32_t>(b->T));
-    live.push_back(&s);
-  }
-  if (b->T > INT32_MAX / 2) return InvalidArgumentError("CudaDecoder: too many rows in one batch");
-  b->seqs = static_cast<int64_t>(live.size());
-  for (const BatchSegment* s : live) {
-    const int64_t ctx = s->past + s->n;
-    if (b->decode) {
+    if (s.n == 1) {
+      ++b->decode_seqs;
       ctx_lens.push_back(static_cast<int32_t>(ctx));
+      b->table_stride = std::max(b->table_stride, blocks);
     } else {
+      ++b->prefill_seqs;
+      b->max_q = std::max(b->max_q, s.n);
+      cu_q.push_back(cu_q.back() + static_cast<int32_t>(s.n));
       for (int64_t p = 0; p < ctx; ++p)
-        gather.push_back(static_cast<int32_t>(s->block_table[p / bs] * bs + p % bs));
+        gather.push_back(static_cast<int32_t>(s.block_table[p / bs] * bs + p % bs));
       cu_k.push_back(static_cast<int32_t>(gather.size()));
     }
   }
+  for (int64_t k = 0; k < b->decode_seqs; ++k) {  // the decode segments' tables, padded to one stride
+    const BatchSegment& s = *order[static_cast<size_t>(k)];
+    const int64_t used = (s.past + s.n + bs - 1) / bs;
+    tables.insert(tables.end(), s.block_table, s.block_table + used);
+    tables.insert(tables.end(), static_cast<size_t>(b->table_stride - used), 0);
+  }
   b->ctx_rows = static_cast<int64_t>(gather.size());
-  auto append = [&](const std::vector<int32_t>& v, int64_t* at) {
-    *at = static_cast<int64_t>(b->meta.size());
+  auto append = [&](const std::vector<int32_t>& v, int64_t* where) {
+    *where = static_cast<int64_t>(b->meta.size());
     b->meta.insert(b->meta.end(), v.begin(), v.end());
   };
   append(slots, &b->slots);
@@ -195,18 +224,13 @@ Status CudaDecoder::Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* 
   append(cu_k, &b->cu_k);
   append(ctx_lens, &b->ctx_lens);
   append(gather, &b->gather);
-  b->tables = static_cast<int64_t>(b->meta.size());
-  if (b->decode) {
-    for (const BatchSegment* s : live) {
-      const int64_t used = (s->past + s->n + bs - 1) / bs;
-      b->meta.insert(b->meta.end(), s->block_table, s->block_table + used);
-      b->meta.insert(b->meta.end(), static_cast<size_t>(b->table_stride - used), 0);
-    }
-  }
+  append(tables, &b->tables);
   if (b->T > 0) host_.RopeTables(b->T, pt.data(), ph.data(), pw.data(), &b->cos, &b->sin);
   return Status::Ok();
 }
 
+// Rows [0, decode_seqs): one query per sequence through the block tables (PagedDecodeAttention);
+// the rows after them: their contexts gathered contiguous, then causal VarlenAttention.
 template <typename T>
 Status CudaDecoder::Attend(int layer, const Batch& b, CudaKvCache* kv) {
   const int64_t D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
@@ -218,9 +242,9 @@ Status CudaDecoder::Attend(int layer, const Batch& b, CudaKvCache* kv) {
   const T* vc = cache + kv->value_offset(layer);
   const int32_t* meta = meta_.as<int32_t>();
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  if (b.decode) {
+  if (b.decode_seqs > 0) {
     cu::PagedDecodeShape p;
-    p.num_seqs = b.seqs;
+    p.num_seqs = b.decode_seqs;
     p.num_heads = NH;
     p.num_kv_heads = KV;
     p.head_dim = D;
@@ -233,12 +257,13 @@ Status CudaDecoder::Attend(int layer, const Batch& b, CudaKvCache* kv) {
     p.block_stride = L.block_stride;
     p.row_stride = L.row_stride;
     p.scale = scale;
-    return cu::PagedDecodeAttention(qkv_.as<T>(), kc, vc, p, attn_.as<T>(), s);
+    MINERU_RETURN_IF_ERROR(cu::PagedDecodeAttention(qkv_.as<T>(), kc, vc, p, attn_.as<T>(), s));
   }
+  if (b.prefill_seqs == 0) return Status::Ok();
   MINERU_RETURN_IF_ERROR(
       cu::GatherKvRows(kc, vc, L, meta + b.gather, b.ctx_rows, kctx_.as<T>(), vctx_.as<T>(), s));
   cu::VarlenAttentionShape a;
-  a.num_seqs = b.seqs;
+  a.num_seqs = b.prefill_seqs;
   a.cu_seqlens_q = meta + b.cu_q;
   a.cu_seqlens_k = meta + b.cu_k;
   a.max_seqlen_q = b.max_q;
@@ -250,7 +275,9 @@ Status CudaDecoder::Attend(int layer, const Batch& b, CudaKvCache* kv) {
   a.out_stride = QD;
   a.causal = true;
   a.scale = scale;
-  return cu::VarlenAttention(qkv_.as<T>(), kctx_.as<T>(), vctx_.as<T>(), a, attn_.as<T>(), s);
+  const int64_t first = b.decode_seqs;  // the prefill rows start after the decode rows
+  return cu::VarlenAttention(qkv_.as<T>() + first * QKV, kctx_.as<T>(), vctx_.as<T>(), a,
+                             attn_.as<T>() + first * QD, s);
 }
 
 template <typename T>
@@ -328,6 +355,15 @@ Status CudaDecoder::ForwardBatch(const float* embeds, const std::vector<BatchSeg
   Status st = cos_.buffer().CopyFromHostAsync(b.cos.data(), bytes(T * D, 4), 0, s);
   if (st.ok()) st = sin_.buffer().CopyFromHostAsync(b.sin.data(), bytes(T * D, 4), 0, s);
   if (st.ok()) st = meta_.buffer().CopyFromHostAsync(b.meta.data(), b.meta.size() * 4, 0, s);
+  // The caller's rows in the decoder's order (decode rows first), when that differs.
+  std::vector<float> ordered;
+  if (!b.identity) {
+    ordered.resize(static_cast<size_t>(T * Hd));
+    for (int64_t r = 0; r < T; ++r) {
+      std::copy(embeds + r * Hd, embeds + (r + 1) * Hd, ordered.begin() + b.row_of[r] * Hd);
+    }
+    embeds = ordered.data();
+  }
   if (st.ok())
     st = precision_ == CudaPrecision::kF32 ? Run<float>(embeds, b, kv) : Run<cu::Bf16>(embeds, b, kv);
   if (!st.ok()) {
@@ -335,6 +371,7 @@ Status CudaDecoder::ForwardBatch(const float* embeds, const std::vector<BatchSeg
     return st;
   }
   last_rows_ = T;
+  row_of_ = std::move(b.row_of);
   return Status::Ok();
 }
 
@@ -350,8 +387,14 @@ StatusOr<std::vector<float>> CudaDecoder::Hidden() {
     MINERU_RETURN_IF_ERROR(cu::CastBf16ToF32(hidden_.as<cu::Bf16>(), n, embeds_.as<float>(), s));
     from = &embeds_;
   }
-  MINERU_RETURN_IF_ERROR(from->buffer().CopyToHostAsync(out.data(), n * sizeof(float), 0, s));
+  std::vector<float> ordered(static_cast<size_t>(n));
+  MINERU_RETURN_IF_ERROR(from->buffer().CopyToHostAsync(ordered.data(), n * sizeof(float), 0, s));
   MINERU_RETURN_IF_ERROR(stream_.Synchronize());
+  const int64_t Hd = c_.hidden_size;
+  for (int64_t r = 0; r < last_rows_; ++r) {  // back to the caller's row order
+    std::copy(ordered.begin() + row_of_[r] * Hd, ordered.begin() + (row_of_[r] + 1) * Hd,
+              out.begin() + r * Hd);
+  }
   return out;
 }
 
@@ -367,17 +410,20 @@ Status CudaDecoder::Logits(int64_t n, float* logits) {
 
 Status CudaDecoder::Logits(const std::vector<int32_t>& rows, float* logits) {
   const int64_t n = static_cast<int64_t>(rows.size()), Hd = c_.hidden_size, V = c_.vocab_size;
-  if (n == 0) return Status::Ok();
+  if (n == 0) return stream_.Synchronize();
   if (logits == nullptr) return InvalidArgumentError("CudaDecoder::Logits: no output");
-  for (int32_t r : rows) {
-    if (r < 0 || r >= last_rows_)
+  std::vector<int32_t> mapped(rows.size());  // the decoder's rows
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= last_rows_)
       return InvalidArgumentError("CudaDecoder::Logits: row outside the last batch");
+    mapped[i] = row_of_[rows[i]];
   }
   const size_t e = CudaElementBytes(precision_);
   MINERU_RETURN_IF_ERROR(rows_.Reserve(static_cast<size_t>(n) * 4));
   MINERU_RETURN_IF_ERROR(picked_.Reserve(static_cast<size_t>(n * Hd) * e));
   MINERU_RETURN_IF_ERROR(logits_.Reserve(static_cast<size_t>(n * V) * 4));
-  Status st = rows_.buffer().CopyFromHostAsync(rows.data(), static_cast<size_t>(n) * 4, 0, stream_.handle());
+  Status st =
+      rows_.buffer().CopyFromHostAsync(mapped.data(), static_cast<size_t>(n) * 4, 0, stream_.handle());
   if (st.ok())
     st = precision_ == CudaPrecision::kF32 ? Logits<float>(n, logits) : Logits<cu::Bf16>(n, logits);
   const Status done = stream_.Synchronize();

@@ -7,8 +7,9 @@
 // layer, on one stream (Hd hidden, QD = NH * D, KD = KV * D, I intermediate, T rows):
 //   normed = RMSNorm(x);  qkv [T, QD + 2 KD] = normed [Wq; Wk; Wv]^T + [bq; bk; bv] (one product);
 //   q and k rotated (M-RoPE tables from Decoder::RopeTables);  k, v stored at their slots;
-//   attention: every segment decoding one token -> PagedDecodeAttention over the block tables;
-//     otherwise the segments' contexts gathered contiguous -> causal VarlenAttention;
+//   attention: the segments decoding one token -> PagedDecodeAttention over the block tables;
+//     the others (prefill chunks) -> their contexts gathered contiguous -> causal VarlenAttention
+//   (the decoder runs the decode rows first, whatever the caller's order, and maps rows back);
 //   normed = attn Wo^T;  x += normed;  normed = RMSNorm(x);  gate = normed Wg^T, up = normed Wu^T;
 //   gate = silu(gate) * up;  normed = gate Wd^T;  x += normed
 // then hidden = RMSNorm(x) stays on the device; Logits() picks rows and applies the LM head.
@@ -47,6 +48,8 @@ class CudaKvCache {
   int num_blocks() const { return num_blocks_; }
   int block_size() const { return block_size_; }
   CudaPrecision precision() const { return precision_; }
+  int num_layers() const { return num_layers_; }
+  int64_t kv_dim() const { return kv_dim_; }
   size_t bytes() const { return buf_.size(); }
   // The layout kernels/cuda/kv_cache.h and attention.h address (row_stride = kv_dim).
   kernels::cuda::PagedKvLayout layout() const;
@@ -92,7 +95,8 @@ class CudaDecoder {
   // The last batch's hidden states [T, hidden] as fp32 on the host (tests, probes).
   StatusOr<std::vector<float>> Hidden();
   // logits [rows.size(), vocab] fp32 into host memory: the LM head over the given rows of the
-  // last batch (each in [0, T)). Waits for the batch.
+  // last batch (each in [0, T)). Waits for the batch, with no rows too (a step of prefill chunks
+  // ends here, so a fault inside it is reported by its own step).
   Status Logits(const std::vector<int32_t>& rows, float* logits);
 
   const TextConfig& config() const { return c_; }
@@ -120,7 +124,8 @@ class CudaDecoder {
   CudaDecoderWeights w_;
   kernels::cuda::CudaStream stream_;
   kernels::cuda::GemmHandle gemm_;
-  int64_t last_rows_ = 0;  // T of the last batch
+  int64_t last_rows_ = 0;        // T of the last batch
+  std::vector<int32_t> row_of_;  // the last batch's caller row -> decoder row (Batch::row_of)
   // Activations and per-batch metadata, grown to the largest batch.
   GrowingBuffer embeds_, x_, normed_, qkv_, attn_, gate_, up_, kctx_, vctx_, cos_, sin_, meta_, hidden_,
       rows_, picked_, logits_;
