@@ -275,7 +275,7 @@ bool Engine::RunStep() {
     pass = OutOfMemoryError("running a batch of " + std::to_string(T) + " tokens");
   }
   if (!pass.ok()) {
-    const std::string error = pass.message();
+    const std::string& error = pass.message();
     // Anything but memory running out is the device failing (a fault inside a GPU kernel is
     // sticky: every later call fails too): the engine is degraded for good, as for a changed
     // weight file, before any request learns of the failure (so a client that sees its request

@@ -21,7 +21,10 @@
 #include "engine/block_pool.h"
 #include "golden_util.h"
 #include "kernels/cuda/device.h"
+#include "model/config.h"
+#include "model/cuda/cuda_backend.h"
 #include "model/cuda/decoder_cuda.h"
+#include "model/gen_model.h"
 #include "model/mrope.h"
 #include "model/qwen2vl.h"
 
@@ -290,6 +293,24 @@ TEST_F(CudaDecoderTest, RefusesMalformedBatches) {
   ASSERT_TRUE(gpu_->ForwardBatch(p.embeds.data(), {Segment(p, 0, p.n, 0, table.data())}, kv_.get()).ok());
   EXPECT_EQ(gpu_->Logits({static_cast<int32_t>(p.n)}, nullptr).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(GpuLogits({static_cast<int32_t>(p.n - 1)}).size(), static_cast<size_t>(t.vocab_size));
+}
+
+// Runs everywhere: the GPU memory budget's activation reserve for the real model (gen_model's
+// mineru2.5 preset) grows with the step's tokens, the vision pass's patches and the precision, and
+// stays in a sane range (the slack plus at most a few GiB at the GPU defaults), so the KV cache
+// gets most of an 80 GB card.
+TEST(CudaBackendReserveTest, GrowsWithTheStepAndStaysSane) {
+  auto json = PresetConfigJson("mineru2.5");
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  auto cfg = ParseModelConfig(*json);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  const size_t gpu = CudaBackend::ActivationReserve(*cfg, 8192, 256, 32768, 16, CudaPrecision::kBf16);
+  const size_t small = CudaBackend::ActivationReserve(*cfg, 512, 64, 4096, 16, CudaPrecision::kBf16);
+  const size_t fp32 = CudaBackend::ActivationReserve(*cfg, 8192, 256, 32768, 16, CudaPrecision::kF32);
+  EXPECT_LT(small, gpu);
+  EXPECT_LT(gpu, fp32);
+  EXPECT_GT(gpu, size_t{1} << 30);
+  EXPECT_LT(gpu, size_t{8} << 30);
 }
 
 // Runs everywhere: shapes are checked before the device is touched; without a device Create says

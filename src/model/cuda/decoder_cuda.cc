@@ -426,7 +426,7 @@ Status CudaDecoder::Logits(const std::vector<int32_t>& rows, float* logits) {
       rows_.buffer().CopyFromHostAsync(mapped.data(), static_cast<size_t>(n) * 4, 0, stream_.handle());
   if (st.ok())
     st = precision_ == CudaPrecision::kF32 ? Logits<float>(n, logits) : Logits<cu::Bf16>(n, logits);
-  const Status done = stream_.Synchronize();
+  Status done = stream_.Synchronize();
   MINERU_RETURN_IF_ERROR(st);
   return done;
 }
