@@ -131,6 +131,17 @@ fi
   echo "|---|---|---|"
 } >"$report"
 
+# The whole check must end within one device call (600 s): GPU_CHECK_BUDGET_S (default 540) from
+# here (after the build or the unpacking) bounds every test binary and every later step, each
+# limited to what is left of it.
+budget=${GPU_CHECK_BUDGET_S:-540}
+checks_started=$SECONDS
+left_s() {  # seconds left of the budget, at most $1 and at least 1 (timeout 0 would mean none)
+  local left=$((budget - (SECONDS - checks_started)))
+  [ "$left" -lt "$1" ] || left=$1
+  [ "$left" -ge 1 ] || left=1
+  echo "$left"
+}
 passed=0 failed=0 skipped=0 broken=0 probe=""
 for t in "${CUDA_TESTS[@]}"; do
   bin=$(binary_of "$t")
@@ -142,7 +153,7 @@ for t in "${CUDA_TESTS[@]}"; do
     continue
   fi
   rc=0
-  run_ours 240 "$bin" --gtest_color=no >"$log" 2>&1 || rc=$?
+  run_ours "$(left_s 240)" "$bin" --gtest_color=no >"$log" 2>&1 || rc=$?
   # One line per test: "[       OK ] Suite.Name (12 ms)", "[  FAILED  ] ...", "[  SKIPPED ] ...";
   # a parameterised test's adds ", where GetParam() = ..." before the time.
   failed_here=0
@@ -167,14 +178,6 @@ done
 # (outside $out: its 2.4 GB must not travel back). Each writes one JSON line to bench_NAME.json.
 bench_failed=0
 bench_note=""
-# The whole script must end within one device call (600 s): GPU_CHECK_BUDGET_S (default 540) from
-# the script's start bounds every step after the tests, each limited to what is left of it.
-budget=${GPU_CHECK_BUDGET_S:-540}
-left_s() {  # seconds left of the budget, at most $1
-  local left=$((budget - SECONDS))
-  [ "$left" -lt "$1" ] || left=$1
-  echo "$left"
-}
 run_bench() {  # NAME ARGS...
   local name=$1
   shift
@@ -200,7 +203,9 @@ elif [ ! -x "$cli" ]; then
 else
   model=${GPU_CHECK_MODEL:-${TMPDIR:-/tmp}/mineru-random}
   # model.safetensors is written last (through a rename): a folder without it is unfinished.
-  if [ ! -f "$model/model.safetensors" ] &&
+  if [ "$(left_s 240)" -lt 60 ]; then
+    bench_note="benches skipped: the time budget (GPU_CHECK_BUDGET_S=$budget) ran out in the tests; "
+  elif [ ! -f "$model/model.safetensors" ] &&
     ! run_ours "$(left_s 240)" "$cli" gen-model --preset mineru2.5 -o "$model" >"$out/gen_model.log" 2>&1; then
     bench_failed=1
     bench_note="gen-model failed: $(tail -1 "$out/gen_model.log"); "
@@ -220,7 +225,9 @@ else
       --repeats 3
   fi
   # The side-by-side anchor: transformers' ViT on the same weights, where PyTorch is installed.
-  if [ -f "$model/model.safetensors" ] && python3 -c 'import torch, transformers, safetensors' >/dev/null 2>&1; then
+  if [ "$(left_s 180)" -lt 30 ]; then
+    bench_note="${bench_note}no transformers anchor: the time budget ran out; "
+  elif [ -f "$model/model.safetensors" ] && python3 -c 'import torch, transformers, safetensors' >/dev/null 2>&1; then
     timeout "$(left_s 180)" python3 scripts/hf_vision_bench.py "$model" >"$out/bench_hf_vision.json" \
       2>"$out/bench_hf_vision.log" || bench_note="${bench_note}transformers anchor failed (see bench_hf_vision.log); "
   else

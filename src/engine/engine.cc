@@ -276,11 +276,13 @@ bool Engine::RunStep() {
   }
   if (!pass.ok()) {
     const std::string& error = pass.message();
-    // Anything but memory running out is the device failing (a fault inside a GPU kernel is
-    // sticky: every later call fails too): the engine is degraded for good, as for a changed
-    // weight file, before any request learns of the failure (so a client that sees its request
-    // fail finds the engine degraded), rather than failing every later step one by one.
-    const bool fatal = pass.code() != StatusCode::kOutOfMemory;
+    // Internal or Unavailable is the device failing (kernels/cuda's class for a fault inside a
+    // kernel, which is sticky: every later call fails too, and for a lost device): the engine is
+    // degraded for good, as for a changed weight file, before any request learns of the failure
+    // (so a client that sees its request fail finds the engine degraded), rather than failing
+    // every later step one by one. Anything else (memory, a shape a library refused) fails only
+    // this step's requests.
+    const bool fatal = pass.code() == StatusCode::kInternal || pass.code() == StatusCode::kUnavailable;
     if (fatal) Degrade("the model's device failed: " + error + "; restart the process");
     for (const ScheduledSeq& p : plan.seqs) {
       auto it = seqs_.find(p.id);

@@ -148,8 +148,9 @@ class Engine {
   StatusOr<std::shared_ptr<RequestHandle>> Submit(EngineRequest request);
   // Ok while the engine can serve. Once a weight file changed on disk while mapped (checked here
   // with one fstat per file, at every Submit, and after every step of the loop; see
-  // ModelWeights::CheckFiles), or the model's device failed (a GPU fault: any backend error but
-  // memory running out), the engine is degraded for good: the requests in flight finish with
+  // ModelWeights::CheckFiles), or the model's device failed (a backend error Internal or
+  // Unavailable: a GPU fault or a lost device), the engine is degraded for good: the requests in
+  // flight finish with
   // FinishReason::kError and the reason, new ones are refused with Unavailable and the reason
   // ("model file X changed on disk while mapped (...); restart or reload").
   Status Health();

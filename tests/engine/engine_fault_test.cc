@@ -168,8 +168,9 @@ std::unique_ptr<Engine> EngineFailingAt(const Qwen2VLModel& model, int step, Sta
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
 
-// A device fault: the requests of that step end in error, naming it; the engine is degraded (new
-// requests refused with Unavailable and the reason), and the process goes on.
+// A device fault (Internal; Unavailable alike): the requests of that step end in error, naming it;
+// the engine is degraded (new requests refused with Unavailable and the reason), and the process
+// goes on.
 TEST(EngineFaultTest, ABackendFaultDegradesTheEngine) {
   auto model = Qwen2VLModel::Load(testing::kFx + "/tiny");
   ASSERT_TRUE(model.ok()) << model.status().ToString();
@@ -188,19 +189,22 @@ TEST(EngineFaultTest, ABackendFaultDegradesTheEngine) {
   EXPECT_EQ(b.status().code(), StatusCode::kUnavailable);
 }
 
-// Memory running out in a step fails that step's requests only: the engine stays healthy and the
-// next request completes.
-TEST(EngineFaultTest, ABackendOutOfMemoryFailsOnlyItsStep) {
+// Memory running out in a step, or a shape a library refused, fails that step's requests only:
+// the engine stays healthy and the next request completes.
+TEST(EngineFaultTest, ABackendOutOfMemoryOrRefusalFailsOnlyItsStep) {
   auto model = Qwen2VLModel::Load(testing::kFx + "/tiny");
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto engine = EngineFailingAt(**model, 2, StatusCode::kOutOfMemory);
-  ASSERT_NE(engine, nullptr);
-  const Completion first = engine->Submit(ShortRequest(0)).value()->Wait();
-  EXPECT_EQ(first.finish_reason, FinishReason::kError);
-  EXPECT_TRUE(engine->Health().ok()) << engine->Health().ToString();
-  const Completion second = engine->Submit(ShortRequest(1)).value()->Wait();
-  EXPECT_EQ(second.finish_reason, FinishReason::kLength) << second.error;
-  EXPECT_EQ(second.ids.size(), 8u);
+  for (StatusCode code :
+       {StatusCode::kOutOfMemory, StatusCode::kInvalidArgument, StatusCode::kUnimplemented}) {
+    auto engine = EngineFailingAt(**model, 2, code);
+    ASSERT_NE(engine, nullptr);
+    const Completion first = engine->Submit(ShortRequest(0)).value()->Wait();
+    EXPECT_EQ(first.finish_reason, FinishReason::kError);
+    EXPECT_TRUE(engine->Health().ok()) << engine->Health().ToString();
+    const Completion second = engine->Submit(ShortRequest(1)).value()->Wait();
+    EXPECT_EQ(second.finish_reason, FinishReason::kLength) << second.error;
+    EXPECT_EQ(second.ids.size(), 8u);
+  }
 }
 
 }  // namespace

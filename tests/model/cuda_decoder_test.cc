@@ -36,7 +36,7 @@ using testing::FixturePath;
 using testing::Golden;
 
 constexpr int kBlockSize = 16;
-constexpr int kBlocks = 64;
+constexpr int kBlocks = 128;
 
 // One golden prompt ready for the decoder: embeddings (images encoded by the CPU encoder, exact)
 // and M-RoPE positions.
@@ -47,7 +47,7 @@ struct Prompt {
 };
 
 class CudaDecoderTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     std::string reason;
     if (kernels::cuda::CudaDeviceCount(&reason) == 0) GTEST_SKIP() << "no CUDA device: " << reason;
@@ -214,63 +214,118 @@ TEST_F(CudaDecoderTest, Bf16LogitsStayWithinCosineOfTheCpu) {
   }
 }
 
-// A mixed batch over blocks the two sequences share a pool of: step 1 prefills the first half of A
-// and all of B; step 2 the rest of A (reading its first half from the cache) beside B's first
-// decode token; step 3 one decode token each. Every step's hidden states equal the CPU decoder's
-// over a CPU pool with the same block ids.
-TEST_F(CudaDecoderTest, MixedBatchesMatchTheCpu) {
-  ASSERT_NO_FATAL_FAILURE(Load("tinyvocab", CudaPrecision::kF32));
-  const Prompt a = MakePrompt(Golden("tinyvocab", "one_image"));
-  const Prompt b = MakePrompt(Golden("tinyvocab", "text_only"));
-  const TextConfig& t = model_->config().text;
-  const int64_t H = t.hidden_size;
-  BlockPool cpu_pool(kBlocks, kBlockSize, t.num_layers, t.num_kv_heads * t.head_dim, KvType::kF32);
-  for (int i = 0; i < kBlocks; ++i) ASSERT_TRUE(cpu_pool.Allocate().has_value());
-  // A takes odd blocks from the top, B even blocks from the bottom: interleaved, never shared.
-  std::vector<int32_t> ta, tb;
-  for (int i = 0; i < kBlocks / 2; ++i) {
-    ta.push_back(kBlocks - 1 - 2 * i);
-    tb.push_back(2 * i);
+// Row cosines of got against want ([rows, cols]): the worst.
+double WorstRowCosine(const std::vector<float>& got, const std::vector<float>& want, int64_t cols) {
+  double worst = 1;
+  for (size_t r = 0; r * cols < want.size(); ++r) {
+    double dot = 0, a2 = 0, b2 = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double a = got[r * cols + j], b = want[r * cols + j];
+      dot += a * b, a2 += a * a, b2 += b * b;
+    }
+    const double cs = dot / std::sqrt(std::max(a2 * b2, 1e-300));
+    worst = std::min(worst, std::isnan(cs) ? -1.0 : cs);
   }
-  ASSERT_LE(a.n + 2, int64_t{kBlocks / 2} * kBlockSize);
-  const int64_t half = a.n / 2 + 3;  // not a block boundary for the fixtures' lengths
-  // Decode tokens: the prompts' next positions, embeddings of token 5.
+  return worst;
+}
+
+// One sequence of a mixed-batch test: its prompt, its blocks, how far it is.
+struct MixedSeq {
+  Prompt p;
+  std::vector<int32_t> table;
+  int64_t cached = 0;     // tokens in the cache
+  int64_t generated = 0;  // decode tokens fed so far
+};
+
+// Mixed batches over blocks four sequences share a pool of (interleaved ids, never shared):
+//   1. A's first half and all of B, prefilled;
+//   2. the rest of A (reading its first half from the cache) beside B's first decode token;
+//   3. C's first chunk, A decoding, all of D, B decoding: the decoder runs A and B first (their
+//      block tables of different lengths padded to one stride), then C and D (two prefills after
+//      the decode rows), and maps the rows back;
+//   4. the rest of C, D decoding, A decoding.
+// Every step's hidden states and every segment's last-row logits match the CPU decoder's over a
+// CPU pool with the same block ids: within 1e-4 in fp32, cosine 0.999 per row in bf16.
+void RunMixedBatches(CudaDecoderTest* t, const Qwen2VLModel& model, CudaDecoder* gpu, CudaKvCache* kv,
+                     const kernels::KernelContext& ctx, bool fp32) {
+  const TextConfig& tc = model.config().text;
+  const int64_t H = tc.hidden_size, V = tc.vocab_size;
+  BlockPool cpu_pool(kBlocks, kBlockSize, tc.num_layers, tc.num_kv_heads * tc.head_dim, KvType::kF32);
+  for (int i = 0; i < kBlocks; ++i) ASSERT_TRUE(cpu_pool.Allocate().has_value());
+  std::vector<MixedSeq> seqs(4);
+  const char* cases[] = {"one_image", "text_only", "two_images", "text_only"};
+  for (int k = 0; k < 4; ++k) {
+    seqs[k].p = t->MakePrompt(Golden("tinyvocab", cases[k]));
+    // A: odd ids from the top; B: even ids from 0; C: even ids from the middle; D: odd ids from 1.
+    for (int i = 0; i < kBlocks / 4; ++i) {
+      const int id = k == 0 ? kBlocks - 1 - 2 * i : k == 1 ? 2 * i : k == 2 ? kBlocks / 2 + 2 * i : 1 + 2 * i;
+      seqs[k].table.push_back(id);
+    }
+    ASSERT_LE(seqs[k].p.n + 4, int64_t{kBlocks / 4} * kBlockSize);
+  }
   std::vector<float> tok(static_cast<size_t>(H));
   const int32_t five = 5;
-  model_->decoder().Embed(&five, 1, tok.data(), model_->kernel_config());
-  const int64_t a_next = a.pos.next_position, b_next = b.pos.next_position, b_next2 = b_next + 1;
-  auto run = [&](const std::vector<float>& embeds, const std::vector<BatchSegment>& segs) {
-    ASSERT_TRUE(gpu_->ForwardBatch(embeds.data(), segs, kv_.get()).ok());
-    auto got = gpu_->Hidden();
+  model.decoder().Embed(&five, 1, tok.data(), model.kernel_config());
+  // One step: per entry a sequence and how many prompt rows to prefill (0: one decode token).
+  auto step = [&](const std::vector<std::pair<int, int64_t>>& plan) {
+    std::vector<float> embeds;
+    std::vector<BatchSegment> segs;
+    std::vector<int64_t> decode_pos(plan.size());  // stays put: segments point into it
+    std::vector<int32_t> last_rows;
+    int64_t row = 0;
+    for (size_t k = 0; k < plan.size(); ++k) {
+      MixedSeq& s = seqs[plan[k].first];
+      BatchSegment seg;
+      seg.past = s.cached;
+      seg.block_table = s.table.data();
+      if (plan[k].second > 0) {
+        seg = CudaDecoderTest::Segment(s.p, s.cached, plan[k].second, s.cached, s.table.data());
+        embeds.insert(embeds.end(), s.p.embeds.begin() + s.cached * H,
+                      s.p.embeds.begin() + (s.cached + plan[k].second) * H);
+      } else {
+        decode_pos[k] = s.p.pos.next_position + s.generated++;
+        seg.n = 1;
+        seg.pos_t = seg.pos_h = seg.pos_w = &decode_pos[k];
+        embeds.insert(embeds.end(), tok.begin(), tok.end());
+      }
+      s.cached += seg.n;
+      row += seg.n;
+      last_rows.push_back(static_cast<int32_t>(row - 1));
+      segs.push_back(seg);
+    }
+    ASSERT_TRUE(gpu->ForwardBatch(embeds.data(), segs, kv).ok());
+    auto got = gpu->Hidden();
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     std::vector<float> want(embeds.size());
-    model_->decoder().ForwardBatch(embeds.data(), segs, &cpu_pool, want.data(), ctx_);
-    ExpectClose(*got, want, 1e-4f, 1e-4f, "hidden states");
+    model.decoder().ForwardBatch(embeds.data(), segs, &cpu_pool, want.data(), ctx);
+    std::vector<float> got_logits(last_rows.size() * static_cast<size_t>(V)), picked,
+        want_logits(got_logits.size());
+    ASSERT_TRUE(gpu->Logits(last_rows, got_logits.data()).ok());
+    for (int32_t r : last_rows) picked.insert(picked.end(), want.begin() + r * H, want.begin() + (r + 1) * H);
+    model.decoder().Logits(picked.data(), static_cast<int64_t>(last_rows.size()), want_logits.data(), ctx);
+    if (fp32) {
+      ExpectClose(*got, want, 1e-4f, 1e-4f, "hidden states");
+      ExpectClose(got_logits, want_logits, 1e-4f, 1e-4f, "logits");
+    } else {
+      EXPECT_GE(WorstRowCosine(*got, want, H), 0.999);
+      EXPECT_GE(WorstRowCosine(got_logits, want_logits, V), 0.999);
+    }
   };
-  auto rows = [&](const Prompt& p, int64_t from, int64_t n) {
-    return std::vector<float>(p.embeds.begin() + from * H, p.embeds.begin() + (from + n) * H);
-  };
-  std::vector<float> e1 = rows(a, 0, half), b_all = rows(b, 0, b.n);
-  e1.insert(e1.end(), b_all.begin(), b_all.end());
-  ASSERT_NO_FATAL_FAILURE(run(e1, {Segment(a, 0, half, 0, ta.data()), Segment(b, 0, b.n, 0, tb.data())}));
-  std::vector<float> e2 = rows(a, half, a.n - half);
-  e2.insert(e2.end(), tok.begin(), tok.end());
-  BatchSegment bd;
-  bd.n = 1;
-  bd.past = b.n;
-  bd.pos_t = bd.pos_h = bd.pos_w = &b_next;
-  bd.block_table = tb.data();
-  ASSERT_NO_FATAL_FAILURE(run(e2, {Segment(a, half, a.n - half, half, ta.data()), bd}));
-  std::vector<float> e3 = tok;
-  e3.insert(e3.end(), tok.begin(), tok.end());
-  BatchSegment ad;
-  ad.n = 1;
-  ad.past = a.n;
-  ad.pos_t = ad.pos_h = ad.pos_w = &a_next;
-  ad.block_table = ta.data();
-  bd.past = b.n + 1;
-  bd.pos_t = bd.pos_h = bd.pos_w = &b_next2;
-  ASSERT_NO_FATAL_FAILURE(run(e3, {ad, bd}));
+  const int64_t half_a = seqs[0].p.n / 2 + 3, half_c = seqs[2].p.n / 2 + 1;  // off block boundaries
+  ASSERT_NO_FATAL_FAILURE(step({{0, half_a}, {1, seqs[1].p.n}}));
+  ASSERT_NO_FATAL_FAILURE(step({{0, seqs[0].p.n - half_a}, {1, 0}}));
+  ASSERT_NO_FATAL_FAILURE(step({{2, half_c}, {0, 0}, {3, seqs[3].p.n}, {1, 0}}));
+  ASSERT_NO_FATAL_FAILURE(step({{2, seqs[2].p.n - half_c}, {3, 0}, {0, 0}}));
+}
+
+TEST_F(CudaDecoderTest, MixedBatchesMatchTheCpuF32) {
+  ASSERT_NO_FATAL_FAILURE(Load("tinyvocab", CudaPrecision::kF32));
+  RunMixedBatches(this, *model_, gpu_.get(), kv_.get(), ctx_, true);
+}
+
+TEST_F(CudaDecoderTest, MixedBatchesStayCloseToTheCpuBf16) {
+  ASSERT_NO_FATAL_FAILURE(Load("tinyvocab", CudaPrecision::kBf16));
+  RunMixedBatches(this, *model_, gpu_.get(), kv_.get(), ctx_, false);
 }
 
 // Malformed batches are refused before anything is queued, and the decoder stays usable.

@@ -17,6 +17,7 @@
 
 #include <mma.h>
 
+#include <atomic>
 #include <cmath>
 
 #include "kernels/cuda/attention.h"
@@ -238,13 +239,18 @@ size_t TcSharedBytes(int64_t head_dim) {
 
 // What one block of the current device may opt in to (99 KiB on sm_86/89, 163 on sm_80, 227 on
 // sm_90); 0 when it cannot be asked.
+// Asked once per device (every bf16 VarlenAttention call asks: once per layer per step).
 size_t DeviceSharedOptin() {
+  constexpr int kCachedDevices = 64;
+  static std::atomic<int> cached[kCachedDevices] = {};  // 0: not asked yet; else bytes + 1
   int dev = 0, bytes = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (dev >= 0 && dev < kCachedDevices) {
+    const int known = cached[dev].load(std::memory_order_relaxed);
+    if (known > 0) return static_cast<size_t>(known - 1);
   }
+  if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) return 0;
+  if (dev >= 0 && dev < kCachedDevices) cached[dev].store(bytes + 1, std::memory_order_relaxed);
   return static_cast<size_t>(bytes);
 }
 

@@ -419,11 +419,14 @@ Status CudaDecoder::Logits(const std::vector<int32_t>& rows, float* logits) {
     mapped[i] = row_of_[rows[i]];
   }
   const size_t e = CudaElementBytes(precision_);
-  MINERU_RETURN_IF_ERROR(rows_.Reserve(static_cast<size_t>(n) * 4));
-  MINERU_RETURN_IF_ERROR(picked_.Reserve(static_cast<size_t>(n * Hd) * e));
-  MINERU_RETURN_IF_ERROR(logits_.Reserve(static_cast<size_t>(n * V) * 4));
-  Status st =
-      rows_.buffer().CopyFromHostAsync(mapped.data(), static_cast<size_t>(n) * 4, 0, stream_.handle());
+  Status st = rows_.Reserve(static_cast<size_t>(n) * 4);
+  if (st.ok()) st = picked_.Reserve(static_cast<size_t>(n * Hd) * e);
+  if (st.ok()) st = logits_.Reserve(static_cast<size_t>(n * V) * 4);
+  if (!st.ok()) {
+    (void)stream_.Synchronize();  // the batch's own fault, if any, is not left for the next step
+    return st;
+  }
+  st = rows_.buffer().CopyFromHostAsync(mapped.data(), static_cast<size_t>(n) * 4, 0, stream_.handle());
   if (st.ok())
     st = precision_ == CudaPrecision::kF32 ? Logits<float>(n, logits) : Logits<cu::Bf16>(n, logits);
   Status done = stream_.Synchronize();
