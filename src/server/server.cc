@@ -338,6 +338,7 @@ void HandleHealth(Server::State& s, httplib::Response& res) {
   Json body = {{"status", "ok"},
                {"model", s.opt.model_name},
                {"checkpoint", s.model->name()},
+               {"device", s.engine->device_description()},
                {"queue", {{"running", es.running}, {"waiting", es.waiting}}},
                {"kv_blocks", {{"used", es.kv_blocks_used}, {"total", es.kv_blocks_total}}},
                {"jobs",

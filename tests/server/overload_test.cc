@@ -180,6 +180,8 @@ TEST_F(OverloadTest, ServerNamesTheCheckpoint) {
   auto h = cli.Get("/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(Json::parse(h->body)["checkpoint"], "MinerU2.5-Pro-2605-1.2B");
+  // Where the model runs (the engine's device line): the CPU here.
+  EXPECT_EQ(Json::parse(h->body)["device"].get<std::string>().rfind("cpu (", 0), 0u) << h->body;
   auto m = cli.Get("/v1/models");
   ASSERT_TRUE(m);
   const Json models = Json::parse(m->body);
