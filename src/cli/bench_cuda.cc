@@ -124,6 +124,11 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel& m, const std
   return r;
 }
 
+StatusOr<int64_t> GpuUsedBytes() {
+  MINERU_ASSIGN_OR_RETURN(cu::CudaDeviceInfo dev, cu::GetCudaDeviceInfo(0));
+  return dev.total_bytes - dev.free_bytes;
+}
+
 StatusOr<nlohmann::json> BenchPeakCuda() {
   MINERU_ASSIGN_OR_RETURN(cu::CudaDeviceInfo dev, cu::ProbeUsableCudaDevice(0));
   MINERU_ASSIGN_OR_RETURN(cu::CudaStream stream, cu::CudaStream::Create());
@@ -183,6 +188,8 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel&, const std::
 }
 
 StatusOr<nlohmann::json> BenchPeakCuda() { return NoCuda(); }
+
+StatusOr<int64_t> GpuUsedBytes() { return NoCuda(); }
 
 #endif  // MINERU_HAVE_CUDA
 

@@ -40,6 +40,10 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel& m, const std
                                                 const std::vector<ImageGrid>& grids,
                                                 const CudaVisionBench& o);
 
+// GPU 0's memory in use now (total less free: every process's, this one's weights, KV cache and
+// activations among them), in bytes. Unimplemented without the CUDA backend.
+StatusOr<int64_t> GpuUsedBytes();
+
 // The GPU's dense product throughput through the backend's own cuBLASLt path: bf16 and fp32
 // (never TF32) [8192, 8192] x [8192, 8192]^T, best of a few, in TFLOP/s; and the device.
 StatusOr<nlohmann::json> BenchPeakCuda();

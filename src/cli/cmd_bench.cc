@@ -660,6 +660,11 @@ int RunBench(const BenchFlags& f) {
   Status s = run(c);
   if (!s.ok()) return Fail(s.ToString());
   if (!gpu) out["kv_peak_mb"] = (*engine)->Stats().kv_bytes_peak / 1048576.0;
+  // On a GPU the memory is taken at start (weights, the whole KV cache) and grown to the largest
+  // step's activations, so what is in use at the end is the run's peak (other processes' included).
+  if (gpu) {
+    if (auto used = GpuUsedBytes(); used.ok()) out["gpu_used_mib"] = *used / 1048576.0;
+  }
   out["peak_rss_mb"] = PeakRssMb();
   out["anon_end_mb"] = StatusMb("RssAnon");
   std::printf("%s\n", out.dump(f.json ? -1 : 2).c_str());
