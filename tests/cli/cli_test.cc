@@ -120,6 +120,35 @@ TEST(CliTest, PromptThroughChatTemplateOnRealTokenizer) {
   EXPECT_EQ(text.code, 0) << text.err;
 }
 
+// --device: auto falls back to the CPU where no GPU is usable and says why (then with the ids of
+// --device cpu); cuda there is a one-line error (a build without CUDA, or no usable GPU), never a
+// crash; a value outside cpu|cuda|auto is refused. Where a GPU is usable, auto and cuda run on it.
+TEST(CliTest, DeviceFlagChoosesAndExplains) {
+  const std::vector<std::string> base = {"generate", "--model",      kFx + "/tinyvocab",
+                                         "--prompt", "Hello",        "--max-new-tokens",
+                                         "4",        "--ignore-eos", "--print-ids"};
+  auto with = [&](const std::string& device) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--device", device});
+    return RunCli(args);
+  };
+  const CmdResult cpu = with("cpu");
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  const CmdResult bad = with("tpu");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_FALSE(bad.signaled);
+  const CmdResult cuda = with("cuda");
+  EXPECT_FALSE(cuda.signaled) << cuda.err;
+  const CmdResult autod = with("auto");
+  ASSERT_EQ(autod.code, 0) << autod.err;
+  EXPECT_NE(autod.err.find("device: "), std::string::npos) << autod.err;
+  if (cuda.code != 0) {  // no usable GPU here: auto ran on the CPU
+    EXPECT_NE(cuda.err.find("error: "), std::string::npos) << cuda.err;
+    EXPECT_NE(autod.err.find("device: cpu (--device auto: "), std::string::npos) << autod.err;
+    EXPECT_EQ(autod.out, cpu.out);
+  }
+}
+
 TEST(CliTest, TokenizeRoundTrip) {
   CmdResult r = RunCli({"tokenize", "--model", kFx + "/tinyvocab", "--text", "Hello world 你好"});
   ASSERT_EQ(r.code, 0) << r.err;
