@@ -31,15 +31,6 @@ constexpr int kDimsPerThread = static_cast<int>(kMaxAttentionHeadDim) / kQuad;  
 constexpr int kMaxGridYZ = 65535;
 static_assert(kMaxAttentionHeadDim % kQuad == 0, "head dims split over a quad");
 
-struct FlashParams {
-  const int32_t* cu_q;
-  const int32_t* cu_k;
-  int group, head_dim;
-  int64_t q_stride, k_stride, v_stride, out_stride;
-  bool causal;
-  float scale;
-};
-
 // dst[r * ld + c] = src[r * stride + c] for r < rows, 0 for rows in [rows, tile_rows), c < cols.
 template <typename D>
 __device__ __forceinline__ void LoadTile(const D* src, int64_t stride, int rows, int tile_rows, int cols,
@@ -103,7 +94,7 @@ __device__ __forceinline__ void ScoreTile(const float* q_row, const float* ks, i
 
 template <typename D>
 __global__ void __launch_bounds__(kFlashThreads)
-    VarlenFlashKernel(const D* q, const D* k, const D* v, D* out, FlashParams p) {
+    VarlenFlashKernel(const D* q, const D* k, const D* v, D* out, VarlenParams p) {
   extern __shared__ float smem[];
   const int hd = p.head_dim, ld = hd + 1;  // odd row pitch: the quads' column reads hit distinct banks
   float* qs = smem;                        // [kTileQ][ld]
@@ -184,17 +175,7 @@ Status LaunchVarlen(const T* q, const T* k, const T* v, const VarlenAttentionSha
   const size_t smem = sizeof(float) * static_cast<size_t>((kTileQ + 2 * kTileK) * ld + kTileQ * (kTileK + 1));
   using D = typename DeviceType<T>::type;
   MINERU_RETURN_IF_ERROR(AllowSharedMemory(VarlenFlashKernel<D>, smem, kOp));
-  FlashParams p;
-  p.cu_q = s.cu_seqlens_q;
-  p.cu_k = s.cu_seqlens_k;
-  p.group = static_cast<int>(s.num_heads / s.num_kv_heads);
-  p.head_dim = static_cast<int>(s.head_dim);
-  p.q_stride = s.q_stride;
-  p.k_stride = s.k_stride;
-  p.v_stride = s.v_stride;
-  p.out_stride = s.out_stride;
-  p.causal = s.causal;
-  p.scale = s.scale;
+  const VarlenParams p = MakeVarlenParams(s);
   const dim3 grid(static_cast<unsigned>((s.max_seqlen_q + kTileQ - 1) / kTileQ),
                   static_cast<unsigned>(s.num_heads), static_cast<unsigned>(s.num_seqs));
   VarlenFlashKernel<D>

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_internal.h"
@@ -38,15 +39,6 @@ constexpr int kTileQ = kWarps * kRowsPerWarp;  // 64
 constexpr int kTileK = 64;
 constexpr int kThreads = kWarps * kWarpSize;  // 128
 constexpr int kMaxGridYZ = 65535;
-
-struct TcParams {
-  const int32_t* cu_q;
-  const int32_t* cu_k;
-  int group;
-  int64_t q_stride, k_stride, v_stride, out_stride;
-  bool causal;
-  float scale;
-};
 
 // Shared memory of one block for heads of D dimensions (element pitches, all multiples of 8 bf16 or
 // 4 floats as WMMA's ldm needs, every array starting on a 32-byte boundary).
@@ -79,7 +71,7 @@ __device__ __forceinline__ void LoadTileBf16(const __nv_bfloat16* src, int64_t s
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     TcFlashKernel(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* out,
-                  TcParams p) {
+                  VarlenParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using L = TcLayout<D>;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -193,16 +185,7 @@ Status Launch(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttention
   constexpr const char* kOp = "VarlenAttention";
   const size_t smem = TcLayout<D>::kBytes;
   MINERU_RETURN_IF_ERROR(AllowSharedMemory(TcFlashKernel<D>, smem, kOp));
-  TcParams p;
-  p.cu_q = s.cu_seqlens_q;
-  p.cu_k = s.cu_seqlens_k;
-  p.group = static_cast<int>(s.num_heads / s.num_kv_heads);
-  p.q_stride = s.q_stride;
-  p.k_stride = s.k_stride;
-  p.v_stride = s.v_stride;
-  p.out_stride = s.out_stride;
-  p.causal = s.causal;
-  p.scale = s.scale;
+  const VarlenParams p = MakeVarlenParams(s);
   const dim3 grid(static_cast<unsigned>((s.max_seqlen_q + kTileQ - 1) / kTileQ),
                   static_cast<unsigned>(s.num_heads), static_cast<unsigned>(s.num_seqs));
   TcFlashKernel<D><<<grid, kThreads, smem, stream>>>(ToDevice(q), ToDevice(k), ToDevice(v), ToDevice(out), p);
@@ -213,28 +196,35 @@ Status Launch(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttention
 
 namespace {
 
-// The kernel's shared memory for heads of head_dim (a multiple of 16 up to 128), else 0.
-size_t TcSharedBytes(int64_t head_dim) {
+// Calls f(std::integral_constant<int, D>()) for the head sizes the kernel is built for (16 to
+// 128 in steps of 16), returning what f returns; `otherwise` for any other head_dim.
+template <typename R, typename F>
+R WithHeadDim(int64_t head_dim, R otherwise, F&& f) {
   switch (head_dim) {
     case 16:
-      return TcLayout<16>::kBytes;
+      return f(std::integral_constant<int, 16>());
     case 32:
-      return TcLayout<32>::kBytes;
+      return f(std::integral_constant<int, 32>());
     case 48:
-      return TcLayout<48>::kBytes;
+      return f(std::integral_constant<int, 48>());
     case 64:
-      return TcLayout<64>::kBytes;
+      return f(std::integral_constant<int, 64>());
     case 80:
-      return TcLayout<80>::kBytes;
+      return f(std::integral_constant<int, 80>());
     case 96:
-      return TcLayout<96>::kBytes;
+      return f(std::integral_constant<int, 96>());
     case 112:
-      return TcLayout<112>::kBytes;
+      return f(std::integral_constant<int, 112>());
     case 128:
-      return TcLayout<128>::kBytes;
+      return f(std::integral_constant<int, 128>());
     default:
-      return 0;
+      return otherwise;
   }
+}
+
+// The kernel's shared memory for heads of head_dim, else 0.
+size_t TcSharedBytes(int64_t head_dim) {
+  return WithHeadDim(head_dim, size_t{0}, [](auto d) { return TcLayout<decltype(d)::value>::kBytes; });
 }
 
 // What one block of the current device may opt in to (99 KiB on sm_86/89, 163 on sm_80, 227 on
@@ -264,26 +254,9 @@ bool VarlenTensorCoreFits(const VarlenAttentionShape& s) {
 
 Status LaunchVarlenTensorCore(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s,
                               Bf16* out, StreamHandle stream) {
-  switch (s.head_dim) {
-    case 16:
-      return Launch<16>(q, k, v, s, out, stream);
-    case 32:
-      return Launch<32>(q, k, v, s, out, stream);
-    case 48:
-      return Launch<48>(q, k, v, s, out, stream);
-    case 64:
-      return Launch<64>(q, k, v, s, out, stream);
-    case 80:
-      return Launch<80>(q, k, v, s, out, stream);
-    case 96:
-      return Launch<96>(q, k, v, s, out, stream);
-    case 112:
-      return Launch<112>(q, k, v, s, out, stream);
-    case 128:
-      return Launch<128>(q, k, v, s, out, stream);
-    default:
-      return InvalidArgumentError("VarlenAttention: no tensor-core form for this head_dim");
-  }
+  return WithHeadDim(s.head_dim,
+                     InvalidArgumentError("VarlenAttention: no tensor-core form for this head_dim"),
+                     [&](auto d) { return Launch<decltype(d)::value>(q, k, v, s, out, stream); });
 }
 
 }  // namespace cuda
