@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 
+#include "../util/cuda_skip.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
 #include "kernels/cuda/device.h"
@@ -31,10 +32,7 @@ struct Variant {
 class CudaEngineTest : public ::testing::TestWithParam<std::tuple<std::string, Variant>> {
  protected:
   void SetUp() override {
-    std::string reason;
-    if (kernels::cuda::CudaDeviceCount(&reason) == 0) GTEST_SKIP() << "no CUDA device: " << reason;
-    auto info = kernels::cuda::ProbeUsableCudaDevice(0);
-    if (!info.ok()) GTEST_SKIP() << "no usable CUDA device: " << info.status().ToString();
+    if (const std::string why = testing::CudaSkipReason(); !why.empty()) GTEST_SKIP() << why;
   }
 };
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "../util/cuda_skip.h"
 #include "base/bf16.h"
 #include "base/status.h"
 #include "kernel_test_util.h"
@@ -112,10 +113,7 @@ const char* TypeName() {
 class CudaDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string reason;
-    if (cu::CudaDeviceCount(&reason) == 0) GTEST_SKIP() << "no CUDA device: " << reason;
-    auto info = cu::ProbeUsableCudaDevice(0);
-    if (!info.ok()) GTEST_SKIP() << "no usable CUDA device: " << info.status().ToString();
+    if (const std::string why = ::mineru::testing::CudaSkipReason(); !why.empty()) GTEST_SKIP() << why;
     CUDA_TEST_ASSIGN(stream_, cu::CudaStream::Create());
   }
   cu::StreamHandle stream() const { return stream_.handle(); }

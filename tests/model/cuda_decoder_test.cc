@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../util/cuda_skip.h"
 #include "engine/block_pool.h"
 #include "golden_util.h"
 #include "kernels/cuda/device.h"
@@ -31,9 +32,11 @@
 namespace mineru {
 namespace {
 
+using testing::Cosines;
 using testing::ExpectClose;
 using testing::FixturePath;
 using testing::Golden;
+using testing::RowCosines;
 
 constexpr int kBlockSize = 16;
 constexpr int kBlocks = 128;
@@ -49,10 +52,7 @@ struct Prompt {
 class CudaDecoderTest : public ::testing::Test {
  public:
   void SetUp() override {
-    std::string reason;
-    if (kernels::cuda::CudaDeviceCount(&reason) == 0) GTEST_SKIP() << "no CUDA device: " << reason;
-    auto info = kernels::cuda::ProbeUsableCudaDevice(0);
-    if (!info.ok()) GTEST_SKIP() << "no usable CUDA device: " << info.status().ToString();
+    if (const std::string why = testing::CudaSkipReason(); !why.empty()) GTEST_SKIP() << why;
   }
 
   void Load(const std::string& model, CudaPrecision p) {
@@ -198,35 +198,10 @@ TEST_F(CudaDecoderTest, Bf16LogitsStayWithinCosineOfTheCpu) {
     model_->decoder().Forward(p.embeds.data(), p.n, p.pos.t.data(), p.pos.h.data(), p.pos.w.data(), &cache,
                               hidden.data(), ctx_);
     model_->decoder().Logits(hidden.data(), p.n, want.data(), ctx_);
-    double worst = 1, mean = 0;
-    for (int64_t r = 0; r < p.n; ++r) {
-      double dot = 0, a2 = 0, b2 = 0;
-      for (int64_t j = 0; j < V; ++j) {
-        const double a = got[r * V + j], b = want[r * V + j];
-        dot += a * b, a2 += a * a, b2 += b * b;
-      }
-      const double cs = dot / std::sqrt(std::max(a2 * b2, 1e-300));
-      worst = std::min(worst, std::isnan(cs) ? -1.0 : cs);
-      mean += cs / static_cast<double>(p.n);
-    }
-    EXPECT_GE(worst, 0.999);
-    EXPECT_GE(mean, 0.999);
+    const Cosines cos = RowCosines(got, want, V);
+    EXPECT_GE(cos.worst, 0.999);
+    EXPECT_GE(cos.mean, 0.999);
   }
-}
-
-// Row cosines of got against want ([rows, cols]): the worst.
-double WorstRowCosine(const std::vector<float>& got, const std::vector<float>& want, int64_t cols) {
-  double worst = 1;
-  for (size_t r = 0; r * cols < want.size(); ++r) {
-    double dot = 0, a2 = 0, b2 = 0;
-    for (int64_t j = 0; j < cols; ++j) {
-      const double a = got[r * cols + j], b = want[r * cols + j];
-      dot += a * b, a2 += a * a, b2 += b * b;
-    }
-    const double cs = dot / std::sqrt(std::max(a2 * b2, 1e-300));
-    worst = std::min(worst, std::isnan(cs) ? -1.0 : cs);
-  }
-  return worst;
 }
 
 // One sequence of a mixed-batch test: its prompt, its blocks, how far it is.
@@ -307,8 +282,8 @@ void RunMixedBatches(CudaDecoderTest* t, const Qwen2VLModel& model, CudaDecoder*
       ExpectClose(*got, want, 1e-4f, 1e-4f, "hidden states");
       ExpectClose(got_logits, want_logits, 1e-4f, 1e-4f, "logits");
     } else {
-      EXPECT_GE(WorstRowCosine(*got, want, H), 0.999);
-      EXPECT_GE(WorstRowCosine(got_logits, want_logits, V), 0.999);
+      EXPECT_GE(RowCosines(*got, want, H).worst, 0.999);
+      EXPECT_GE(RowCosines(got_logits, want_logits, V).worst, 0.999);
     }
   };
   const int64_t half_a = seqs[0].p.n / 2 + 3, half_c = seqs[2].p.n / 2 + 1;  // off block boundaries

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../util/cuda_skip.h"
 #include "golden_util.h"
 #include "kernels/cuda/device.h"
 #include "model/cuda/vision_encoder_cuda.h"
@@ -24,37 +25,17 @@
 namespace mineru {
 namespace {
 
+using testing::Cosines;
 using testing::ExpectClose;
 using testing::FixturePath;
 using testing::Golden;
+using testing::RowCosines;
 
 std::vector<ImageGrid> GoldenGrids(const Golden& golden) {
   std::vector<ImageGrid> grids;
   const std::vector<int64_t> thw = golden.I64("image_grid_thw");
   for (size_t i = 0; i + 2 < thw.size(); i += 3) grids.push_back({thw[i], thw[i + 1], thw[i + 2]});
   return grids;
-}
-
-// Per row of `cols` values: the cosine of got's row against want's; mean and worst over the rows.
-struct Cosines {
-  double mean = 0, worst = 1;
-};
-Cosines RowCosines(const std::vector<float>& got, const std::vector<float>& want, int64_t cols) {
-  Cosines c;
-  const int64_t rows = static_cast<int64_t>(want.size()) / cols;
-  for (int64_t r = 0; r < rows; ++r) {
-    double dot = 0, a2 = 0, b2 = 0;
-    for (int64_t j = 0; j < cols; ++j) {
-      const double a = got[r * cols + j], b = want[r * cols + j];
-      dot += a * b;
-      a2 += a * a;
-      b2 += b * b;
-    }
-    const double cos = dot / std::sqrt(std::max(a2 * b2, 1e-300));
-    c.mean += cos / static_cast<double>(rows);
-    c.worst = std::min(c.worst, std::isnan(cos) ? -1.0 : cos);
-  }
-  return c;
 }
 
 // Deterministic pixel values in [-1, 1) for `patches` rows.
@@ -71,10 +52,7 @@ std::vector<float> Pixels(int64_t patches, int64_t patch_dim, uint32_t seed) {
 class CudaVisionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string reason;
-    if (kernels::cuda::CudaDeviceCount(&reason) == 0) GTEST_SKIP() << "no CUDA device: " << reason;
-    auto info = kernels::cuda::ProbeUsableCudaDevice(0);
-    if (!info.ok()) GTEST_SKIP() << "no usable CUDA device: " << info.status().ToString();
+    if (const std::string why = testing::CudaSkipReason(); !why.empty()) GTEST_SKIP() << why;
   }
 
   // The fixture model and its CUDA encoder in precision p (mlp_chunk_rows as given).

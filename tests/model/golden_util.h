@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -71,6 +72,29 @@ inline void ExpectClose(const std::vector<float>& got, const std::vector<float>&
   }
   EXPECT_LE(worst, atol) << what << ": element " << worst_i << " got " << got[worst_i] << " want "
                          << want[worst_i];
+}
+
+// Per row of `cols` values, the cosine of got's row against want's: mean and worst over the rows
+// (a NaN row counts as -1, the worst).
+struct Cosines {
+  double mean = 0, worst = 1;
+};
+inline Cosines RowCosines(const std::vector<float>& got, const std::vector<float>& want, int64_t cols) {
+  Cosines c;
+  const int64_t rows = static_cast<int64_t>(want.size()) / cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    double dot = 0, a2 = 0, b2 = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double a = got[r * cols + j], b = want[r * cols + j];
+      dot += a * b;
+      a2 += a * a;
+      b2 += b * b;
+    }
+    const double cos = dot / std::sqrt(std::max(a2 * b2, 1e-300));
+    c.mean += cos / static_cast<double>(rows);
+    c.worst = std::min(c.worst, std::isnan(cos) ? -1.0 : cos);
+  }
+  return c;
 }
 
 }  // namespace mineru::testing
