@@ -36,7 +36,8 @@ cd "$(dirname "$0")/.."
 
 # The CUDA test binaries, relative to a build's tests/ folder (one name per line in the report).
 CUDA_TESTS=(kernels/cuda_ops_test kernels/cuda_attention_test kernels/cuda_gemm_test kernels/cuda_kv_cache_test
-  model/cuda_vision_test model/cuda_decoder_test engine/cuda_engine_test)
+  kernels/cuda_logits_topk_test model/cuda_vision_test model/cuda_decoder_test model/cuda_logits_reader_test
+  engine/cuda_engine_test)
 
 die() {
   echo "gpu_check: $*" >&2

@@ -267,10 +267,12 @@ bool Engine::RunStep() {
   // Activations are bounded by the batch budget, but memory can still run out (other requests,
   // other processes): the sequences of this step fail, the others go on.
   std::vector<int64_t> sample_ids;
+  std::vector<RowLogits> logits;
   Status pass;
   try {
     pass = runner_->Forward(
         plan, *sched_, [this](int64_t id) -> Sequence& { return Seq(id); }, &sample_ids);
+    if (pass.ok()) pass = ReadLogits(sample_ids, &logits);
   } catch (const std::bad_alloc&) {
     pass = OutOfMemoryError("running a batch of " + std::to_string(T) + " tokens");
   }
@@ -300,7 +302,7 @@ bool Engine::RunStep() {
     FailAll(h.message());
     return true;
   }
-  SampleAndEmit(sample_ids);
+  SampleAndEmit(sample_ids, &logits);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.steps++;
   stats_.generated_tokens += static_cast<int64_t>(sample_ids.size());
@@ -308,19 +310,37 @@ bool Engine::RunStep() {
   return true;
 }
 
-// Samples one token for each sequence of sample_ids (its logits are row k of the runner's
-// logits) and hands it to the output processor; ended sequences finish.
-void Engine::SampleAndEmit(const std::vector<int64_t>& sample_ids) {
-  const int64_t V = model_.config().text.vocab_size;
-  float* logits = runner_->logits();
-  // Sampling reads only each sequence's own logits row and sampler state: the rows are
-  // sampled in parallel, then applied in order.
+Status Engine::ReadLogits(const std::vector<int64_t>& sample_ids, std::vector<RowLogits>* rows) {
+  const int32_t V = static_cast<int32_t>(model_.config().text.vocab_size);
+  const bool candidates = cfg_.sample_from_candidates || runner_->logits_on_device();
+  std::vector<CandidateQuery> queries(sample_ids.size());
+  std::vector<LogitsRequest> requests(sample_ids.size());
+  for (size_t k = 0; candidates && k < sample_ids.size(); ++k) {
+    queries[k] = Seq(sample_ids[k]).sampler->Query(V);
+    requests[k].top_k = queries[k].top_k;
+    requests[k].touched = &queries[k].touched;
+  }
+  MINERU_RETURN_IF_ERROR(runner_->ReadLogits(requests, rows));
+  if (rows->size() != sample_ids.size()) return InternalError("ReadLogits answered the wrong number of rows");
+  return Status::Ok();
+}
+
+// Samples one token for each sequence of sample_ids (from (*rows)[k]: its whole logits row or its
+// candidates) and hands it to the output processor; ended sequences finish.
+void Engine::SampleAndEmit(const std::vector<int64_t>& sample_ids, std::vector<RowLogits>* rows) {
+  const int32_t V = static_cast<int32_t>(model_.config().text.vocab_size);
+  // Sampling reads only each sequence's own logits and sampler state: the rows are sampled in
+  // parallel, then applied in order.
   std::vector<int32_t> sampled(sample_ids.size());
   std::vector<Sequence*> sampling(sample_ids.size());
   for (size_t k = 0; k < sample_ids.size(); ++k) sampling[k] = &Seq(sample_ids[k]);
   auto sample_rows = [&](size_t b, size_t e, size_t) {
-    for (size_t k = b; k < e; ++k)
-      sampled[k] = sampling[k]->sampler->Sample(logits + k * V, static_cast<int32_t>(V));
+    for (size_t k = b; k < e; ++k) {
+      RowLogits& r = (*rows)[k];
+      sampled[k] =
+          r.row ? sampling[k]->sampler->Sample(r.row, V)
+                : sampling[k]->sampler->SampleCandidates(r.ids.data(), r.logits.data(), r.ids.size(), V);
+    }
   };
   if (pool_ && sample_ids.size() > 1) {
     pool_->ParallelFor(sample_ids.size(), sample_rows);

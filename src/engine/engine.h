@@ -65,6 +65,9 @@ struct EngineConfig {
   // Tests: wraps the backend the device gives (fault injection), called once by Create. Empty:
   // the device's backend as it is.
   std::function<std::unique_ptr<ModelBackend>(std::unique_ptr<ModelBackend>)> wrap_backend;
+  // Tests: sample from candidate logits (engine/sampler.h, CandidateQuery) on every backend, as a
+  // GPU's does, rather than from whole rows where the logits are in host memory.
+  bool sample_from_candidates = false;
 };
 
 struct EngineRequest {
@@ -180,7 +183,10 @@ class Engine {
   void AdmitNew(std::vector<std::unique_ptr<Sequence>>* fresh);
   void ExpireSequences();
   bool RunStep();
-  void SampleAndEmit(const std::vector<int64_t>& sample_ids);
+  // What each sampling sequence's draw needs of its logits row (whole, or candidates), read from
+  // the runner's last pass into *rows.
+  Status ReadLogits(const std::vector<int64_t>& sample_ids, std::vector<RowLogits>* rows);
+  void SampleAndEmit(const std::vector<int64_t>& sample_ids, std::vector<RowLogits>* rows);
   void PublishStats();
   void FailStalled();
   void Finish(Sequence& s, FinishReason reason, const std::string& error = "");

@@ -161,8 +161,7 @@ Status ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
       rows.push_back(static_cast<int32_t>(row - 1));
     }
   }
-  MINERU_ASSIGN_OR_RETURN(logits_, backend_->Forward(&embeds, segs, rows));
-  return Status::Ok();
+  return backend_->Forward(&embeds, segs, rows);
 }
 
 }  // namespace mineru

@@ -36,14 +36,16 @@ class ModelRunner {
 
   // One packed decoder pass over the plan (block tables from `sched`; `seq` maps an id to its
   // sequence). The sequences whose known tokens are then all computed sample now: their ids are
-  // appended to *sample_ids and their logits are rows of logits() [ids, vocab]. May throw
+  // appended to *sample_ids and their logits are ReadLogits' rows, in that order. May throw
   // std::bad_alloc (activations); a backend's error (a GPU fault) is returned, and then the
   // pass's cache rows are undefined.
   Status Forward(const StepPlan& plan, const Scheduler& sched, const std::function<Sequence&(int64_t)>& seq,
                  std::vector<int64_t>* sample_ids);
-  // Mutable: sampling transforms a row in place (penalties, temperature). The backend's memory,
-  // valid until the next Forward.
-  float* logits() { return logits_; }
+  // The last Forward's logits as sampling asks for them (ModelBackend::ReadLogits).
+  Status ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) {
+    return backend_->ReadLogits(requests, out);
+  }
+  bool logits_on_device() const { return backend_->logits_on_device(); }
 
   const ImageCache& image_cache() const { return image_cache_; }
 
@@ -70,7 +72,6 @@ class ModelRunner {
   const Qwen2VLModel& model_;
   std::unique_ptr<ModelBackend> backend_;
   ImageCache image_cache_;
-  float* logits_ = nullptr;  // the last Forward's rows, in the backend's memory
 };
 
 }  // namespace mineru

@@ -29,13 +29,13 @@ SequenceSampler::SequenceSampler(const SamplingParams& params, const std::vector
   }
 }
 
-void SequenceSampler::ApplyPenalties(float* logits, int32_t vocab) const {
+template <typename At>
+void SequenceSampler::ApplyPenaltiesAt(const At& at) const {
   // vLLM: repetition penalty over prompt + output tokens (divide positive logits, multiply
   // negative ones), then frequency and presence penalties over output tokens only.
   if (p_.repetition_penalty != 1.0f) {
     auto penalize = [&](int32_t t) {
-      if (t < 0 || t >= vocab) return;
-      logits[t] = logits[t] > 0 ? logits[t] / p_.repetition_penalty : logits[t] * p_.repetition_penalty;
+      if (float* x = at(t)) *x = *x > 0 ? *x / p_.repetition_penalty : *x * p_.repetition_penalty;
     };
     std::vector<int32_t> seen = prompt_unique_;
     for (const auto& [t, c] : output_counts_) {
@@ -45,23 +45,25 @@ void SequenceSampler::ApplyPenalties(float* logits, int32_t vocab) const {
   }
   if (p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f) {
     for (const auto& [t, c] : output_counts_) {
-      if (t < 0 || t >= vocab) continue;
-      logits[t] -= p_.frequency_penalty * static_cast<float>(c) + p_.presence_penalty;
+      if (float* x = at(t)) *x -= p_.frequency_penalty * static_cast<float>(c) + p_.presence_penalty;
     }
   }
 }
 
-void SequenceSampler::ApplyNoRepeatNgram(float* logits, int32_t vocab) const {
+void SequenceSampler::ApplyPenalties(float* logits, int32_t vocab) const {
+  ApplyPenaltiesAt([&](int32_t t) { return t >= 0 && t < vocab ? logits + t : nullptr; });
+}
+
+template <typename F>
+void SequenceSampler::ForEachBanned(const F& f) const {
   const int n = p_.no_repeat_ngram_size;
   const int len = static_cast<int>(generated_.size());
   if (n <= 0 || len < n) return;  // as MinerU's processor: nothing until n tokens exist
   if (n == 1) {
-    for (int32_t t : generated_) {
-      if (t >= 0 && t < vocab) logits[t] = -std::numeric_limits<float>::infinity();
-    }
+    for (int32_t t : generated_) f(t);
     return;
   }
-  // Ban every token that followed an earlier occurrence of the current (n-1)-token suffix.
+  // Every token that followed an earlier occurrence of the current (n-1)-token suffix.
   const int32_t* suffix = generated_.data() + len - (n - 1);
   const uint64_t key = HashTokens(suffix, n - 1);
   auto range = ngram_index_.equal_range(key);
@@ -69,25 +71,44 @@ void SequenceSampler::ApplyNoRepeatNgram(float* logits, int32_t vocab) const {
     const int32_t start = it->second;
     if (start + n - 1 >= len) continue;  // the suffix itself: nothing follows yet
     if (!std::equal(suffix, suffix + n - 1, generated_.data() + start)) continue;  // hash collision
-    const int32_t next = generated_[start + n - 1];
-    if (next >= 0 && next < vocab) logits[next] = -std::numeric_limits<float>::infinity();
+    f(generated_[start + n - 1]);
   }
 }
 
-size_t SequenceSampler::Keep(const float* logits, int32_t vocab) {
-  // Candidates: every token, or the top_k (unordered: nth_element is O(vocab)).
-  const size_t v = static_cast<size_t>(vocab);
-  idx_.resize(v);
+void SequenceSampler::ApplyNoRepeatNgram(float* logits, int32_t vocab) const {
+  ForEachBanned([&](int32_t t) {
+    if (t >= 0 && t < vocab) logits[t] = -std::numeric_limits<float>::infinity();
+  });
+}
+
+template <typename At>
+void SequenceSampler::ApplyRules(const At& at) const {
+  for (const auto& [id, bias] : p_.logit_bias) {
+    if (float* x = at(id)) *x += bias;
+  }
+  ApplyPenaltiesAt(at);
+  ForEachBanned([&](int32_t t) {
+    if (float* x = at(t)) *x = -std::numeric_limits<float>::infinity();
+  });
+}
+
+size_t SequenceSampler::Keep(const float* logits, size_t n, int32_t vocab) {
+  // Candidates: every position, or the top_k (most likely first: the order of the draw must not
+  // depend on how many other tokens the row had, so a candidate row draws what the whole row does).
+  idx_.resize(n);
   std::iota(idx_.begin(), idx_.end(), 0);
   auto before = [logits](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
-  const size_t k = (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < v) ? static_cast<size_t>(p_.top_k) : v;
-  if (k < v) {
-    std::nth_element(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(k) - 1, idx_.end(), before);
+  size_t k = n;
+  if (p_.top_k > 0 && p_.top_k < vocab) {
+    k = std::min(n, static_cast<size_t>(p_.top_k));
+    if (k < n)
+      std::nth_element(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(k) - 1, idx_.end(), before);
     idx_.resize(k);
+    std::sort(idx_.begin(), idx_.end(), before);
   }
-  const double mx = *std::max_element(logits, logits + vocab);
+  const double mx = *std::max_element(logits, logits + n);
   auto weight = [&](int32_t id) { return std::exp((static_cast<double>(logits[id]) - mx) / p_.temperature); };
   weight_.resize(k);
   weight_sum_ = 0;
@@ -128,29 +149,64 @@ size_t SequenceSampler::Keep(const float* logits, int32_t vocab) {
 }
 
 std::vector<int32_t> SequenceSampler::KeptTokens(const float* logits, int32_t vocab) {
-  const size_t keep = Keep(logits, vocab);
+  const size_t keep = Keep(logits, static_cast<size_t>(std::max(vocab, 0)), vocab);
   return std::vector<int32_t>(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(keep));
 }
 
-int32_t SequenceSampler::Sample(float* logits, int32_t vocab) {
-  for (const auto& [id, bias] : p_.logit_bias) {
-    if (id >= 0 && id < vocab) logits[id] += bias;
-  }
-  ApplyPenalties(logits, vocab);
-  ApplyNoRepeatNgram(logits, vocab);
-  const int32_t best = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+size_t SequenceSampler::Choose(const float* logits, size_t n, int32_t vocab) {
+  const size_t best = static_cast<size_t>(std::max_element(logits, logits + n) - logits);
   const bool greedy = p_.temperature <= 0.0f || p_.top_k == 1;
   if (greedy || !std::isfinite(logits[best])) return best;
   // Temperature, then top-k, then top-p over the softmax, then a seeded draw among the kept
   // candidates in proportion to their weights.
-  const size_t keep = Keep(logits, vocab);
+  const size_t keep = Keep(logits, n, vocab);
   std::uniform_real_distribution<double> u(0.0, weight_sum_);
   double r = u(rng_);
   for (size_t i = 0; i < keep; ++i) {
     r -= weight_[i];
-    if (r <= 0) return idx_[i];
+    if (r <= 0) return static_cast<size_t>(idx_[i]);
   }
-  return idx_[keep - 1];
+  return static_cast<size_t>(idx_[keep - 1]);
+}
+
+int32_t SequenceSampler::Sample(float* logits, int32_t vocab) {
+  ApplyRules([&](int32_t t) { return t >= 0 && t < vocab ? logits + t : nullptr; });
+  return static_cast<int32_t>(Choose(logits, static_cast<size_t>(vocab), vocab));
+}
+
+CandidateQuery SequenceSampler::Query(int32_t vocab) const {
+  CandidateQuery q;
+  const bool greedy = p_.temperature <= 0.0f || p_.top_k == 1;
+  if (greedy) {
+    q.top_k = 1;
+  } else if (p_.top_k > 0 && p_.top_k < vocab && p_.top_k <= kMaxCandidateTopK) {
+    q.top_k = p_.top_k;
+  } else {
+    return q;  // the draw's softmax spans the whole row
+  }
+  auto add = [&](int32_t t) {
+    if (t >= 0 && t < vocab) q.touched.push_back(t);
+  };
+  for (const auto& [id, bias] : p_.logit_bias) add(id);
+  if (p_.repetition_penalty != 1.0f) {
+    for (int32_t t : prompt_unique_) add(t);
+  }
+  if (p_.repetition_penalty != 1.0f || p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f) {
+    for (const auto& [t, c] : output_counts_) add(t);
+  }
+  ForEachBanned(add);
+  std::sort(q.touched.begin(), q.touched.end());
+  q.touched.erase(std::unique(q.touched.begin(), q.touched.end()), q.touched.end());
+  return q;
+}
+
+int32_t SequenceSampler::SampleCandidates(const int32_t* ids, float* logits, size_t n, int32_t vocab) {
+  if (n == 0) return 0;  // no candidates (a malformed answer): token 0 rather than a crash
+  ApplyRules([&](int32_t t) -> float* {
+    const int32_t* at = std::lower_bound(ids, ids + n, t);
+    return at != ids + n && *at == t ? logits + (at - ids) : nullptr;
+  });
+  return ids[Choose(logits, n, vocab)];
 }
 
 void SequenceSampler::Accept(int32_t token) {

@@ -29,6 +29,31 @@ struct DeviceOptions {
   int64_t gpu_max_patches = 0;  // patches per vision pass on the GPU (0: the backend's default)
 };
 
+// What sampling needs of one row of logits: the whole row, or candidates (engine/sampler.h's
+// CandidateQuery): the raw logits of the `touched` ids and of the top_k most likely other tokens.
+struct LogitsRequest {
+  int top_k = 0;                                  // 0: the whole row; > 0: candidates
+  const std::vector<int32_t>* touched = nullptr;  // with top_k > 0: ascending, distinct, in [0, vocab)
+};
+// The answer to one LogitsRequest.
+struct RowLogits {
+  float* row = nullptr;  // top_k == 0: the row [vocab], mutable, valid until the next Forward
+  // top_k > 0: the candidates, ids ascending with their raw logits: every touched id, and the
+  // top_k most likely untouched ones whose logits are not NaN (the lower id first on ties; all of
+  // them where fewer exist).
+  std::vector<int32_t> ids;
+  std::vector<float> logits;
+};
+
+// InvalidArgument unless there are at most `rows` requests and every touched list is ascending,
+// distinct and inside [0, vocab) (what a backend checks before it reads a row).
+Status CheckLogitsRequests(const std::vector<LogitsRequest>& requests, size_t rows, int64_t vocab);
+
+// Fills out->ids / out->logits from the touched ids with their logits and the top ids with
+// theirs (disjoint; any order), ids ascending.
+void MergeCandidates(const std::vector<int32_t>& touched, const float* touched_logits, const int32_t* top_ids,
+                     const float* top_logits, size_t n_top, RowLogits* out);
+
 class ModelBackend {
  public:
   virtual ~ModelBackend() = default;
@@ -38,12 +63,18 @@ class ModelBackend {
   virtual StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                                     const std::vector<ImageGrid>& grids) = 0;
   // One packed decoder pass over `segments` (embeds [T, hidden], which the backend may overwrite),
-  // then the logits [rows.size(), vocab] of the given rows of the pass, in the backend's memory
-  // (pinned host memory on a GPU, so the copy runs at the bus's speed): mutable (sampling works on
-  // them in place) and valid until the next Forward. A failure leaves the cache rows of this pass
+  // then the logits [rows.size(), vocab] of the given rows of the pass, kept in the backend's
+  // memory for ReadLogits until the next Forward. A failure leaves the cache rows of this pass
   // undefined (the engine fails the pass's sequences).
-  virtual StatusOr<float*> Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                                   const std::vector<int32_t>& rows) = 0;
+  virtual Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                         const std::vector<int32_t>& rows) = 0;
+  // What sampling needs of the last Forward's logits: requests[i] is about its row i (rows[i] of
+  // the pass); (*out)[i] answers it (LogitsRequest). Waits for the pass: a device's fault inside
+  // it is reported here at the latest.
+  virtual Status ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) = 0;
+  // True where the logits live in another memory (a GPU's): sampling then asks for candidates
+  // rather than whole rows wherever its rules allow (engine/sampler.h, CandidateQuery).
+  virtual bool logits_on_device() const = 0;
   // Most patches one EncodeImages call should get (the runner splits larger work into passes).
   virtual int64_t max_patches_per_pass() const = 0;
   // Frees the scratch kept between calls (an idle engine); it grows again on the next call.

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "kernels/kernels.h"
+#include "kernels/logit_candidates.h"
 
 namespace mineru {
 namespace {
@@ -28,18 +29,43 @@ StatusOr<std::vector<float>> CpuBackend::EncodeImages(std::vector<float>&& pixel
   return model_.vision().Encode(std::move(pixels), grids, kernels_);
 }
 
-StatusOr<float*> CpuBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                                     const std::vector<int32_t>& rows) {
+Status CpuBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                           const std::vector<int32_t>& rows) {
   const int64_t H = model_.config().text.hidden_size, V = model_.config().text.vocab_size;
+  rows_ = 0;
   model_.decoder().ForwardBatch(embeds->data(), segments, kv_, embeds->data(), kernels_);  // in place
   if (logits_.size() < rows.size() * static_cast<size_t>(V))
     logits_.resize(rows.size() * static_cast<size_t>(V));
-  if (rows.empty()) return logits_.data();
+  rows_ = rows.size();
+  if (rows.empty()) return Status::Ok();
   std::vector<float> picked;
   picked.reserve(rows.size() * static_cast<size_t>(H));
   for (int32_t r : rows) picked.insert(picked.end(), embeds->begin() + r * H, embeds->begin() + (r + 1) * H);
   model_.decoder().Logits(picked.data(), static_cast<int64_t>(rows.size()), logits_.data(), kernels_);
-  return logits_.data();
+  return Status::Ok();
+}
+
+Status CpuBackend::ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) {
+  const int32_t V = static_cast<int32_t>(model_.config().text.vocab_size);
+  MINERU_RETURN_IF_ERROR(CheckLogitsRequests(requests, rows_, V));
+  out->assign(requests.size(), RowLogits());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    float* row = logits_.data() + i * static_cast<size_t>(V);
+    const LogitsRequest& r = requests[i];
+    if (r.top_k <= 0) {
+      (*out)[i].row = row;
+      continue;
+    }
+    static const std::vector<int32_t> kNone;
+    const std::vector<int32_t>& touched = r.touched ? *r.touched : kNone;
+    const std::vector<int32_t> top =
+        kernels::TopLogitsExcluding(row, V, touched.data(), touched.size(), r.top_k);
+    std::vector<float> touched_logits(touched.size()), top_logits(top.size());
+    for (size_t j = 0; j < touched.size(); ++j) touched_logits[j] = row[touched[j]];
+    for (size_t j = 0; j < top.size(); ++j) top_logits[j] = row[top[j]];
+    MergeCandidates(touched, touched_logits.data(), top.data(), top_logits.data(), top.size(), &(*out)[i]);
+  }
+  return Status::Ok();
 }
 
 int64_t CpuBackend::max_patches_per_pass() const { return kMaxPatchesPerPass; }

@@ -21,8 +21,12 @@ class CpuBackend : public ModelBackend {
   StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                             const std::vector<ImageGrid>& grids) override;
   // Runs in place over *embeds. May throw std::bad_alloc (activations), as the CPU kernels do.
-  StatusOr<float*> Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                           const std::vector<int32_t>& rows) override;
+  Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                 const std::vector<int32_t>& rows) override;
+  // Whole rows point into the backend's logits; candidates are picked on the host
+  // (kernels/logit_candidates.h: what the engine's tests of the candidate path run).
+  Status ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) override;
+  bool logits_on_device() const override { return false; }
   int64_t max_patches_per_pass() const override;
   void ReleaseScratch() override { kernels_.ReleaseScratch(); }
   std::string Describe() const override;
@@ -33,6 +37,7 @@ class CpuBackend : public ModelBackend {
   KvStore* kv_;
   size_t threads_;
   std::vector<float> logits_;  // reused across steps: [16, vocab] is ~10 MB
+  size_t rows_ = 0;            // rows of logits_ the last Forward filled
 };
 
 }  // namespace mineru

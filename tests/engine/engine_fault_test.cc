@@ -133,11 +133,15 @@ class FailingBackend : public ModelBackend {
                                             const std::vector<ImageGrid>& grids) override {
     return inner_->EncodeImages(std::move(pixels), grids);
   }
-  StatusOr<float*> Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                           const std::vector<int32_t>& rows) override {
+  Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                 const std::vector<int32_t>& rows) override {
     if (++calls_ == fail_at_) return Status(code_, "injected fault in step " + std::to_string(calls_));
     return inner_->Forward(embeds, segments, rows);
   }
+  Status ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) override {
+    return inner_->ReadLogits(requests, out);
+  }
+  bool logits_on_device() const override { return inner_->logits_on_device(); }
   int64_t max_patches_per_pass() const override { return inner_->max_patches_per_pass(); }
   void ReleaseScratch() override { inner_->ReleaseScratch(); }
   std::string Describe() const override { return "failing " + inner_->Describe(); }

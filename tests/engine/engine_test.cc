@@ -279,6 +279,53 @@ TEST_F(EngineTest, ManyConcurrentClientsFromManyThreads) {
   EXPECT_EQ(e->Stats().kv_blocks_used, 0);
 }
 
+// Sampling from candidate logits (the GPU backend's way: engine/sampler.h, CandidateQuery) through
+// the whole engine on the CPU: the goldens' greedy ids, and requests under every sampling rule
+// (penalties, logit_bias, n-gram bans, top_k / top_p draws, and rules that need the whole row)
+// get the same ids as the engine that samples whole rows, batched together.
+TEST(EngineCandidateTest, CandidateSamplingEqualsWholeRows) {
+  for (const char* name : {"tiny", "tinyvocab"}) {
+    auto model = Qwen2VLModel::Load(FixturePath(name)).value();
+    const int32_t vocab = static_cast<int32_t>(model->config().text.vocab_size);
+    const auto cases = LoadCases(name, model->config().image_token_id);
+    EngineConfig cfg;
+    cfg.threads = 2;
+    cfg.max_batch_tokens = 64;
+    auto rows = Engine::Create(*model, nullptr, cfg).value();
+    cfg.sample_from_candidates = true;
+    auto cands = Engine::Create(*model, nullptr, cfg).value();
+    std::vector<EngineRequest> reqs;
+    for (const auto& c : cases) reqs.push_back(GreedyRequest(c));
+    for (int i = 0; i < 8; ++i) {
+      EngineRequest r = Unrelated(i % 3, vocab);
+      r.max_new_tokens = 24;
+      r.sampling.temperature = i % 4 == 0 ? 0.0f : 0.9f;
+      r.sampling.top_k = std::vector<int>{1, 3, 40, 0, 20, 7, 2, 0}[i];
+      r.sampling.top_p = i % 3 == 0 ? 0.8f : 1.0f;
+      r.sampling.presence_penalty = i % 2 ? 1.0f : 0.0f;
+      r.sampling.frequency_penalty = i % 3 ? 0.05f : 0.0f;
+      r.sampling.repetition_penalty = i % 4 == 1 ? 1.3f : 1.0f;
+      r.sampling.no_repeat_ngram_size = std::vector<int>{0, 2, 100, 3, 1, 0, 2, 3}[i];
+      if (i % 3 == 2) r.sampling.logit_bias = {{5, 4.0f}, {vocab - 1, -100.0f}};
+      r.sampling.seed = 77 + i;
+      reqs.push_back(r);
+    }
+    std::vector<std::shared_ptr<RequestHandle>> a, b;
+    for (const EngineRequest& r : reqs) {
+      a.push_back(rows->Submit(r).value());
+      b.push_back(cands->Submit(r).value());
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const Completion x = a[i]->Wait(), y = b[i]->Wait();
+      EXPECT_EQ(y.finish_reason, FinishReason::kLength) << y.error;
+      EXPECT_EQ(y.ids, x.ids) << name << " request " << i;
+      if (i < cases.size()) {
+        EXPECT_EQ(y.ids, cases[i].want) << name << " " << cases[i].name;
+      }
+    }
+  }
+}
+
 // --device cuda where it cannot run is a clear error from Create, never a crash or a silent CPU
 // run: Unimplemented in a build without the CUDA backend, Unavailable without a usable GPU (CI);
 // on a GPU machine the engine runs and says where.

@@ -99,16 +99,22 @@ StatusOr<std::vector<float>> CudaBackend::EncodeImages(std::vector<float>&& pixe
   return vision_->Encode(owned.data(), static_cast<int64_t>(owned.size()) / pd, grids);
 }
 
-StatusOr<float*> CudaBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                                      const std::vector<int32_t>& rows) {
+Status CudaBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                            const std::vector<int32_t>& rows) {
   MINERU_RETURN_IF_ERROR(decoder_->ForwardBatch(embeds->data(), segments, &kv_));
-  const size_t bytes = rows.size() * static_cast<size_t>(decoder_->config().vocab_size) * sizeof(float);
-  if (logits_.size() < bytes) {
-    logits_ = cu::PinnedBuffer();  // the old one first: both need not fit at once
-    MINERU_ASSIGN_OR_RETURN(logits_, cu::PinnedBuffer::Allocate(bytes));
-  }
-  MINERU_RETURN_IF_ERROR(decoder_->Logits(rows, logits_.as<float>()));
-  return logits_.as<float>();
+  return decoder_->LogitsOnDevice(rows);
+}
+
+Status CudaBackend::ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) {
+  const int64_t V = decoder_->config().vocab_size;
+  Status st = CheckLogitsRequests(requests, static_cast<size_t>(decoder_->device_logits_rows()), V);
+  // Waits for the pass whatever the answer (a step of prefill chunks samples nothing, and a fault
+  // inside it is reported by its own step).
+  if (st.ok())
+    st = logits_.Read(decoder_->device_logits(), static_cast<int32_t>(V), requests, decoder_->stream(), out);
+  Status done = decoder_->stream().Synchronize();
+  MINERU_RETURN_IF_ERROR(st);
+  return done;
 }
 
 std::string CudaBackend::Describe() const {

@@ -16,6 +16,7 @@
 #include "kernels/cuda/device.h"
 #include "model/backend.h"
 #include "model/cuda/decoder_cuda.h"
+#include "model/cuda/logits_reader.h"
 #include "model/cuda/vision_encoder_cuda.h"
 #include "model/qwen2vl.h"
 
@@ -38,8 +39,12 @@ class CudaBackend : public ModelBackend {
 
   StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                             const std::vector<ImageGrid>& grids) override;
-  StatusOr<float*> Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
-                           const std::vector<int32_t>& rows) override;
+  // Leaves the logits on the device (queued, not waited for).
+  Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                 const std::vector<int32_t>& rows) override;
+  // Candidates are picked on the device; whole rows are copied (CudaLogitsReader).
+  Status ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) override;
+  bool logits_on_device() const override { return true; }
   int64_t max_patches_per_pass() const override { return max_patches_; }
   void ReleaseScratch() override { vision_->ReleaseActivations(); }
   std::string Describe() const override;
@@ -62,7 +67,7 @@ class CudaBackend : public ModelBackend {
   std::unique_ptr<CudaVisionEncoder> vision_;
   std::unique_ptr<CudaDecoder> decoder_;
   CudaKvCache kv_;
-  kernels::cuda::PinnedBuffer logits_;  // [rows, vocab] fp32, grown to the largest step's rows
+  CudaLogitsReader logits_;
 };
 
 }  // namespace mineru

@@ -329,6 +329,7 @@ Status CudaDecoder::ForwardBatch(const float* embeds, const std::vector<BatchSeg
   Batch b;
   MINERU_RETURN_IF_ERROR(Prepare(segments, kv, &b));
   last_rows_ = 0;
+  logits_rows_ = 0;
   if (b.T == 0) return Status::Ok();
   if (embeds == nullptr) return InvalidArgumentError("CudaDecoder: embeds is null");
   const int64_t T = b.T, Hd = c_.hidden_size, D = c_.head_dim;
@@ -399,19 +400,17 @@ StatusOr<std::vector<float>> CudaDecoder::Hidden() {
 }
 
 template <typename T>
-Status CudaDecoder::Logits(int64_t n, float* logits) {
+Status CudaDecoder::LmHead(int64_t n) {
   const int64_t Hd = c_.hidden_size, V = c_.vocab_size;
   const cu::StreamHandle s = stream_.handle();
   MINERU_RETURN_IF_ERROR(cu::GatherRows(hidden_.as<T>(), Hd, rows_.as<int32_t>(), n, Hd, picked_.as<T>(), s));
-  MINERU_RETURN_IF_ERROR(
-      cu::MatMul(gemm_, picked_.as<T>(), n, Hd, w_.lm_head.as<T>(), V, nullptr, logits_.as<float>(), s));
-  return logits_.buffer().CopyToHostAsync(logits, static_cast<size_t>(n * V) * sizeof(float), 0, s);
+  return cu::MatMul(gemm_, picked_.as<T>(), n, Hd, w_.lm_head.as<T>(), V, nullptr, logits_.as<float>(), s);
 }
 
-Status CudaDecoder::Logits(const std::vector<int32_t>& rows, float* logits) {
+Status CudaDecoder::LogitsOnDevice(const std::vector<int32_t>& rows) {
   const int64_t n = static_cast<int64_t>(rows.size()), Hd = c_.hidden_size, V = c_.vocab_size;
-  if (n == 0) return stream_.Synchronize();
-  if (logits == nullptr) return InvalidArgumentError("CudaDecoder::Logits: no output");
+  logits_rows_ = 0;
+  if (n == 0) return Status::Ok();
   std::vector<int32_t> mapped(rows.size());  // the decoder's rows
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= last_rows_)
@@ -422,13 +421,25 @@ Status CudaDecoder::Logits(const std::vector<int32_t>& rows, float* logits) {
   Status st = rows_.Reserve(static_cast<size_t>(n) * 4);
   if (st.ok()) st = picked_.Reserve(static_cast<size_t>(n * Hd) * e);
   if (st.ok()) st = logits_.Reserve(static_cast<size_t>(n * V) * 4);
+  if (st.ok())
+    st = rows_.buffer().CopyFromHostAsync(mapped.data(), static_cast<size_t>(n) * 4, 0, stream_.handle());
+  if (st.ok()) st = precision_ == CudaPrecision::kF32 ? LmHead<float>(n) : LmHead<cu::Bf16>(n);
   if (!st.ok()) {
     (void)stream_.Synchronize();  // the batch's own fault, if any, is not left for the next step
     return st;
   }
-  st = rows_.buffer().CopyFromHostAsync(mapped.data(), static_cast<size_t>(n) * 4, 0, stream_.handle());
+  logits_rows_ = n;
+  return Status::Ok();
+}
+
+Status CudaDecoder::Logits(const std::vector<int32_t>& rows, float* logits) {
+  const int64_t n = static_cast<int64_t>(rows.size()), V = c_.vocab_size;
+  if (n == 0) return stream_.Synchronize();
+  if (logits == nullptr) return InvalidArgumentError("CudaDecoder::Logits: no output");
+  Status st = LogitsOnDevice(rows);
   if (st.ok())
-    st = precision_ == CudaPrecision::kF32 ? Logits<float>(n, logits) : Logits<cu::Bf16>(n, logits);
+    st = logits_.buffer().CopyToHostAsync(logits, static_cast<size_t>(n * V) * sizeof(float), 0,
+                                          stream_.handle());
   Status done = stream_.Synchronize();
   MINERU_RETURN_IF_ERROR(st);
   return done;

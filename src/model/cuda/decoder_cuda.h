@@ -98,6 +98,13 @@ class CudaDecoder {
   // last batch (each in [0, T)). Waits for the batch, with no rows too (a step of prefill chunks
   // ends here, so a fault inside it is reported by its own step).
   Status Logits(const std::vector<int32_t>& rows, float* logits);
+  // The same logits left on the device: the first device_logits_rows() rows [rows.size(), vocab]
+  // fp32 of device_logits(), queued on stream() (not waited for), valid until the next
+  // ForwardBatch or Logits call.
+  Status LogitsOnDevice(const std::vector<int32_t>& rows);
+  kernels::cuda::DeviceBuffer& device_logits() { return logits_.buffer(); }
+  int64_t device_logits_rows() const { return logits_rows_; }
+  const kernels::cuda::CudaStream& stream() const { return stream_; }
 
   const TextConfig& config() const { return c_; }
   CudaPrecision precision() const { return precision_; }
@@ -114,7 +121,7 @@ class CudaDecoder {
   template <typename T>
   Status Attend(int layer, const Batch& b, CudaKvCache* kv);
   template <typename T>
-  Status Logits(int64_t n, float* logits);
+  Status LmHead(int64_t n);  // rows_ [n] picked from hidden_, then the LM head into logits_
 
   TextConfig c_;
   // Only for the M-RoPE tables (RopeTables reads the config, never the weights it was given, which
@@ -125,6 +132,7 @@ class CudaDecoder {
   kernels::cuda::CudaStream stream_;
   kernels::cuda::GemmHandle gemm_;
   int64_t last_rows_ = 0;        // T of the last batch
+  int64_t logits_rows_ = 0;      // rows of logits_ the last LogitsOnDevice queued
   std::vector<int32_t> row_of_;  // the last batch's caller row -> decoder row (Batch::row_of)
   // Activations and per-batch metadata, grown to the largest batch.
   GrowingBuffer embeds_, x_, normed_, qkv_, attn_, gate_, up_, kctx_, vctx_, cos_, sin_, meta_, hidden_,
