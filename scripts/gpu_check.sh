@@ -224,6 +224,10 @@ else
     run_bench vision_fp32 --device cuda --workload vision --model "$model" --gpu-precision fp32 --repeats 3 --check
     run_bench vision_bf16_x8 --device cuda --workload vision --model "$model" --gpu-precision bf16 --images 8 \
       --repeats 3
+    # Decode steps kernel by kernel: what the CUDA graphs give.
+    run_bench page_eager --device cuda --workload page --model "$model" --gpu-graphs off
+    run_bench decode256_eager --device cuda --workload decode --model "$model" --concurrency 256 \
+      --prompt-tokens 128 --new-tokens 128 --batch-tokens 8192 --gpu-graphs off
   fi
   # The side-by-side anchor: transformers' ViT on the same weights, where PyTorch is installed.
   if [ "$(left_s 180)" -lt 30 ]; then

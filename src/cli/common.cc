@@ -104,6 +104,10 @@ void AddDeviceFlags(CLI::App* c, DeviceFlags* f) {
   c->add_option("--gpu-precision", f->gpu_precision, "Weights and activations on the GPU: bf16 or fp32")
       ->check(CLI::IsMember({"bf16", "fp32"}))
       ->capture_default_str();
+  c->add_option("--gpu-graphs", f->gpu_graphs,
+                "Decode steps on the GPU as recorded CUDA graphs (one launch a step): on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
 }
 
 void AddBatchFlags(CLI::App* c, DeviceFlags* f) {
@@ -125,6 +129,7 @@ StatusOr<DeviceOptions> ResolveDevice(const DeviceFlags& f, bool quiet) {
   DeviceOptions o;
   o.gpu_memory = f.gpu_memory;
   o.gpu_fp32 = f.gpu_precision == "fp32";
+  o.gpu_graphs = f.gpu_graphs == "on";
   if (f.device == "cpu") return o;
 #if MINERU_HAVE_CUDA
   const StatusOr<kernels::cuda::CudaDeviceInfo> gpu = kernels::cuda::ProbeUsableCudaDevice(0);

@@ -21,12 +21,13 @@ namespace mineru {
 
 enum class ComputeDevice { kCpu, kCuda };
 
-// What `--device`, `--gpu-precision` and `--gpu-memory` ask for.
+// What `--device`, `--gpu-precision`, `--gpu-memory` and `--gpu-graphs` ask for.
 struct DeviceOptions {
   ComputeDevice device = ComputeDevice::kCpu;
   bool gpu_fp32 = false;        // fp32 weights and activations on the GPU (tests); bf16 otherwise
   double gpu_memory = 0.9;      // (0, 1]: that share of the GPU's memory; > 1: that many bytes
   int64_t gpu_max_patches = 0;  // patches per vision pass on the GPU (0: the backend's default)
+  bool gpu_graphs = true;       // decode steps as CUDA graphs (model/cuda/decoder_cuda.h)
 };
 
 // What sampling needs of one row of logits: the whole row, or candidates (engine/sampler.h's

@@ -303,6 +303,84 @@ TEST_F(CudaDecoderTest, MixedBatchesStayCloseToTheCpuBf16) {
   RunMixedBatches(this, *model_, gpu_.get(), kv_.get(), ctx_, false);
 }
 
+// Decode steps as CUDA graphs (model/cuda/decoder_cuda.h, EnableGraphs: padding rows over the
+// sink block, block tables of a rounded stride, recordings redone when the activations move) give
+// the eager steps' logits in fp32: three sequences of different lengths decoding together for 20
+// steps (padded to 4 rows; a block boundary crossed), then a long prefill that grows every buffer,
+// the same three again (a recorded shape whose buffers moved), then one sequence alone.
+TEST_F(CudaDecoderTest, GraphStepsMatchEagerSteps) {
+  ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kF32));
+  const TextConfig& t = model_->config().text;
+  auto eager = CudaDecoder::Create(t, model_->weights().text, model_->kernel_config(), CudaPrecision::kF32);
+  ASSERT_TRUE(eager.ok()) << eager.status().ToString();
+  auto eager_kv = CudaKvCache::Allocate(kBlocks, kBlockSize, t.num_layers,
+                                        int64_t{t.num_kv_heads} * t.head_dim, CudaPrecision::kF32);
+  ASSERT_TRUE(eager_kv.ok()) << eager_kv.status().ToString();
+  gpu_->EnableGraphs(16);
+  const Prompt p = MakePrompt(Golden("tiny", "text_only"));
+  const int64_t V = t.vocab_size, Hd = t.hidden_size;
+  std::vector<std::vector<int32_t>> tables(4, std::vector<int32_t>(kBlocks / 4));
+  for (int q = 0; q < 4; ++q) std::iota(tables[q].begin(), tables[q].end(), q * (kBlocks / 4));
+  std::vector<int64_t> len = {p.n, p.n - 3, p.n - 5};
+  std::vector<BatchSegment> prefill;
+  std::vector<float> embeds;
+  for (int q = 0; q < 3; ++q) {
+    prefill.push_back(Segment(p, 0, len[q], 0, tables[q].data()));
+    embeds.insert(embeds.end(), p.embeds.begin(), p.embeds.begin() + len[q] * Hd);
+  }
+  auto both = [&](const std::vector<float>& e, const std::vector<BatchSegment>& segs) {
+    ASSERT_TRUE(gpu_->ForwardBatch(e.data(), segs, kv_.get()).ok());
+    ASSERT_TRUE((*eager)->ForwardBatch(e.data(), segs, &*eager_kv).ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(both(embeds, prefill));
+  std::vector<int32_t> last = {static_cast<int32_t>(len[0] - 1), static_cast<int32_t>(len[0] + len[1] - 1),
+                               static_cast<int32_t>(len[0] + len[1] + len[2] - 1)};
+  std::vector<float> want(3 * static_cast<size_t>(V));
+  ASSERT_TRUE((*eager)->Logits(last, want.data()).ok());
+  // Each step: every sequence's greedy token (from the eager logits), through both decoders.
+  auto step = [&](const std::vector<int>& seqs) {
+    std::vector<float> e(seqs.size() * static_cast<size_t>(Hd));
+    std::vector<int64_t> at(seqs.size());
+    std::vector<BatchSegment> segs;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const int32_t tok = ArgMax(want.data() + i * V, V);
+      model_->decoder().Embed(&tok, 1, e.data() + i * Hd, model_->kernel_config());
+      at[i] = len[seqs[i]] + 100;  // any position, the same for both
+      BatchSegment s;
+      s.n = 1;
+      s.past = len[seqs[i]]++;
+      s.pos_t = s.pos_h = s.pos_w = &at[i];
+      s.block_table = tables[seqs[i]].data();
+      segs.push_back(s);
+    }
+    ASSERT_NO_FATAL_FAILURE(both(e, segs));
+    std::vector<int32_t> rows(seqs.size());
+    std::iota(rows.begin(), rows.end(), 0);
+    const std::vector<float> got = GpuLogits(rows);
+    want.assign(got.size(), 0.0f);
+    ASSERT_TRUE((*eager)->Logits(rows, want.data()).ok());
+    ExpectClose(got, want, 1e-5f, 1e-5f, "graph step");
+  };
+  for (int i = 0; i < 20; ++i) ASSERT_NO_FATAL_FAILURE(step({0, 1, 2}));
+  EXPECT_GE(gpu_->graphs_recorded(), 1u);
+  // A prefill of more rows than any step so far: every activation buffer grows (and moves).
+  std::vector<float> big;
+  for (int r = 0; r < 6; ++r) big.insert(big.end(), p.embeds.begin(), p.embeds.end());
+  std::vector<int64_t> pos(static_cast<size_t>(6 * p.n));
+  std::iota(pos.begin(), pos.end(), 0);
+  BatchSegment s;
+  s.n = 6 * p.n;
+  s.pos_t = s.pos_h = s.pos_w = pos.data();
+  s.block_table = tables[3].data();
+  ASSERT_NO_FATAL_FAILURE(both(big, {s}));
+  want.assign(3 * static_cast<size_t>(V), 0.0f);  // the next tokens: any (token 0)
+  ASSERT_NO_FATAL_FAILURE(step({0, 1, 2}));       // a recorded shape whose buffers moved: run afresh
+  ASSERT_NO_FATAL_FAILURE(step({0, 1, 2}));       // and recorded again
+  ASSERT_NO_FATAL_FAILURE(step({0}));
+  ASSERT_NO_FATAL_FAILURE(step({0}));
+  EXPECT_EQ(gpu_->graph_error(), "");
+}
+
 // Malformed batches are refused before anything is queued, and the decoder stays usable.
 TEST_F(CudaDecoderTest, RefusesMalformedBatches) {
   ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kBf16));
@@ -341,6 +419,13 @@ TEST(CudaBackendReserveTest, GrowsWithTheStepAndStaysSane) {
   EXPECT_LT(gpu, fp32);
   EXPECT_GT(gpu, size_t{1} << 30);
   EXPECT_LT(gpu, size_t{8} << 30);
+}
+
+// Runs everywhere: a graph step's rows (powers of two up to 8, then multiples of 16).
+TEST(CudaDecoderArgsTest, GraphRowsRoundUp) {
+  const std::vector<std::pair<int64_t, int64_t>> cases = {
+      {1, 1}, {2, 2}, {3, 4}, {5, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {250, 256}, {256, 256}};
+  for (const auto& [rows, want] : cases) EXPECT_EQ(CudaDecoder::GraphRows(rows), want) << rows;
 }
 
 // Runs everywhere: shapes are checked before the device is touched; without a device Create says

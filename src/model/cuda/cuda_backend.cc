@@ -15,6 +15,8 @@ constexpr int64_t kDefaultMaxPatches = 32768;
 // Kept free beyond the estimate: cuBLASLt workspaces, the CUDA context's own allocations,
 // fragmentation.
 constexpr size_t kSlackBytes = size_t{768} << 20;
+// Decode steps of up to this many sequences run as CUDA graphs when the engine does not say.
+constexpr int64_t kDefaultGraphRows = 256;
 
 }  // namespace
 
@@ -84,6 +86,8 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Qwen2VLModel& m
         " block(s) of " + mib(static_cast<int64_t>(block_bytes)) +
         " (raise --gpu-memory, lower --batch-tokens or use a larger GPU)");
   }
+  b->graphs_ = c.device.gpu_graphs;
+  if (c.device.gpu_graphs) b->decoder_->EnableGraphs(c.max_seqs > 0 ? c.max_seqs : kDefaultGraphRows);
   MINERU_ASSIGN_OR_RETURN(b->kv_, CudaKvCache::Allocate(static_cast<int>(blocks), c.block_size, t.num_layers,
                                                         kv_dim, b->precision_));
   return b;
@@ -120,7 +124,9 @@ Status CudaBackend::ReadLogits(const std::vector<LogitsRequest>& requests, std::
 std::string CudaBackend::Describe() const {
   return cu::DescribeCudaDevice(device_) + ", " + CudaPrecisionName(precision_) + ", KV cache " +
          std::to_string(kv_.num_blocks()) + " blocks (" + std::to_string(kv_.bytes() >> 20) +
-         " MiB), weights " + std::to_string(weight_bytes() >> 20) + " MiB";
+         " MiB), weights " + std::to_string(weight_bytes() >> 20) + " MiB, decode graphs " +
+         (decoder_->graph_error().empty() ? (graphs_ ? "on" : "off")
+                                          : "off (" + decoder_->graph_error() + ")");
 }
 
 }  // namespace mineru

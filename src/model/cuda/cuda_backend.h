@@ -64,6 +64,7 @@ class CudaBackend : public ModelBackend {
   kernels::cuda::CudaDeviceInfo device_;
   CudaPrecision precision_ = CudaPrecision::kBf16;
   int64_t max_patches_ = 0;
+  bool graphs_ = false;  // decode steps as CUDA graphs (DeviceOptions::gpu_graphs)
   std::unique_ptr<CudaVisionEncoder> vision_;
   std::unique_ptr<CudaDecoder> decoder_;
   CudaKvCache kv_;

@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/graph.h"
 
 namespace mineru {
 
@@ -32,7 +33,8 @@ StatusOr<CudaKvCache> CudaKvCache::Allocate(int num_blocks, int block_size, int 
   c.num_layers_ = num_layers;
   c.kv_dim_ = kv_dim;
   c.precision_ = p;
-  MINERU_ASSIGN_OR_RETURN(c.buf_, cu::DeviceBuffer::Allocate(static_cast<size_t>(num_blocks) *
+  // One block more than asked for: the sink (sink_block()) that a graph's padding rows write.
+  MINERU_ASSIGN_OR_RETURN(c.buf_, cu::DeviceBuffer::Allocate(static_cast<size_t>(num_blocks + 1) *
                                                              BlockBytes(block_size, num_layers, kv_dim, p)));
   return c;
 }
@@ -101,7 +103,9 @@ Status CheckShapes(const TextConfig& c, const TextWeights& w) {
 // caller's row to the decoder's. The int32 metadata goes up in one copy (offsets into it, in
 // elements).
 struct CudaDecoder::Batch {
-  int64_t T = 0;                    // rows
+  int64_t T = 0;                    // the caller's rows
+  int64_t run_rows = 0;             // rows computed: T, or a graph's count with padding rows after T
+  bool graph = false;               // runs as a recorded graph (every segment decodes one token)
   int64_t decode_seqs = 0;          // segments with n == 1: rows [0, decode_seqs)
   int64_t prefill_seqs = 0;         // segments with n > 1: the rows after them
   int64_t max_q = 0, ctx_rows = 0;  // longest prefill n; context rows gathered for the prefills
@@ -141,45 +145,74 @@ size_t CudaDecoder::activation_bytes() const {
   return n;
 }
 
-// Checks the segments against the cache and builds the batch's metadata in the decoder's row order
-// (Batch): slots of the new rows, their positions; for the decode segments their context lengths
-// and block tables, for the others their query and context offsets and the slots to gather.
-Status CudaDecoder::Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* kv, Batch* b) {
+// InvalidArgument unless the cache is the decoder's and every segment is well formed, with a block
+// table whose blocks are in the cache.
+Status CudaDecoder::CheckSegments(const std::vector<BatchSegment>& segs, const CudaKvCache* kv) const {
   if (kv == nullptr || kv->precision() != precision_ || kv->num_layers() != c_.num_layers ||
       kv->kv_dim() != int64_t{c_.num_kv_heads} * c_.head_dim) {
     return InvalidArgumentError("CudaDecoder: the KV cache is missing or of another precision or shape");
   }
   const int64_t bs = kv->block_size();
+  int64_t rows = 0;
+  for (const BatchSegment& s : segs) {
+    if (s.n < 0 || s.past < 0 || s.past + s.n > INT32_MAX)
+      return InvalidArgumentError("CudaDecoder: bad segment");
+    rows += s.n;
+    if (s.n == 0) continue;
+    if (s.block_table == nullptr || s.pos_t == nullptr || s.pos_h == nullptr || s.pos_w == nullptr) {
+      return InvalidArgumentError("CudaDecoder: a segment without positions or block table");
+    }
+    for (int64_t i = 0; i < (s.past + s.n + bs - 1) / bs; ++i) {
+      if (s.block_table[i] < 0 || s.block_table[i] >= kv->num_blocks()) {
+        return InvalidArgumentError("CudaDecoder: block " + std::to_string(s.block_table[i]) +
+                                    " is not in the cache");
+      }
+    }
+  }
+  if (rows > INT32_MAX / 2) return InvalidArgumentError("CudaDecoder: too many rows in one batch");
+  return Status::Ok();
+}
+
+// The block tables of the decode rows (the first `real` of `order`, then padding rows over the
+// sink block), each padded with zeros to `stride` entries.
+void CudaDecoder::DecodeTables(const std::vector<const BatchSegment*>& order, int64_t real,
+                               const CudaKvCache& kv, int64_t rows, int64_t stride,
+                               std::vector<int32_t>* tables) {
+  const int64_t bs = kv.block_size();
+  for (int64_t k = 0; k < rows; ++k) {
+    const BatchSegment* s = k < real ? order[static_cast<size_t>(k)] : nullptr;
+    const int64_t used = s ? (s->past + s->n + bs - 1) / bs : 1;
+    if (s) tables->insert(tables->end(), s->block_table, s->block_table + used);
+    if (!s) tables->push_back(kv.sink_block());
+    tables->insert(tables->end(), static_cast<size_t>(stride - used), 0);
+  }
+}
+
+// Builds the batch's metadata in the decoder's row order (Batch): slots of the new rows, their
+// positions; for the decode segments their context lengths and block tables, for the others their
+// query and context offsets and the slots to gather. pad_rows > T (a graph's step, every segment
+// decoding): rows T..pad_rows-1 are padding, one token each at position 0 over the cache's sink
+// block, and the block tables' stride is rounded up to a power of two (a graph's shape).
+Status CudaDecoder::Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* kv, int64_t pad_rows,
+                            Batch* b) {
+  MINERU_RETURN_IF_ERROR(CheckSegments(segs, kv));
+  const int64_t bs = kv->block_size();
   std::vector<const BatchSegment*> order;  // decode segments, then the others
   std::vector<int64_t> first_row;          // each segment's first row in the caller's order
-  int64_t rows = 0;
   for (int pass = 0; pass < 2; ++pass) {
-    rows = 0;
+    int64_t rows = 0;
     for (const BatchSegment& s : segs) {
-      if (pass == 0) {
-        if (s.n < 0 || s.past < 0 || s.past + s.n > INT32_MAX)
-          return InvalidArgumentError("CudaDecoder: bad segment");
-        if (s.n > 0 &&
-            (s.block_table == nullptr || s.pos_t == nullptr || s.pos_h == nullptr || s.pos_w == nullptr)) {
-          return InvalidArgumentError("CudaDecoder: a segment without positions or block table");
-        }
-        for (int64_t i = 0; s.n > 0 && i < (s.past + s.n + bs - 1) / bs; ++i) {
-          if (s.block_table[i] < 0 || s.block_table[i] >= kv->num_blocks()) {
-            return InvalidArgumentError("CudaDecoder: block " + std::to_string(s.block_table[i]) +
-                                        " is not in the cache");
-          }
-        }
-      }
       if (s.n > 0 && (s.n == 1) == (pass == 0)) {
         order.push_back(&s);
         first_row.push_back(rows);
       }
       rows += s.n;
     }
+    b->T = rows;
   }
-  if (rows > INT32_MAX / 2) return InvalidArgumentError("CudaDecoder: too many rows in one batch");
-  b->T = rows;
-  b->row_of.resize(static_cast<size_t>(rows));
+  b->graph = pad_rows > 0;
+  b->run_rows = std::max(b->T, pad_rows);
+  b->row_of.resize(static_cast<size_t>(b->T));
   std::vector<int32_t> slots, cu_q{0}, cu_k{0}, ctx_lens, gather, tables;
   std::vector<int64_t> pt, ph, pw;
   int64_t at = 0;
@@ -208,12 +241,20 @@ Status CudaDecoder::Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* 
       cu_k.push_back(static_cast<int32_t>(gather.size()));
     }
   }
-  for (int64_t k = 0; k < b->decode_seqs; ++k) {  // the decode segments' tables, padded to one stride
-    const BatchSegment& s = *order[static_cast<size_t>(k)];
-    const int64_t used = (s.past + s.n + bs - 1) / bs;
-    tables.insert(tables.end(), s.block_table, s.block_table + used);
-    tables.insert(tables.end(), static_cast<size_t>(b->table_stride - used), 0);
+  const int64_t real_decode = b->decode_seqs;
+  if (b->graph) {  // a graph's shape; padding rows decode over the sink block (all write its slot 0)
+    int64_t stride = 1;
+    while (stride < b->table_stride) stride *= 2;
+    b->table_stride = stride;
+    for (int64_t r = b->T; r < b->run_rows; ++r, ++b->decode_seqs) {
+      slots.push_back(static_cast<int32_t>(int64_t{kv->sink_block()} * bs));
+      ctx_lens.push_back(1);
+      pt.push_back(0);
+      ph.push_back(0);
+      pw.push_back(0);
+    }
   }
+  DecodeTables(order, real_decode, *kv, b->decode_seqs, b->table_stride, &tables);
   b->ctx_rows = static_cast<int64_t>(gather.size());
   auto append = [&](const std::vector<int32_t>& v, int64_t* where) {
     *where = static_cast<int64_t>(b->meta.size());
@@ -225,7 +266,7 @@ Status CudaDecoder::Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* 
   append(ctx_lens, &b->ctx_lens);
   append(gather, &b->gather);
   append(tables, &b->tables);
-  if (b->T > 0) host_.RopeTables(b->T, pt.data(), ph.data(), pw.data(), &b->cos, &b->sin);
+  if (b->run_rows > 0) host_.RopeTables(b->run_rows, pt.data(), ph.data(), pw.data(), &b->cos, &b->sin);
   return Status::Ok();
 }
 
@@ -280,9 +321,28 @@ Status CudaDecoder::Attend(int layer, const Batch& b, CudaKvCache* kv) {
                              attn_.as<T>() + first * QD, s);
 }
 
+// The caller's embeddings [T, hidden] fp32 (host) into x_ in T's element type (rows past T, a
+// graph's padding, keep whatever they held: every op is row-wise, and their attention reads only
+// the sink block).
 template <typename T>
-Status CudaDecoder::Run(const float* embeds, const Batch& b, CudaKvCache* kv) {
-  const int64_t T_ = b.T, Hd = c_.hidden_size, D = c_.head_dim, NH = c_.num_heads, KV = c_.num_kv_heads;
+Status CudaDecoder::Upload(const float* embeds, int64_t rows) {
+  const int64_t n = rows * c_.hidden_size;
+  const cu::StreamHandle s = stream_.handle();
+  if constexpr (std::is_same_v<T, float>) {
+    return x_.buffer().CopyFromHostAsync(embeds, static_cast<size_t>(n) * sizeof(float), 0, s);
+  } else {
+    MINERU_RETURN_IF_ERROR(
+        embeds_.buffer().CopyFromHostAsync(embeds, static_cast<size_t>(n) * sizeof(float), 0, s));
+    return cu::CastF32ToBf16(embeds_.as<float>(), n, x_.as<T>(), s);
+  }
+}
+
+// Every layer and the final norm over the batch's run_rows rows of x_, queued on the stream: only
+// kernel launches and library products (what a graph can record).
+template <typename T>
+Status CudaDecoder::Layers(const Batch& b, CudaKvCache* kv) {
+  const int64_t T_ = b.run_rows, Hd = c_.hidden_size, D = c_.head_dim, NH = c_.num_heads,
+                KV = c_.num_kv_heads;
   const int64_t QD = NH * D, KD = KV * D, QKV = QD + 2 * KD, I = c_.intermediate_size;
   const float eps = c_.rms_norm_eps;
   const cu::StreamHandle s = stream_.handle();
@@ -296,12 +356,6 @@ Status CudaDecoder::Run(const float* embeds, const Batch& b, CudaKvCache* kv) {
   const int32_t* slots = meta_.as<int32_t>() + b.slots;
   const float* cos = cos_.as<float>();
   const float* sin = sin_.as<float>();
-  if constexpr (std::is_same_v<T, float>) {
-    MINERU_RETURN_IF_ERROR(x_.buffer().CopyFromHostAsync(embeds, T_ * Hd * sizeof(float), 0, s));
-  } else {
-    MINERU_RETURN_IF_ERROR(embeds_.buffer().CopyFromHostAsync(embeds, T_ * Hd * sizeof(float), 0, s));
-    MINERU_RETURN_IF_ERROR(cu::CastF32ToBf16(embeds_.as<float>(), T_ * Hd, x, s));
-  }
   for (int l = 0; l < c_.num_layers; ++l) {
     const CudaDecoderLayer& W = w_.layers[l];
     MINERU_RETURN_IF_ERROR(cu::RmsNorm(x, T_, Hd, W.input_norm.as<float>(), eps, normed, s));
@@ -324,37 +378,88 @@ Status CudaDecoder::Run(const float* embeds, const Batch& b, CudaKvCache* kv) {
   return cu::RmsNorm(x, T_, Hd, w_.final_norm.as<float>(), eps, hidden_.as<T>(), s);
 }
 
+int64_t CudaDecoder::GraphRows(int64_t rows) {
+  if (rows <= 8) {
+    int64_t r = 1;
+    while (r < rows) r *= 2;
+    return r;
+  }
+  return (rows + 15) / 16 * 16;
+}
+
+// What a recorded step's kernels point at: a replay is valid while all of it is unchanged.
+std::vector<const void*> CudaDecoder::GraphBindings(const CudaKvCache& kv) const {
+  return {kv.data(),    x_.data(),  embeds_.data(), normed_.data(), qkv_.data(),  attn_.data(),
+          gate_.data(), up_.data(), cos_.data(),    sin_.data(),    meta_.data(), hidden_.data()};
+}
+
+// Layers() through the graph recorded for the batch's shape (rows, table stride). A shape without
+// a valid recording (none yet, or the buffers it names have moved since) runs eagerly, which also
+// loads every kernel the recording will name, and is then recorded for the next step of its
+// shape. A recording that fails turns graphs off for this decoder (graph_error() says why); the
+// step's own result stands.
+template <typename T>
+Status CudaDecoder::LayersByGraph(const Batch& b, CudaKvCache* kv) {
+  const cu::StreamHandle s = stream_.handle();
+  const std::pair<int64_t, int64_t> key(b.run_rows, b.table_stride);
+  std::vector<const void*> bound = GraphBindings(*kv);
+  auto it = graphs_.find(key);
+  if (it != graphs_.end() && it->second.bound == bound) return it->second.graph.Launch(s);
+  if (it != graphs_.end() || graphs_.size() >= kMaxGraphs) graphs_.clear();  // stale, or too many shapes
+  MINERU_RETURN_IF_ERROR(Layers<T>(b, kv));
+  Status st = cu::CudaGraph::BeginCapture(s);
+  if (st.ok()) {
+    const Status queued = Layers<T>(b, kv);  // recorded, not run
+    StatusOr<cu::CudaGraph> g = cu::CudaGraph::EndCapture(s, queued);
+    if (g.ok()) graphs_.emplace(key, Recorded{std::move(g).value(), std::move(bound)});
+    st = g.status();
+  }
+  if (!st.ok()) {
+    graph_error_ = st.ToString();
+    graph_rows_ = 0;
+    graphs_.clear();
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status CudaDecoder::Run(const float* embeds, const Batch& b, CudaKvCache* kv) {
+  MINERU_RETURN_IF_ERROR(Upload<T>(embeds, b.T));
+  return b.graph ? LayersByGraph<T>(b, kv) : Layers<T>(b, kv);
+}
+
+void CudaDecoder::EnableGraphs(int64_t max_rows) {
+  graph_rows_ = std::max<int64_t>(0, max_rows);
+  graphs_.clear();
+}
+
+// The rows a step runs: a step where every segment decodes one token runs as a graph, padded to
+// GraphRows rows, when graphs are on and that is within their limit; 0 otherwise (as it is).
+int64_t CudaDecoder::GraphPadding(const std::vector<BatchSegment>& segments) const {
+  if (graph_rows_ <= 0) return 0;
+  int64_t rows = 0;
+  for (const BatchSegment& s : segments) {
+    if (s.n > 1) return 0;
+    rows += std::max<int64_t>(s.n, 0);
+  }
+  return rows > 0 && GraphRows(rows) <= std::max(graph_rows_, rows) ? GraphRows(rows) : 0;
+}
+
 Status CudaDecoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segments,
                                  CudaKvCache* kv) {
   Batch b;
-  MINERU_RETURN_IF_ERROR(Prepare(segments, kv, &b));
+  MINERU_RETURN_IF_ERROR(Prepare(segments, kv, GraphPadding(segments), &b));
   last_rows_ = 0;
   logits_rows_ = 0;
   if (b.T == 0) return Status::Ok();
   if (embeds == nullptr) return InvalidArgumentError("CudaDecoder: embeds is null");
-  const int64_t T = b.T, Hd = c_.hidden_size, D = c_.head_dim;
-  const int64_t QD = int64_t{c_.num_heads} * D, KD = int64_t{c_.num_kv_heads} * D, I = c_.intermediate_size;
-  const size_t e = CudaElementBytes(precision_);
-  const auto bytes = [](int64_t n, size_t each) { return static_cast<size_t>(n) * each; };
-  // Everything the batch needs is reserved first: a failure leaves nothing queued.
-  MINERU_RETURN_IF_ERROR(embeds_.Reserve(bytes(T * Hd, 4)));
-  MINERU_RETURN_IF_ERROR(x_.Reserve(bytes(T * Hd, e)));
-  MINERU_RETURN_IF_ERROR(normed_.Reserve(bytes(T * Hd, e)));
-  MINERU_RETURN_IF_ERROR(qkv_.Reserve(bytes(T * (QD + 2 * KD), e)));
-  MINERU_RETURN_IF_ERROR(attn_.Reserve(bytes(T * QD, e)));
-  MINERU_RETURN_IF_ERROR(gate_.Reserve(bytes(T * I, e)));
-  MINERU_RETURN_IF_ERROR(up_.Reserve(bytes(T * I, e)));
-  MINERU_RETURN_IF_ERROR(kctx_.Reserve(bytes(b.ctx_rows * KD, e)));
-  MINERU_RETURN_IF_ERROR(vctx_.Reserve(bytes(b.ctx_rows * KD, e)));
-  MINERU_RETURN_IF_ERROR(cos_.Reserve(bytes(T * D, 4)));
-  MINERU_RETURN_IF_ERROR(sin_.Reserve(bytes(T * D, 4)));
-  MINERU_RETURN_IF_ERROR(meta_.Reserve(bytes(static_cast<int64_t>(b.meta.size()), 4)));
-  MINERU_RETURN_IF_ERROR(hidden_.Reserve(bytes(T * Hd, e)));
+  MINERU_RETURN_IF_ERROR(ReserveFor(b));
   const cu::StreamHandle s = stream_.handle();
+  const int64_t T = b.T, Hd = c_.hidden_size, RD = b.run_rows * c_.head_dim;
   // Pageable host memory: cudaMemcpyAsync returns once the source is staged (the runtime API's
   // "API synchronization behavior"), so b (and the caller's embeds) may go when this returns.
-  Status st = cos_.buffer().CopyFromHostAsync(b.cos.data(), bytes(T * D, 4), 0, s);
-  if (st.ok()) st = sin_.buffer().CopyFromHostAsync(b.sin.data(), bytes(T * D, 4), 0, s);
+  Status st = cos_.buffer().CopyFromHostAsync(b.cos.data(), static_cast<size_t>(RD) * 4, 0, s);
+  if (st.ok()) st = sin_.buffer().CopyFromHostAsync(b.sin.data(), static_cast<size_t>(RD) * 4, 0, s);
   if (st.ok()) st = meta_.buffer().CopyFromHostAsync(b.meta.data(), b.meta.size() * 4, 0, s);
   // The caller's rows in the decoder's order (decode rows first), when that differs.
   std::vector<float> ordered;
@@ -374,6 +479,27 @@ Status CudaDecoder::ForwardBatch(const float* embeds, const std::vector<BatchSeg
   last_rows_ = T;
   row_of_ = std::move(b.row_of);
   return Status::Ok();
+}
+
+// Everything the batch needs, reserved before anything is queued: a failure leaves nothing queued.
+Status CudaDecoder::ReserveFor(const Batch& b) {
+  const int64_t R = b.run_rows, Hd = c_.hidden_size, D = c_.head_dim;
+  const int64_t QD = int64_t{c_.num_heads} * D, KD = int64_t{c_.num_kv_heads} * D, I = c_.intermediate_size;
+  const size_t e = CudaElementBytes(precision_);
+  const auto bytes = [](int64_t n, size_t each) { return static_cast<size_t>(n) * each; };
+  MINERU_RETURN_IF_ERROR(embeds_.Reserve(bytes(R * Hd, 4)));
+  MINERU_RETURN_IF_ERROR(x_.Reserve(bytes(R * Hd, e)));
+  MINERU_RETURN_IF_ERROR(normed_.Reserve(bytes(R * Hd, e)));
+  MINERU_RETURN_IF_ERROR(qkv_.Reserve(bytes(R * (QD + 2 * KD), e)));
+  MINERU_RETURN_IF_ERROR(attn_.Reserve(bytes(R * QD, e)));
+  MINERU_RETURN_IF_ERROR(gate_.Reserve(bytes(R * I, e)));
+  MINERU_RETURN_IF_ERROR(up_.Reserve(bytes(R * I, e)));
+  MINERU_RETURN_IF_ERROR(kctx_.Reserve(bytes(b.ctx_rows * KD, e)));
+  MINERU_RETURN_IF_ERROR(vctx_.Reserve(bytes(b.ctx_rows * KD, e)));
+  MINERU_RETURN_IF_ERROR(cos_.Reserve(bytes(R * D, 4)));
+  MINERU_RETURN_IF_ERROR(sin_.Reserve(bytes(R * D, 4)));
+  MINERU_RETURN_IF_ERROR(meta_.Reserve(bytes(static_cast<int64_t>(b.meta.size()), 4)));
+  return hidden_.Reserve(bytes(R * Hd, e));
 }
 
 StatusOr<std::vector<float>> CudaDecoder::Hidden() {

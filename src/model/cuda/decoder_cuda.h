@@ -19,13 +19,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "kernels/context.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/graph.h"
 #include "kernels/cuda/kv_cache.h"
 #include "model/config.h"
 #include "model/cuda/device_weights.h"
@@ -39,13 +43,15 @@ namespace mineru {
 // at creation (the GPU's memory is budgeted at start, not grown per block). Move-only.
 class CudaKvCache {
  public:
-  // Bytes one block takes: what a memory budget divides by.
+  // Bytes one block takes: what a memory budget divides by (Allocate takes one more, the sink).
   static size_t BlockBytes(int block_size, int num_layers, int64_t kv_dim, CudaPrecision p);
   // OutOfMemory when the device cannot hold it; InvalidArgument for a non-positive shape.
   static StatusOr<CudaKvCache> Allocate(int num_blocks, int block_size, int num_layers, int64_t kv_dim,
                                         CudaPrecision p);
 
   int num_blocks() const { return num_blocks_; }
+  // One more block past num_blocks(), never the engine's: where a graph's padding rows write.
+  int sink_block() const { return num_blocks_; }
   int block_size() const { return block_size_; }
   CudaPrecision precision() const { return precision_; }
   int num_layers() const { return num_layers_; }
@@ -106,6 +112,16 @@ class CudaDecoder {
   int64_t device_logits_rows() const { return logits_rows_; }
   const kernels::cuda::CudaStream& stream() const { return stream_; }
 
+  // Decode steps (every segment one token) of up to max_rows rows (0: off, the default) run as
+  // CUDA graphs: recorded once per shape (rows rounded up by GraphRows, the padding rows computing
+  // over the cache's sink block; block tables' stride rounded up to a power of two) and replayed
+  // with one launch. If a recording fails, graphs turn off and graph_error() says why.
+  void EnableGraphs(int64_t max_rows);
+  const std::string& graph_error() const { return graph_error_; }
+  size_t graphs_recorded() const { return graphs_.size(); }
+  // The rows a graph step of `rows` rows runs: a power of two up to 8, then multiples of 16.
+  static int64_t GraphRows(int64_t rows);
+
   const TextConfig& config() const { return c_; }
   CudaPrecision precision() const { return precision_; }
   size_t weight_bytes() const { return w_.bytes; }
@@ -115,9 +131,21 @@ class CudaDecoder {
   CudaDecoder(const TextConfig& config, const TextWeights& weights, CudaPrecision precision)
       : c_(config), host_(c_, weights), precision_(precision) {}
   struct Batch;
-  Status Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* kv, Batch* b);
+  Status CheckSegments(const std::vector<BatchSegment>& segs, const CudaKvCache* kv) const;
+  Status Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* kv, int64_t pad_rows, Batch* b);
+  static void DecodeTables(const std::vector<const BatchSegment*>& order, int64_t real, const CudaKvCache& kv,
+                           int64_t rows, int64_t stride, std::vector<int32_t>* tables);
+  int64_t GraphPadding(const std::vector<BatchSegment>& segments) const;
+  Status ReserveFor(const Batch& b);
   template <typename T>
   Status Run(const float* embeds, const Batch& b, CudaKvCache* kv);
+  template <typename T>
+  Status Upload(const float* embeds, int64_t rows);
+  template <typename T>
+  Status Layers(const Batch& b, CudaKvCache* kv);
+  template <typename T>
+  Status LayersByGraph(const Batch& b, CudaKvCache* kv);
+  std::vector<const void*> GraphBindings(const CudaKvCache& kv) const;
   template <typename T>
   Status Attend(int layer, const Batch& b, CudaKvCache* kv);
   template <typename T>
@@ -131,6 +159,15 @@ class CudaDecoder {
   CudaDecoderWeights w_;
   kernels::cuda::CudaStream stream_;
   kernels::cuda::GemmHandle gemm_;
+  // Recorded decode steps by (rows, block-table stride), with the buffers they name.
+  struct Recorded {
+    kernels::cuda::CudaGraph graph;
+    std::vector<const void*> bound;
+  };
+  static constexpr size_t kMaxGraphs = 64;  // more shapes than this: the recordings start over
+  std::map<std::pair<int64_t, int64_t>, Recorded> graphs_;
+  int64_t graph_rows_ = 0;  // EnableGraphs' limit; 0: off
+  std::string graph_error_;
   int64_t last_rows_ = 0;        // T of the last batch
   int64_t logits_rows_ = 0;      // rows of logits_ the last LogitsOnDevice queued
   std::vector<int32_t> row_of_;  // the last batch's caller row -> decoder row (Batch::row_of)
