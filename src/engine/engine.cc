@@ -315,10 +315,20 @@ Status Engine::ReadLogits(const std::vector<int64_t>& sample_ids, std::vector<Ro
   const bool candidates = cfg_.sample_from_candidates || runner_->logits_on_device();
   std::vector<CandidateQuery> queries(sample_ids.size());
   std::vector<LogitsRequest> requests(sample_ids.size());
-  for (size_t k = 0; candidates && k < sample_ids.size(); ++k) {
-    queries[k] = Seq(sample_ids[k]).sampler->Query(V);
-    requests[k].top_k = queries[k].top_k;
-    requests[k].touched = &queries[k].touched;
+  std::vector<const SequenceSampler*> samplers(sample_ids.size());
+  for (size_t k = 0; candidates && k < sample_ids.size(); ++k) samplers[k] = Seq(sample_ids[k]).sampler.get();
+  // Each query reads only its own sequence's sampler: built in parallel.
+  auto query = [&](size_t b, size_t e, size_t) {
+    for (size_t k = b; k < e; ++k) {
+      queries[k] = samplers[k]->Query(V);
+      requests[k].top_k = queries[k].top_k;
+      requests[k].touched = &queries[k].touched;
+    }
+  };
+  if (candidates && pool_ && sample_ids.size() > 1) {
+    pool_->ParallelFor(sample_ids.size(), query);
+  } else if (candidates) {
+    query(0, sample_ids.size(), 0);
   }
   MINERU_RETURN_IF_ERROR(runner_->ReadLogits(requests, rows));
   if (rows->size() != sample_ids.size()) return InternalError("ReadLogits answered the wrong number of rows");

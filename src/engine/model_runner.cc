@@ -146,10 +146,9 @@ void ModelRunner::GatherInputs(const StepPlan& plan, const Scheduler& sched,
 
 Status ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
                             const std::function<Sequence&(int64_t)>& seq, std::vector<int64_t>* sample_ids) {
-  std::vector<float> embeds;
   std::vector<std::vector<int64_t>> pos;
   std::vector<BatchSegment> segs;
-  GatherInputs(plan, sched, seq, &embeds, &pos, &segs);
+  GatherInputs(plan, sched, seq, &embeds_, &pos, &segs);
   // A sequence samples once every known token is computed: after this step, start + n reaches
   // its token count. Its last row goes through one batched LM head with the others.
   std::vector<int32_t> rows;
@@ -161,7 +160,7 @@ Status ModelRunner::Forward(const StepPlan& plan, const Scheduler& sched,
       rows.push_back(static_cast<int32_t>(row - 1));
     }
   }
-  return backend_->Forward(&embeds, segs, rows);
+  return backend_->Forward(&embeds_, segs, rows);
 }
 
 }  // namespace mineru

@@ -51,7 +51,10 @@ class ModelRunner {
 
   // Frees the scratch the backend keeps between steps (for an idle engine; it grows again on the
   // next step).
-  void ReleaseScratch() { backend_->ReleaseScratch(); }
+  void ReleaseScratch() {
+    backend_->ReleaseScratch();
+    std::vector<float>().swap(embeds_);
+  }
   // Where the model runs, in one line (ModelBackend::Describe).
   std::string DescribeBackend() const { return backend_->Describe(); }
 
@@ -72,6 +75,9 @@ class ModelRunner {
   const Qwen2VLModel& model_;
   std::unique_ptr<ModelBackend> backend_;
   ImageCache image_cache_;
+  // A step's input embeddings [T, hidden], kept between steps (a fresh buffer of a step's size
+  // would be fresh pages every step).
+  std::vector<float> embeds_;
 };
 
 }  // namespace mineru

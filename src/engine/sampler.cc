@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -37,15 +38,21 @@ void SequenceSampler::ApplyPenaltiesAt(const At& at) const {
     auto penalize = [&](int32_t t) {
       if (float* x = at(t)) *x = *x > 0 ? *x / p_.repetition_penalty : *x * p_.repetition_penalty;
     };
-    std::vector<int32_t> seen = prompt_unique_;
-    for (const auto& [t, c] : output_counts_) {
-      if (!std::binary_search(prompt_unique_.begin(), prompt_unique_.end(), t)) seen.push_back(t);
+    // Every token of prompt and output once, ascending: the union of the two sorted lists.
+    size_t i = 0, j = 0;
+    while (i < prompt_unique_.size() || j < out_ids_.size()) {
+      const bool take_prompt =
+          j == out_ids_.size() || (i < prompt_unique_.size() && prompt_unique_[i] <= out_ids_[j]);
+      const int32_t t = take_prompt ? prompt_unique_[i] : out_ids_[j];
+      if (take_prompt && j < out_ids_.size() && out_ids_[j] == t) ++j;
+      take_prompt ? ++i : ++j;
+      penalize(t);
     }
-    for (int32_t t : seen) penalize(t);
   }
   if (p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f) {
-    for (const auto& [t, c] : output_counts_) {
-      if (float* x = at(t)) *x -= p_.frequency_penalty * static_cast<float>(c) + p_.presence_penalty;
+    for (size_t i = 0; i < out_ids_.size(); ++i) {
+      if (float* x = at(out_ids_[i]))
+        *x -= p_.frequency_penalty * static_cast<float>(out_counts_[i]) + p_.presence_penalty;
     }
   }
 }
@@ -184,26 +191,40 @@ CandidateQuery SequenceSampler::Query(int32_t vocab) const {
   } else {
     return q;  // the draw's softmax spans the whole row
   }
+  // The sorted lists merged (prompt and output tokens), then the few others (bias, bans) added.
+  std::vector<int32_t> few;
   auto add = [&](int32_t t) {
-    if (t >= 0 && t < vocab) q.touched.push_back(t);
+    if (t >= 0 && t < vocab) few.push_back(t);
   };
   for (const auto& [id, bias] : p_.logit_bias) add(id);
-  if (p_.repetition_penalty != 1.0f) {
-    for (int32_t t : prompt_unique_) add(t);
-  }
-  if (p_.repetition_penalty != 1.0f || p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f) {
-    for (const auto& [t, c] : output_counts_) add(t);
-  }
   ForEachBanned(add);
-  std::sort(q.touched.begin(), q.touched.end());
+  std::sort(few.begin(), few.end());
+  const bool rep = p_.repetition_penalty != 1.0f;
+  const bool out = rep || p_.frequency_penalty != 0.0f || p_.presence_penalty != 0.0f;
+  static const std::vector<int32_t> kNone;
+  const std::vector<int32_t>& a = rep ? prompt_unique_ : kNone;
+  const std::vector<int32_t>& b = out ? out_ids_ : kNone;
+  std::vector<int32_t> ab;
+  ab.reserve(a.size() + b.size());
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(ab));
+  q.touched.reserve(ab.size() + few.size());
+  std::set_union(ab.begin(), ab.end(), few.begin(), few.end(), std::back_inserter(q.touched));
+  // Ids outside the vocabulary (a prompt or output id past it) are never candidates.
+  while (!q.touched.empty() && q.touched.back() >= vocab) q.touched.pop_back();
+  q.touched.erase(q.touched.begin(), std::lower_bound(q.touched.begin(), q.touched.end(), 0));
   q.touched.erase(std::unique(q.touched.begin(), q.touched.end()), q.touched.end());
   return q;
 }
 
 int32_t SequenceSampler::SampleCandidates(const int32_t* ids, float* logits, size_t n, int32_t vocab) {
   if (n == 0) return 0;  // no candidates (a malformed answer): token 0 rather than a crash
+  // Lookups mostly come in ascending runs (the output tokens' loops): each search starts at the
+  // previous answer when it can.
+  const int32_t* from = ids;
   ApplyRules([&](int32_t t) -> float* {
-    const int32_t* at = std::lower_bound(ids, ids + n, t);
+    if (from == ids + n || *from > t) from = ids;
+    const int32_t* at = std::lower_bound(from, ids + n, t);
+    from = at;
     return at != ids + n && *at == t ? logits + (at - ids) : nullptr;
   });
   return ids[Choose(logits, n, vocab)];
@@ -211,7 +232,14 @@ int32_t SequenceSampler::SampleCandidates(const int32_t* ids, float* logits, siz
 
 void SequenceSampler::Accept(int32_t token) {
   generated_.push_back(token);
-  ++output_counts_[token];
+  const auto at = std::lower_bound(out_ids_.begin(), out_ids_.end(), token);
+  const auto i = at - out_ids_.begin();
+  if (at != out_ids_.end() && *at == token) {
+    ++out_counts_[static_cast<size_t>(i)];
+  } else {
+    out_ids_.insert(at, token);
+    out_counts_.insert(out_counts_.begin() + i, 1);
+  }
   const int n = p_.no_repeat_ngram_size;
   const int len = static_cast<int>(generated_.size());
   if (n >= 2 && len >= n - 1) {

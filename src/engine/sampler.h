@@ -67,7 +67,8 @@ class SequenceSampler {
  private:
   SamplingParams p_;
   std::vector<int32_t> generated_;
-  std::unordered_map<int32_t, int32_t> output_counts_;
+  // The distinct output tokens, ascending, and how often each was generated.
+  std::vector<int32_t> out_ids_, out_counts_;
   std::vector<int32_t> prompt_unique_;
   // n-gram index: hash of the (n-1) tokens starting at i -> start indices i.
   std::unordered_multimap<uint64_t, int32_t> ngram_index_;

@@ -25,22 +25,23 @@ Status CheckLogitsRequests(const std::vector<LogitsRequest>& requests, size_t ro
 
 void MergeCandidates(const std::vector<int32_t>& touched, const float* touched_logits, const int32_t* top_ids,
                      const float* top_logits, size_t n_top, RowLogits* out) {
+  // touched ascends already; the few top ids are sorted, then the two are merged.
+  std::vector<size_t> top(n_top);
+  std::iota(top.begin(), top.end(), size_t{0});
+  std::sort(top.begin(), top.end(), [&](size_t a, size_t b) { return top_ids[a] < top_ids[b]; });
   const size_t n = touched.size() + n_top;
-  std::vector<int32_t> id(n);
-  std::vector<float> value(n);
-  std::copy(touched.begin(), touched.end(), id.begin());
-  std::copy(touched_logits, touched_logits + touched.size(), value.begin());
-  std::copy(top_ids, top_ids + n_top, id.begin() + static_cast<std::ptrdiff_t>(touched.size()));
-  std::copy(top_logits, top_logits + n_top, value.begin() + static_cast<std::ptrdiff_t>(touched.size()));
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return id[a] < id[b]; });
   out->row = nullptr;
   out->ids.resize(n);
   out->logits.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    out->ids[i] = id[order[i]];
-    out->logits[i] = value[order[i]];
+  size_t i = 0, j = 0;
+  for (size_t o = 0; o < n; ++o) {
+    if (j == n_top || (i < touched.size() && touched[i] < top_ids[top[j]])) {
+      out->ids[o] = touched[i];
+      out->logits[o] = touched_logits[i++];
+    } else {
+      out->ids[o] = top_ids[top[j]];
+      out->logits[o] = top_logits[top[j++]];
+    }
   }
 }
 
