@@ -160,7 +160,12 @@ std::vector<int32_t> SequenceSampler::KeptTokens(const float* logits, int32_t vo
   return std::vector<int32_t>(idx_.begin(), idx_.begin() + static_cast<std::ptrdiff_t>(keep));
 }
 
-size_t SequenceSampler::Choose(const float* logits, size_t n, int32_t vocab) {
+size_t SequenceSampler::Choose(float* logits, size_t n, int32_t vocab) {
+  // A NaN logit (a broken model) counts as -inf: never chosen, and the orderings below stay strict
+  // (the candidate path leaves untouched NaNs out, which is the same).
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(logits[i])) logits[i] = -std::numeric_limits<float>::infinity();
+  }
   const size_t best = static_cast<size_t>(std::max_element(logits, logits + n) - logits);
   const bool greedy = p_.temperature <= 0.0f || p_.top_k == 1;
   if (greedy || !std::isfinite(logits[best])) return best;

@@ -29,7 +29,9 @@ struct SamplingParams {
 // only these): the raw logits of the tokens the sampler's rules change ("touched": logit_bias
 // ids, penalized ids, banned n-gram continuations) and of the top_k most likely other tokens. The
 // rules only change touched tokens, so every token a draw can choose is among them, and
-// SampleCandidates(those) returns what Sample(the whole row) returns, bit for bit.
+// SampleCandidates(those) returns what Sample(the whole row) returns, bit for bit (a NaN logit
+// counts as -inf in both; only a row with no finite logit left may then differ in which id it
+// returns).
 struct CandidateQuery {
   int top_k = 0;                 // > 0: that many untouched tokens; 0: the draw needs the whole row
   std::vector<int32_t> touched;  // distinct, ascending, in [0, vocab)
@@ -85,7 +87,7 @@ class SequenceSampler {
   // Picks among logits[n] (the row's logits after the rules, the candidates in ascending id order
   // where not the whole row) by greedy or by a seeded draw; returns the position. `vocab` is the
   // whole row's size (top_k is off where it is not below it).
-  size_t Choose(const float* logits, size_t n, int32_t vocab);
+  size_t Choose(float* logits, size_t n, int32_t vocab);
   // Fills idx_/weight_ with the kept positions and their unnormalised weights
   // exp((logit - max) / temperature), weight_sum_ with their sum; returns how many were kept.
   // O(n) plus the sorting of the top_k (all when top_k is on) and of the nucleus.

@@ -359,7 +359,10 @@ TEST_F(CudaDecoderTest, GraphStepsMatchEagerSteps) {
     const std::vector<float> got = GpuLogits(rows);
     want.assign(got.size(), 0.0f);
     ASSERT_TRUE((*eager)->Logits(rows, want.data()).ok());
-    ExpectClose(got, want, 1e-5f, 1e-5f, "graph step");
+    // The products of a padded step may take another cuBLASLt algorithm than the eager step's.
+    ExpectClose(got, want, 1e-4f, 1e-4f, "graph step");
+    for (size_t i = 0; i < seqs.size(); ++i)
+      EXPECT_EQ(ArgMax(got.data() + i * V, V), ArgMax(want.data() + i * V, V));
   };
   for (int i = 0; i < 20; ++i) ASSERT_NO_FATAL_FAILURE(step({0, 1, 2}));
   EXPECT_GE(gpu_->graphs_recorded(), 1u);

@@ -30,24 +30,26 @@ void CudaGraph::Release() {
 Status CudaGraph::BeginCapture(StreamHandle stream) {
   if (stream == nullptr)
     return InvalidArgumentError("CudaGraph: the legacy default stream cannot be captured");
-  return CudaStatus(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
-                    "cudaStreamBeginCapture");
+  Status st =
+      CudaStatus(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  if (!st.ok()) (void)cudaGetLastError();  // reported here, not left for the next launch to find
+  return st;
 }
 
 StatusOr<CudaGraph> CudaGraph::EndCapture(StreamHandle stream, const Status& queued) {
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  // A refused launch while recording leaves its (not sticky) error behind: it is reported through
-  // `queued`, not left for the next call to find.
-  if (!queued.ok()) (void)cudaGetLastError();
   Status st = queued.ok() ? CudaStatus(ended, "cudaStreamEndCapture") : queued;
   CudaGraph g;
   if (st.ok()) {
     cudaGraphExec_t exec = nullptr;
     st = CudaStatus(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    g.exec_ = exec;
+    if (st.ok()) g.exec_ = exec;
   }
   if (graph != nullptr) (void)cudaGraphDestroy(graph);  // the executable graph is independent of it
+  // A refused launch while recording, an invalidated recording or a failed instantiation leaves its
+  // (not sticky) error behind: it is reported here, not left for the next launch to find.
+  if (!st.ok()) (void)cudaGetLastError();
   MINERU_RETURN_IF_ERROR(st);
   return g;
 }

@@ -74,9 +74,10 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Qwen2VLModel& m
   const size_t reserve = ActivationReserve(model.config(), c.max_batch_tokens, c.max_seqs, b->max_patches_,
                                            c.block_size, b->precision_);
   const int64_t left = ours - static_cast<int64_t>(b->weight_bytes() + reserve);
-  int64_t blocks = c.kv_blocks > 0 ? c.kv_blocks : left / static_cast<int64_t>(block_bytes);
+  // The cache allocates one block more than the engine's (its sink: CudaKvCache::sink_block()).
+  int64_t blocks = c.kv_blocks > 0 ? c.kv_blocks : left / static_cast<int64_t>(block_bytes) - 1;
   blocks = std::min<int64_t>(blocks, INT32_MAX / std::max(1, c.block_size));
-  if (blocks < 1 || (c.kv_blocks > 0 && static_cast<int64_t>(c.kv_blocks * block_bytes) > left)) {
+  if (blocks < 1 || (c.kv_blocks > 0 && static_cast<int64_t>((c.kv_blocks + 1) * block_bytes) > left)) {
     const auto mib = [](int64_t n) { return std::to_string(std::max<int64_t>(0, n) >> 20) + " MiB"; };
     const int64_t want = c.kv_blocks > 0 ? c.kv_blocks : 1;
     return ResourceExhaustedError(

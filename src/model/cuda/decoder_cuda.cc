@@ -405,14 +405,26 @@ Status CudaDecoder::LayersByGraph(const Batch& b, CudaKvCache* kv) {
   std::vector<const void*> bound = GraphBindings(*kv);
   auto it = graphs_.find(key);
   if (it != graphs_.end() && it->second.bound == bound) return it->second.graph.Launch(s);
-  if (it != graphs_.end() || graphs_.size() >= kMaxGraphs) graphs_.clear();  // stale, or too many shapes
+  if (it != graphs_.end() || graphs_.size() >= kMaxGraphs) {  // stale, or too many shapes
+    MINERU_RETURN_IF_ERROR(stream_.Synchronize());            // no replay still running is freed
+    graphs_.clear();
+  }
   MINERU_RETURN_IF_ERROR(Layers<T>(b, kv));
   Status st = cu::CudaGraph::BeginCapture(s);
   if (st.ok()) {
+    // The recording ends whatever happens in between (an exception included).
+    struct EndOnUnwind {
+      cu::StreamHandle s;
+      bool armed = true;
+      ~EndOnUnwind() {
+        if (armed) (void)cu::CudaGraph::EndCapture(s, InternalError("unwound"));
+      }
+    } guard{s};
     const Status queued = Layers<T>(b, kv);  // recorded, not run
+    guard.armed = false;
     StatusOr<cu::CudaGraph> g = cu::CudaGraph::EndCapture(s, queued);
-    if (g.ok()) graphs_.emplace(key, Recorded{std::move(g).value(), std::move(bound)});
     st = g.status();
+    if (st.ok()) graphs_.emplace(key, Recorded{std::move(g).value(), std::move(bound)});
   }
   if (!st.ok()) {
     graph_error_ = st.ToString();
@@ -442,7 +454,7 @@ int64_t CudaDecoder::GraphPadding(const std::vector<BatchSegment>& segments) con
     if (s.n > 1) return 0;
     rows += std::max<int64_t>(s.n, 0);
   }
-  return rows > 0 && GraphRows(rows) <= std::max(graph_rows_, rows) ? GraphRows(rows) : 0;
+  return rows > 0 && rows <= graph_rows_ ? GraphRows(rows) : 0;
 }
 
 Status CudaDecoder::ForwardBatch(const float* embeds, const std::vector<BatchSegment>& segments,

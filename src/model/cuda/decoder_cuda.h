@@ -115,7 +115,8 @@ class CudaDecoder {
   // Decode steps (every segment one token) of up to max_rows rows (0: off, the default) run as
   // CUDA graphs: recorded once per shape (rows rounded up by GraphRows, the padding rows computing
   // over the cache's sink block; block tables' stride rounded up to a power of two) and replayed
-  // with one launch. If a recording fails, graphs turn off and graph_error() says why.
+  // with one launch (a step of max_rows rows may run up to 15 padding rows more: the activation
+  // reserve's slack holds them). If a recording fails, graphs turn off and graph_error() says why.
   void EnableGraphs(int64_t max_rows);
   const std::string& graph_error() const { return graph_error_; }
   size_t graphs_recorded() const { return graphs_.size(); }
