@@ -80,6 +80,11 @@ def main(folder):
     if dec and dec_e and "decode_tok_s" in dec_e:
         rows.append(("decode at 256, without CUDA graphs", f"{dec_e['decode_tok_s']:.0f} tok/s "
                      f"(graphs {dec['decode_tok_s'] / dec_e['decode_tok_s']:.2f}x faster)", "", ""))
+    host = load(folder, "host")
+    if host and "mineru_rules" in host:
+        rows.append(("the host's share of a decode step at 256 sequences (`host` workload)",
+                     f"{host['greedy']['host_ms_per_step']:.2f} ms greedy, "
+                     f"{host['mineru_rules']['host_ms_per_step']:.2f} ms under MinerU's rules", "", ""))
     for name, have in (("page", page), ("pages", pages), ("decode at 256", dec)):
         if not have:
             rows.append((name, "not measured (see the notes)", "", "not met"))

@@ -224,6 +224,9 @@ else
     run_bench vision_fp32 --device cuda --workload vision --model "$model" --gpu-precision fp32 --repeats 3 --check
     run_bench vision_bf16_x8 --device cuda --workload vision --model "$model" --gpu-precision bf16 --images 8 \
       --repeats 3
+    # The host's share of a decode step at 256 sequences (the engine around a model that computes
+    # nothing), on this machine's CPU.
+    run_bench host --workload host --model "$model" --concurrency 256 --max-seqs 256 --batch-tokens 8192
     # Decode steps kernel by kernel: what the CUDA graphs give.
     run_bench page_eager --device cuda --workload page --model "$model" --gpu-graphs off
     run_bench decode256_eager --device cuda --workload decode --model "$model" --concurrency 256 \

@@ -21,6 +21,7 @@
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "cli/bench_cuda.h"
+#include "cli/bench_host.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/chat.h"
@@ -196,6 +197,35 @@ Status BenchTokens(BenchContext& c) {
   c.out["wall_s"] = b.wall_s;
   c.out["prefill_tok_s"] = static_cast<double>(prompt) * c.f.concurrency / last_first;
   if (gen > 1) c.out["decode_tok_s"] = DecodeRate(b);
+  return Status::Ok();
+}
+
+// host: the decode workload over a backend that computes nothing (cli/bench_host.h): the host's
+// milliseconds a step, greedy and under MinerU's block rules (presence penalty 1.0, frequency
+// 0.05, no_repeat_ngram_size 100), whose candidate lists grow with every distinct output token.
+Status BenchHost(BenchContext& c) {
+  const int prompt = c.f.prompt_tokens > 0 ? c.f.prompt_tokens : 128;
+  const int gen = c.f.new_tokens > 0 ? c.f.new_tokens : 512;
+  for (const bool rules : {false, true}) {
+    std::vector<EngineRequest> reqs;
+    for (int i = 0; i < c.f.concurrency; ++i) {
+      reqs.push_back(TextRequest(prompt, gen, static_cast<uint32_t>(i)));
+      if (rules) {
+        reqs.back().sampling.presence_penalty = 1.0f;
+        reqs.back().sampling.frequency_penalty = 0.05f;
+        reqs.back().sampling.no_repeat_ngram_size = 100;
+      }
+    }
+    const int64_t steps_before = c.e.Stats().steps;
+    MINERU_ASSIGN_OR_RETURN(Batch b, RunAll(c.e, std::move(reqs)));
+    const int64_t steps = c.e.Stats().steps - steps_before;
+    const std::string name = rules ? "mineru_rules" : "greedy";
+    c.out[name] = {{"host_ms_per_step", steps > 0 ? 1000 * b.wall_s / static_cast<double>(steps) : 0.0},
+                   {"steps", steps},
+                   {"host_tok_s", static_cast<double>(gen) * c.f.concurrency / b.wall_s}};
+  }
+  c.out["prompt_tokens"] = prompt;
+  c.out["new_tokens"] = gen;
   return Status::Ok();
 }
 
@@ -461,7 +491,7 @@ using WorkloadFn = Status (*)(BenchContext&);
 constexpr std::pair<std::string_view, WorkloadFn> kWorkloads[] = {
     {"decode", BenchTokens},      {"prefill", BenchTokens},    {"vision", BenchVision},
     {"page", BenchWorkloadFile},  {"chat", BenchWorkloadFile}, {"accuracy", BenchAccuracy},
-    {"pages", BenchWorkloadFile},
+    {"pages", BenchWorkloadFile}, {"host", BenchHost},
 };
 
 // The workload's function, or null for an unknown name.
@@ -617,7 +647,7 @@ int RunBench(const BenchFlags& f) {
   }
   const WorkloadFn run = FindWorkload(f.workload);
   if (run == nullptr)
-    return Fail("--workload must be decode, prefill, vision, page, pages, chat, accuracy or peak");
+    return Fail("--workload must be decode, prefill, vision, page, pages, chat, accuracy, host or peak");
   const std::string dir = ResolveModelDir(f.model);
   const double t_load = Now();
   ThreadPool load_pool(ResolveThreads(f.threads));
@@ -637,6 +667,13 @@ int RunBench(const BenchFlags& f) {
   ec.kv_type = f.kv_type;
   ec.max_seqs = f.max_seqs > 0 ? f.max_seqs : std::max(ec.max_seqs, f.concurrency);
   ec.device = *device;
+  if (f.workload == "host") {  // the engine around a model that computes nothing, on the CPU
+    ec.device = DeviceOptions();
+    const int64_t vocab = m.config().text.vocab_size;
+    ec.wrap_backend = [vocab](std::unique_ptr<ModelBackend> inner) {
+      return MakeNullBackend(std::move(inner), vocab);
+    };
+  }
   auto engine = Engine::Create(m, tok.get(), ec);
   if (!engine.ok()) return Fail(engine.status().ToString());
   Json out = {{"workload", f.workload}, {"threads", ec.threads},
@@ -678,7 +715,7 @@ void AddBench(CLI::App& app, Action* run) {
   CLI::App* c = app.add_subcommand("bench", "Measure vision/prefill/decode/page speed on fixed workloads");
   c->add_option("--model", f->model, "Model directory (e.g. from gen-model --preset mineru2.5)");
   c->add_option("--workload", f->workload,
-                "decode | prefill | vision | page | pages | chat | accuracy | peak")
+                "decode | prefill | vision | page | pages | chat | accuracy | host | peak")
       ->capture_default_str();
   c->add_option("--workload-file", f->workload_file,
                 "Page workload JSON (default: bench/page_workload.json)");

@@ -149,6 +149,20 @@ TEST(CliTest, DeviceFlagChoosesAndExplains) {
   }
 }
 
+// bench --workload host: the engine around a model that computes nothing reports the host's
+// milliseconds a step, greedy and under MinerU's rules, with every request's tokens generated.
+TEST(CliTest, BenchHostReportsTheHostsShareOfAStep) {
+  const CmdResult r = RunCli({"bench", "--workload", "host", "--model", kFx + "/tinyvocab", "--concurrency",
+                              "8", "--new-tokens", "20", "--threads", "2", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* part : {"greedy", "mineru_rules"}) {
+    const size_t at = r.out.find(std::string("\"") + part + "\":{");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"host_ms_per_step\":", at), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("\"device\":\"null (computes nothing)"), std::string::npos) << r.out;
+}
+
 TEST(CliTest, TokenizeRoundTrip) {
   CmdResult r = RunCli({"tokenize", "--model", kFx + "/tinyvocab", "--text", "Hello world 你好"});
   ASSERT_EQ(r.code, 0) << r.err;
