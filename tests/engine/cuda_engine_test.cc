@@ -80,6 +80,49 @@ INSTANTIATE_TEST_SUITE_P(Compositions, CudaEngineTest,
                                   std::to_string(v.kv_blocks) + "_s" + std::to_string(v.max_seqs);
                          });
 
+// MinerU's block rules (presence and frequency penalties, no_repeat_ngram_size, a logit_bias)
+// with greedy choice, through the GPU's candidate logits (kernels/cuda/logits_topk.h), in fp32:
+// the same ids as the CPU engine, which samples whole rows. Graphs on and off (decode steps of
+// several sequences, padded) give the same ids too.
+class CudaEngineRulesTest : public CudaEngineTest {};
+
+TEST_F(CudaEngineRulesTest, RulesThroughCandidatesMatchTheCpu) {
+  for (const char* name : {"tiny", "tinyvocab"}) {
+    SCOPED_TRACE(name);
+    auto model = Qwen2VLModel::Load(FixturePath(name)).value();
+    const int32_t vocab = static_cast<int32_t>(model->config().text.vocab_size);
+    auto cases = LoadCases(name, model->config().image_token_id);
+    std::vector<EngineRequest> reqs;
+    for (const auto& c : cases) {
+      EngineRequest r = GreedyRequest(c);
+      r.max_new_tokens = 40;
+      r.sampling.presence_penalty = 1.0f;
+      r.sampling.frequency_penalty = 0.05f;
+      r.sampling.no_repeat_ngram_size = 3;
+      r.sampling.logit_bias = {{c.want[1], -2.0f}, {vocab - 1, 1.5f}};
+      reqs.push_back(r);
+    }
+    auto run = [&](bool gpu, bool graphs) {
+      EngineConfig cfg;
+      cfg.threads = 2;
+      cfg.kv_blocks = 512;
+      cfg.device.device = gpu ? ComputeDevice::kCuda : ComputeDevice::kCpu;
+      cfg.device.gpu_fp32 = true;
+      cfg.device.gpu_memory = 0.5;
+      cfg.device.gpu_graphs = graphs;
+      auto engine = Engine::Create(*model, nullptr, cfg).value();
+      std::vector<std::shared_ptr<RequestHandle>> hs;
+      for (const EngineRequest& r : reqs) hs.push_back(engine->Submit(r).value());
+      std::vector<std::vector<int32_t>> ids;
+      for (auto& h : hs) ids.push_back(h->Wait().ids);
+      return ids;
+    };
+    const auto cpu = run(false, false);
+    EXPECT_EQ(run(true, true), cpu);
+    EXPECT_EQ(run(true, false), cpu);
+  }
+}
+
 // bf16 with the KV cache sized from the memory budget: every request completes, and the greedy
 // goldens' first token (the prompt's argmax, far from a tie on these fixtures) is theirs.
 class CudaEngineBf16Test : public CudaEngineTest {};
