@@ -80,6 +80,14 @@ def main(folder):
     if dec and dec_e and "decode_tok_s" in dec_e:
         rows.append(("decode at 256, without CUDA graphs", f"{dec_e['decode_tok_s']:.0f} tok/s "
                      f"(graphs {dec['decode_tok_s'] / dec_e['decode_tok_s']:.2f}x faster)", "", ""))
+    step = load(folder, "decode_step")
+    if step and "step_ms_graph_best" in step:
+        prod = (f", products {step['products_ms']:.2f} ms ({100 * step['products_share_of_graph_step']:.0f}%)"
+                if "products_ms" in step else "")
+        rows.append((f"the decoder's step alone, {step['seqs']} sequences over {step['context']} tokens",
+                     f"{step['step_ms_graph_best']:.2f} ms as graphs ({step['decode_tok_s_graph']:.0f} tok/s), "
+                     f"{step['step_ms_eager_best']:.2f} ms kernel by kernel, "
+                     f"{step['step_ms_graph_context16']:.2f} ms over 16 tokens{prod}", "", ""))
     host = load(folder, "host")
     if host and "mineru_rules" in host:
         rows.append(("the host's share of a decode step at 256 sequences (`host` workload)",

@@ -220,6 +220,9 @@ else
       --max-seqs 256 --batch-tokens 8192
     run_bench decode256 --device cuda --workload decode --model "$model" --concurrency 256 \
       --prompt-tokens 128 --new-tokens 128 --batch-tokens 8192
+    # Where a decode step's time goes: the decoder alone, kernel by kernel and as graphs, its products.
+    run_bench decode_step --device cuda --workload decode_step --model "$model" --concurrency 256 \
+      --prompt-tokens 1024 --new-tokens 32
     # fp32 against the CPU too: near 1.0 there, so a bf16 cosine under the bar is rounding, not a bug.
     run_bench vision_fp32 --device cuda --workload vision --model "$model" --gpu-precision fp32 --repeats 3 --check
     run_bench vision_bf16_x8 --device cuda --workload vision --model "$model" --gpu-precision bf16 --images 8 \

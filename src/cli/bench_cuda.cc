@@ -189,6 +189,10 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel&, const std::
 
 StatusOr<nlohmann::json> BenchPeakCuda() { return NoCuda(); }
 
+StatusOr<nlohmann::json> BenchDecodeStepCuda(const Qwen2VLModel&, const CudaDecodeStepBench&) {
+  return NoCuda();
+}
+
 StatusOr<int64_t> GpuUsedBytes() { return NoCuda(); }
 
 #endif  // MINERU_HAVE_CUDA

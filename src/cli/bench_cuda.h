@@ -40,6 +40,22 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel& m, const std
                                                 const std::vector<ImageGrid>& grids,
                                                 const CudaVisionBench& o);
 
+struct CudaDecodeStepBench {
+  std::string precision = "bf16";  // bf16 | fp32
+  int seqs = 256;                  // sequences decoding together
+  int context = 1024;              // tokens each has in the cache before the timed steps
+  int steps = 32;                  // timed steps of each form (one token per sequence a step)
+};
+
+// The decoder alone on GPU 0 (no engine, no sampling): one decode step of `seqs` sequences over
+// `context` cached tokens each (the cache holds whatever the device memory held: timing only),
+// the LM head over every row with the logits left on the device, as the engine leaves them. Best
+// and mean step time kernel by kernel and as CUDA graphs, the tokens/s they allow, and where the
+// time goes: the step's matrix products alone (every layer's, queued back to back at the same
+// rows) and the step over a 16-token context (the difference is the attention's growth with the
+// context).
+StatusOr<nlohmann::json> BenchDecodeStepCuda(const Qwen2VLModel& m, const CudaDecodeStepBench& o);
+
 // GPU 0's memory in use now (total less free: every process's, this one's weights, KV cache and
 // activations among them), in bytes. Unimplemented without the CUDA backend.
 StatusOr<int64_t> GpuUsedBytes();

@@ -610,6 +610,27 @@ int RunVisionCuda(const BenchFlags& f, const ModelLoadOptions& load) {
   return 0;
 }
 
+// decode_step on cuda: the decoder's step alone (BenchDecodeStepCuda); --concurrency sequences over
+// --prompt-tokens of context (default 1024), --new-tokens timed steps (default 32).
+int RunDecodeStepCuda(const BenchFlags& f, const ModelLoadOptions& load) {
+  const std::string dir = ResolveModelDir(f.model);
+  ThreadPool pool(ResolveThreads(f.threads));
+  auto model = Qwen2VLModel::Load(dir, load, &pool);
+  if (!model.ok()) return Fail(model.status().ToString());
+  CudaDecodeStepBench o;
+  o.precision = f.dev.gpu_precision;
+  o.seqs = f.concurrency;
+  if (f.prompt_tokens > 0) o.context = f.prompt_tokens;
+  if (f.new_tokens > 0) o.steps = f.new_tokens;
+  auto r = BenchDecodeStepCuda(**model, o);
+  if (!r.ok()) return Fail(r.status().ToString());
+  Json out = *r;
+  out["workload"] = "decode_step";
+  out["model"] = (*model)->name();
+  std::printf("%s\n", out.dump(f.json ? -1 : 2).c_str());
+  return 0;
+}
+
 // --device cuda: the workloads the GPU runs so far.
 int RunBenchCuda(const BenchFlags& f, const ModelLoadOptions& load) {
   if (f.workload == "peak") {
@@ -619,6 +640,7 @@ int RunBenchCuda(const BenchFlags& f, const ModelLoadOptions& load) {
     return 0;
   }
   if (f.workload == "vision") return RunVisionCuda(f, load);
+  if (f.workload == "decode_step") return RunDecodeStepCuda(f, load);
   return Fail("bench: " + f.workload + " is not a GPU microbenchmark");
 }
 
@@ -638,9 +660,12 @@ int RunBench(const BenchFlags& f) {
   if (!device.ok()) return Fail(device.status().ToString());
   // The GPU's own microbenchmarks: the ViT alone and the product peak; every other workload runs
   // through the engine on the chosen device.
-  if (device->device == ComputeDevice::kCuda && (f.workload == "peak" || f.workload == "vision")) {
+  if (device->device == ComputeDevice::kCuda &&
+      (f.workload == "peak" || f.workload == "vision" || f.workload == "decode_step")) {
     return RunBenchCuda(f, load);
   }
+  if (f.workload == "decode_step")
+    return Fail("--workload decode_step is the GPU decoder's step: --device cuda");
   if (f.workload == "peak") return RunPeak(f, load.kernels);
   if (device->device == ComputeDevice::kCuda && f.workload == "accuracy") {
     return Fail("--workload accuracy compares the CPU's paths; it does not run on the GPU");
@@ -714,8 +739,9 @@ void AddBench(CLI::App& app, Action* run) {
   auto f = std::make_shared<BenchFlags>();
   CLI::App* c = app.add_subcommand("bench", "Measure vision/prefill/decode/page speed on fixed workloads");
   c->add_option("--model", f->model, "Model directory (e.g. from gen-model --preset mineru2.5)");
-  c->add_option("--workload", f->workload,
-                "decode | prefill | vision | page | pages | chat | accuracy | host | peak")
+  c->add_option(
+       "--workload", f->workload,
+       "decode | prefill | vision | page | pages | chat | accuracy | host | peak | decode_step (GPU)")
       ->capture_default_str();
   c->add_option("--workload-file", f->workload_file,
                 "Page workload JSON (default: bench/page_workload.json)");
