@@ -123,22 +123,27 @@ TEST(EngineFaultTest, WeightsTruncatedBeforeLoadAreAOneLineError) {
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;
 }
 
-// Passes everything to the real backend, except that Forward call number `fail_at` (counting from
-// 1) fails with `code` and does nothing.
+// Where a step fails: the pass itself, or the reading of its logits (a GPU reports a fault inside
+// the pass there, when it waits for it).
+enum class FailIn { kForward, kReadLogits };
+
+// Passes everything to the real backend, except that call number `fail_at` (counting from 1) of
+// Forward or ReadLogits fails with `code` and does nothing.
 class FailingBackend : public ModelBackend {
  public:
-  FailingBackend(std::unique_ptr<ModelBackend> inner, int fail_at, StatusCode code)
-      : inner_(std::move(inner)), fail_at_(fail_at), code_(code) {}
+  FailingBackend(std::unique_ptr<ModelBackend> inner, int fail_at, StatusCode code, FailIn where)
+      : inner_(std::move(inner)), fail_at_(fail_at), code_(code), where_(where) {}
   StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                             const std::vector<ImageGrid>& grids) override {
     return inner_->EncodeImages(std::move(pixels), grids);
   }
   Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
                  const std::vector<int32_t>& rows) override {
-    if (++calls_ == fail_at_) return Status(code_, "injected fault in step " + std::to_string(calls_));
+    if (where_ == FailIn::kForward && ++calls_ == fail_at_) return Injected();
     return inner_->Forward(embeds, segments, rows);
   }
   Status ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) override {
+    if (where_ == FailIn::kReadLogits && ++calls_ == fail_at_) return Injected();
     return inner_->ReadLogits(requests, out);
   }
   bool logits_on_device() const override { return inner_->logits_on_device(); }
@@ -147,10 +152,13 @@ class FailingBackend : public ModelBackend {
   std::string Describe() const override { return "failing " + inner_->Describe(); }
 
  private:
+  Status Injected() const { return Status(code_, "injected fault in step " + std::to_string(calls_)); }
+
   std::unique_ptr<ModelBackend> inner_;
   int calls_ = 0;
   const int fail_at_;
   const StatusCode code_;
+  const FailIn where_;
 };
 
 EngineRequest ShortRequest(int i) {
@@ -161,11 +169,13 @@ EngineRequest ShortRequest(int i) {
   return r;
 }
 
-std::unique_ptr<Engine> EngineFailingAt(const Qwen2VLModel& model, int step, StatusCode code) {
+std::unique_ptr<Engine> EngineFailingAt(const Qwen2VLModel& model, int step, StatusCode code,
+                                        FailIn where = FailIn::kForward) {
   EngineConfig cfg;
   cfg.threads = 2;
-  cfg.wrap_backend = [step, code](std::unique_ptr<ModelBackend> inner) -> std::unique_ptr<ModelBackend> {
-    return std::make_unique<FailingBackend>(std::move(inner), step, code);
+  cfg.wrap_backend = [step, code,
+                      where](std::unique_ptr<ModelBackend> inner) -> std::unique_ptr<ModelBackend> {
+    return std::make_unique<FailingBackend>(std::move(inner), step, code, where);
   };
   auto engine = Engine::Create(model, nullptr, cfg);
   EXPECT_TRUE(engine.ok()) << engine.status().ToString();
@@ -175,10 +185,12 @@ std::unique_ptr<Engine> EngineFailingAt(const Qwen2VLModel& model, int step, Sta
 // A device fault (Internal; Unavailable alike): the requests of that step end in error, naming it;
 // the engine is degraded (new requests refused with Unavailable and the reason), and the process
 // goes on.
-TEST(EngineFaultTest, ABackendFaultDegradesTheEngine) {
+class EngineStepFaultTest : public ::testing::TestWithParam<FailIn> {};
+
+TEST_P(EngineStepFaultTest, ABackendFaultDegradesTheEngine) {
   auto model = Qwen2VLModel::Load(testing::kFx + "/tiny");
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto engine = EngineFailingAt(**model, 3, StatusCode::kInternal);
+  auto engine = EngineFailingAt(**model, 3, StatusCode::kInternal, GetParam());
   ASSERT_NE(engine, nullptr);
   auto a = engine->Submit(ShortRequest(0));
   ASSERT_TRUE(a.ok());
@@ -195,12 +207,12 @@ TEST(EngineFaultTest, ABackendFaultDegradesTheEngine) {
 
 // Memory running out in a step, or a shape a library refused, fails that step's requests only:
 // the engine stays healthy and the next request completes.
-TEST(EngineFaultTest, ABackendOutOfMemoryOrRefusalFailsOnlyItsStep) {
+TEST_P(EngineStepFaultTest, ABackendOutOfMemoryOrRefusalFailsOnlyItsStep) {
   auto model = Qwen2VLModel::Load(testing::kFx + "/tiny");
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   for (StatusCode code :
        {StatusCode::kOutOfMemory, StatusCode::kInvalidArgument, StatusCode::kUnimplemented}) {
-    auto engine = EngineFailingAt(**model, 2, code);
+    auto engine = EngineFailingAt(**model, 2, code, GetParam());
     ASSERT_NE(engine, nullptr);
     const Completion first = engine->Submit(ShortRequest(0)).value()->Wait();
     EXPECT_EQ(first.finish_reason, FinishReason::kError);
@@ -210,6 +222,11 @@ TEST(EngineFaultTest, ABackendOutOfMemoryOrRefusalFailsOnlyItsStep) {
     EXPECT_EQ(second.ids.size(), 8u);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Where, EngineStepFaultTest, ::testing::Values(FailIn::kForward, FailIn::kReadLogits),
+                         [](const auto& i) {
+                           return i.param == FailIn::kForward ? "Forward" : "ReadLogits";
+                         });
 
 }  // namespace
 }  // namespace mineru
