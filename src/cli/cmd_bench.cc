@@ -721,6 +721,15 @@ int RunBench(const BenchFlags& f) {
   BenchContext c{f, dir, m, tok.get(), **engine, out};
   Status s = run(c);
   if (!s.ok()) return Fail(s.ToString());
+  // Where the model's time went and what it achieved there (the engine's own accounting,
+  // model/flops.h): against `bench --workload peak`'s products on the same device.
+  const EngineStats st = (*engine)->Stats();
+  if (f.workload != "host") {
+    out["vision_s"] = st.vision_s;
+    out["decoder_s"] = st.decoder_s;
+    if (st.vision_s > 0) out["vision_tflops"] = st.vision_flops / st.vision_s / 1e12;
+    if (st.decoder_s > 0) out["decoder_tflops"] = st.decoder_flops / st.decoder_s / 1e12;
+  }
   if (!gpu) out["kv_peak_mb"] = (*engine)->Stats().kv_bytes_peak / 1048576.0;
   // On a GPU the memory is taken at start (weights, the whole KV cache) and grown to the largest
   // step's activations, so what is in use at the end is the run's peak (other processes' included).

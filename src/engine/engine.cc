@@ -12,6 +12,7 @@
 #include "engine/output_processor.h"
 #include "engine/sequence.h"
 #include "model/cpu_backend.h"
+#include "model/flops.h"
 #if MINERU_HAVE_CUDA
 #include "model/cuda/cuda_backend.h"
 #endif
@@ -234,9 +235,15 @@ void Engine::AdmitNew(std::vector<std::unique_ptr<Sequence>>* fresh) {
   for (auto& s : *fresh) seqs.push_back(s.get());
   std::vector<std::string> errors;
   const double tv = Now();
+  const double flops_before = runner_->vision_flops();
   runner_->EncodeImages(
       seqs, [this] { return Health(); }, &errors);
   const double vision_s = Now() - tv;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.vision_s += vision_s;
+    stats_.vision_flops += runner_->vision_flops() - flops_before;
+  }
   for (size_t si = 0; si < fresh->size(); ++si) {
     std::unique_ptr<Sequence>& s = (*fresh)[si];
     s->comp.vision_s = vision_s;
@@ -269,6 +276,7 @@ bool Engine::RunStep() {
   std::vector<int64_t> sample_ids;
   std::vector<RowLogits> logits;
   Status pass;
+  const double t_pass = Now();
   try {
     pass = runner_->Forward(
         plan, *sched_, [this](int64_t id) -> Sequence& { return Seq(id); }, &sample_ids);
@@ -302,8 +310,13 @@ bool Engine::RunStep() {
     FailAll(h.message());
     return true;
   }
+  const double pass_s = Now() - t_pass;
+  double flops = static_cast<double>(sample_ids.size()) * LmHeadFlops(model_.config().text);
+  for (const ScheduledSeq& p : plan.seqs) flops += DecoderFlops(model_.config().text, p.start, p.n);
   SampleAndEmit(sample_ids, &logits);
   std::lock_guard<std::mutex> lock(mu_);
+  stats_.decoder_s += pass_s;
+  stats_.decoder_flops += flops;
   stats_.steps++;
   stats_.generated_tokens += static_cast<int64_t>(sample_ids.size());
   stats_.computed_tokens += T;

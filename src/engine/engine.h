@@ -132,6 +132,9 @@ struct EngineStats {
   int64_t prefix_lookups = 0, prefix_hits = 0;
   int64_t image_cache_hits = 0, image_cache_misses = 0;
   int64_t generated_tokens = 0, computed_tokens = 0, steps = 0;
+  // Where the model's time went and its work there (model/flops.h): vision passes (the images
+  // encoded, cache hits excluded) and decoder steps (each step's pass, LM head and logits read).
+  double vision_s = 0, vision_flops = 0, decoder_s = 0, decoder_flops = 0;
   int64_t completed = 0;
   int64_t submitted = 0;  // requests accepted by Submit (each runs once)
 };

@@ -4,6 +4,8 @@
 #include <new>
 #include <utility>
 
+#include "model/flops.h"
+
 namespace mineru {
 ModelRunner::ModelRunner(const Qwen2VLModel& model, std::unique_ptr<ModelBackend> backend,
                          size_t image_cache_bytes)
@@ -46,6 +48,7 @@ std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const st
       c->grid = in.grid;
       c->embeddings.assign(out->begin() + row * H, out->begin() + (row + rows) * H);
       image_cache_.Put(s.image_hashes[misses[k].image], c);
+      vision_flops_ += VisionFlops(model_.config().vision, in.grid);
       (*slots)[misses[k].seq][misses[k].image] = std::move(c);
       row += rows;
     }

@@ -48,6 +48,8 @@ class ModelRunner {
   bool logits_on_device() const { return backend_->logits_on_device(); }
 
   const ImageCache& image_cache() const { return image_cache_; }
+  // The work of every image encoded so far (model/flops.h), for throughput figures.
+  double vision_flops() const { return vision_flops_; }
 
   // Frees the scratch the backend keeps between steps (for an idle engine; it grows again on the
   // next step).
@@ -78,6 +80,7 @@ class ModelRunner {
   // A step's input embeddings [T, hidden], kept between steps (a fresh buffer of a step's size
   // would be fresh pages every step).
   std::vector<float> embeds_;
+  double vision_flops_ = 0;
 };
 
 }  // namespace mineru

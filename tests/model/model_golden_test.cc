@@ -6,6 +6,7 @@
 
 #include "engine/generate.h"
 #include "golden_util.h"
+#include "model/flops.h"
 #include "model/mrope.h"
 #include "model/qwen2vl.h"
 
@@ -245,6 +246,28 @@ TEST(VisionProfileTest, CountsEveryOpAndChangesNothing) {
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kQkv)], 2.0 * P * E * 3 * E * blocks);
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kFc1)], 2.0 * P * E * M * blocks);
   EXPECT_DOUBLE_EQ(prof.flops[at(VisionOp::kNorm)], 0.0);
+  // The closed form the benchmarks divide (model/flops.h) counts what the profile counted.
+  double profiled_flops = 0, closed_form = 0;
+  for (double f : prof.flops) profiled_flops += f;
+  for (const ImageGrid& g : grids) closed_form += VisionFlops(vc, g);
+  EXPECT_NEAR(closed_form, profiled_flops, 1e-9 * profiled_flops);
+}
+
+// The decoder's closed form: the products of every token plus attention over each token's keys,
+// so n tokens at once cost what n one-token steps cost, and a longer context costs more.
+TEST(DecoderFlopsTest, ChunksAddUpAndContextCosts) {
+  auto m = Qwen2VLModel::Load(FixturePath("tiny"), ModelLoadOptions());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const TextConfig& t = (*m)->config().text;
+  double steps = 0;
+  for (int64_t i = 0; i < 7; ++i) steps += DecoderFlops(t, 10 + i, 1);
+  EXPECT_NEAR(DecoderFlops(t, 10, 7), steps, 1e-9 * steps);
+  EXPECT_GT(DecoderFlops(t, 1000, 1), DecoderFlops(t, 0, 1));
+  const double H = t.hidden_size, I = t.intermediate_size, QD = static_cast<double>(t.num_heads) * t.head_dim,
+               KD = static_cast<double>(t.num_kv_heads) * t.head_dim;
+  EXPECT_DOUBLE_EQ(DecoderFlops(t, 0, 1),
+                   t.num_layers * (2 * H * (QD + 2 * KD) + 2 * QD * H + 6 * H * I + 4 * QD));
+  EXPECT_DOUBLE_EQ(LmHeadFlops(t), 2.0 * H * t.vocab_size);
 }
 
 // Encode taking its pixel values (freed once embedded) computes what Encode over a pointer does,
