@@ -30,8 +30,10 @@ class NullBackend : public ModelBackend {
     static const std::vector<int32_t> kNone;
     for (size_t i = 0; i < requests.size(); ++i) {
       const LogitsRequest& r = requests[i];
-      if (r.top_k <= 0) {
-        (*out)[i].row = row_.data();
+      if (r.top_k <= 0) {  // a copy per row: sampling changes its row in place, rows in parallel
+        if (whole_.size() <= i) whole_.resize(i + 1);
+        whole_[i] = row_;
+        (*out)[i].row = whole_[i].data();
         continue;
       }
       const std::vector<int32_t>& touched = r.touched ? *r.touched : kNone;
@@ -60,6 +62,7 @@ class NullBackend : public ModelBackend {
   std::unique_ptr<ModelBackend> inner_;
   const int64_t vocab_;
   std::vector<float> row_;
+  std::vector<std::vector<float>> whole_;  // the whole rows handed out by the last ReadLogits
   size_t rows_ = 0;
   int64_t step_ = 0;
 };

@@ -220,9 +220,10 @@ Status BenchHost(BenchContext& c) {
     MINERU_ASSIGN_OR_RETURN(Batch b, RunAll(c.e, std::move(reqs)));
     const int64_t steps = c.e.Stats().steps - steps_before;
     const std::string name = rules ? "mineru_rules" : "greedy";
-    c.out[name] = {{"host_ms_per_step", steps > 0 ? 1000 * b.wall_s / static_cast<double>(steps) : 0.0},
-                   {"steps", steps},
-                   {"host_tok_s", static_cast<double>(gen) * c.f.concurrency / b.wall_s}};
+    c.out[name] = {
+        {"host_ms_per_step", steps > 0 ? 1000 * b.wall_s / static_cast<double>(steps) : 0.0},
+        {"steps", steps},
+        {"host_tok_s", b.wall_s > 0 ? static_cast<double>(gen) * c.f.concurrency / b.wall_s : 0.0}};
   }
   c.out["prompt_tokens"] = prompt;
   c.out["new_tokens"] = gen;
@@ -709,7 +710,7 @@ int RunBench(const BenchFlags& f) {
   // decoder's); anonymous memory is what load copied or built.
   // On a GPU the cache holds the GPU's precision and lives in GPU memory (the device line says how
   // much); the CPU's type and peak do not apply.
-  const bool gpu = device->device == ComputeDevice::kCuda;
+  const bool gpu = ec.device.device == ComputeDevice::kCuda;  // the host workload runs on the CPU
   out["kv_type"] = gpu ? f.dev.gpu_precision : KvTypeName((*engine)->kv_type());
   out["device"] = (*engine)->device_description();
   out["max_seqs"] = ec.max_seqs;

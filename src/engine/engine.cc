@@ -313,13 +313,16 @@ bool Engine::RunStep() {
   const double pass_s = Now() - t_pass;
   double flops = static_cast<double>(sample_ids.size()) * LmHeadFlops(model_.config().text);
   for (const ScheduledSeq& p : plan.seqs) flops += DecoderFlops(model_.config().text, p.start, p.n);
+  {
+    // Before the step's sequences can finish: whoever sees a request complete sees its step counted.
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.decoder_s += pass_s;
+    stats_.decoder_flops += flops;
+    stats_.steps++;
+    stats_.generated_tokens += static_cast<int64_t>(sample_ids.size());
+    stats_.computed_tokens += T;
+  }
   SampleAndEmit(sample_ids, &logits);
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.decoder_s += pass_s;
-  stats_.decoder_flops += flops;
-  stats_.steps++;
-  stats_.generated_tokens += static_cast<int64_t>(sample_ids.size());
-  stats_.computed_tokens += T;
   return true;
 }
 

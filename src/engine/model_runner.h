@@ -77,8 +77,8 @@ class ModelRunner {
   const Qwen2VLModel& model_;
   std::unique_ptr<ModelBackend> backend_;
   ImageCache image_cache_;
-  // A step's input embeddings [T, hidden], kept between steps (a fresh buffer of a step's size
-  // would be fresh pages every step).
+  // A step's input embeddings [T, hidden], kept between steps at the largest step's size (up to
+  // max_batch_tokens rows) until the engine goes idle: a fresh buffer would be fresh pages every step.
   std::vector<float> embeds_;
   double vision_flops_ = 0;
 };

@@ -25,22 +25,25 @@ Status CheckLogitsRequests(const std::vector<LogitsRequest>& requests, size_t ro
 
 void MergeCandidates(const std::vector<int32_t>& touched, const float* touched_logits, const int32_t* top_ids,
                      const float* top_logits, size_t n_top, RowLogits* out) {
-  // touched ascends already; the few top ids are sorted, then the two are merged.
+  // touched ascends already; the few top ids are sorted, then the two are merged. A top id that is
+  // also touched (no backend sends one) is kept once, as touched.
   std::vector<size_t> top(n_top);
   std::iota(top.begin(), top.end(), size_t{0});
   std::sort(top.begin(), top.end(), [&](size_t a, size_t b) { return top_ids[a] < top_ids[b]; });
-  const size_t n = touched.size() + n_top;
   out->row = nullptr;
-  out->ids.resize(n);
-  out->logits.resize(n);
+  out->ids.clear();
+  out->logits.clear();
+  out->ids.reserve(touched.size() + n_top);
+  out->logits.reserve(touched.size() + n_top);
   size_t i = 0, j = 0;
-  for (size_t o = 0; o < n; ++o) {
-    if (j == n_top || (i < touched.size() && touched[i] < top_ids[top[j]])) {
-      out->ids[o] = touched[i];
-      out->logits[o] = touched_logits[i++];
+  while (i < touched.size() || j < n_top) {
+    if (j == n_top || (i < touched.size() && touched[i] <= top_ids[top[j]])) {
+      if (j < n_top && touched[i] == top_ids[top[j]]) ++j;
+      out->ids.push_back(touched[i]);
+      out->logits.push_back(touched_logits[i++]);
     } else {
-      out->ids[o] = top_ids[top[j]];
-      out->logits[o] = top_logits[top[j++]];
+      out->ids.push_back(top_ids[top[j]]);
+      out->logits.push_back(top_logits[top[j++]]);
     }
   }
 }

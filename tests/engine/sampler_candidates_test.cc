@@ -14,6 +14,7 @@
 
 #include "engine/sampler.h"
 #include "kernels/logit_candidates.h"
+#include "model/backend.h"
 
 namespace mineru {
 namespace {
@@ -61,6 +62,24 @@ TEST(LogitCandidatesTest, TopLogitsExcludingMatchesAFullSort) {
       }
     }
   }
+}
+
+// What a backend answers: touched and top ids merged ascending with their logits; a top id that is
+// also touched is kept once, with the touched logit (the one the rules then change).
+TEST(LogitCandidatesTest, MergeCandidatesAscendsAndKeepsTouchedOnce) {
+  const std::vector<int32_t> touched = {2, 5, 9};
+  const std::vector<float> touched_logits = {0.2f, 0.5f, 0.9f};
+  const std::vector<int32_t> top = {7, 5, 1};
+  const std::vector<float> top_logits = {7.0f, 55.0f, 1.0f};
+  RowLogits r;
+  float dummy = 0;
+  r.row = &dummy;
+  MergeCandidates(touched, touched_logits.data(), top.data(), top_logits.data(), top.size(), &r);
+  EXPECT_EQ(r.row, nullptr);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{1, 2, 5, 7, 9}));
+  EXPECT_EQ(r.logits, (std::vector<float>{1.0f, 0.2f, 0.5f, 7.0f, 0.9f}));
+  MergeCandidates({}, nullptr, top.data(), top_logits.data(), 1, &r);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{7}));
 }
 
 SamplingParams RandomParams(std::mt19937* rng, int32_t vocab) {
