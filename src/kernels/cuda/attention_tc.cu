@@ -40,8 +40,9 @@ constexpr int kTileK = 64;
 constexpr int kThreads = kWarps * kWarpSize;  // 128
 constexpr int kMaxGridYZ = 65535;
 
-// Shared memory of one block for heads of D dimensions (element pitches, all multiples of 8 bf16 or
-// 4 floats as WMMA's ldm needs, every array starting on a 32-byte boundary).
+// Shared memory of one block for heads of D dimensions (Q is read from it once, into fragments) (element
+// pitches, all multiples of 8 bf16 or 4 floats as WMMA's ldm needs, every array starting on a 32-byte
+// boundary).
 template <int D>
 struct TcLayout {
   static constexpr int kLdh = D + 8;       // Q, K, V rows (bf16)
@@ -91,6 +92,12 @@ __global__ void __launch_bounds__(kThreads)
   LoadTileBf16<D>(q + static_cast<int64_t>(q_begin + q0) * p.q_stride + h * D, p.q_stride, rows, kTileQ, qs,
                   L::kLdh);
   for (int idx = lane; idx < kRowsPerWarp * L::kLdo; idx += kWarpSize) os[idx] = 0.0f;
+  __syncthreads();  // Q written by every thread
+  // The warp's 16 query rows as WMMA fragments, loaded once for every key tile.
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> qa[D / 16];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    wmma::load_matrix_sync(qa[kk], qs + warp * kRowsPerWarp * L::kLdh + kk * 16, L::kLdh);
 
   // Two lanes per row: lane 2r + half holds row r of the warp's 16 and columns [32 half, 32 half + 32).
   const int r = lane / 2, half = lane % 2;
@@ -102,7 +109,7 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int k0 = 0; k0 < k_end; k0 += kTileK) {
     const int kn = min(kTileK, k_end - k0);
-    __syncthreads();  // the previous tile fully read (and Q written, the first time)
+    __syncthreads();  // the previous tile fully read
     LoadTileBf16<D>(k + static_cast<int64_t>(k_begin + k0) * p.k_stride + kvh * D, p.k_stride, kn, kTileK, ks,
                     L::kLdh);
     LoadTileBf16<D>(v + static_cast<int64_t>(k_begin + k0) * p.v_stride + kvh * D, p.v_stride, kn, kTileK, vs,
@@ -114,11 +121,9 @@ __global__ void __launch_bounds__(kThreads)
       wmma::fill_fragment(acc, 0.0f);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
         wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
-        wmma::load_matrix_sync(a, qs + warp * kRowsPerWarp * L::kLdh + kk * 16, L::kLdh);
         wmma::load_matrix_sync(b, ks + j * 16 * L::kLdh + kk * 16, L::kLdh);
-        wmma::mma_sync(acc, a, b, acc);
+        wmma::mma_sync(acc, qa[kk], b, acc);
       }
       wmma::store_matrix_sync(ss + j * 16, acc, L::kLds, wmma::mem_row_major);
     }
