@@ -58,12 +58,15 @@ struct VarlenCase {
   bool fused_qkv;  // q, k, v inside one [T, QD + 2 KD] buffer (the ViT; needs n_q == n_kv)
   bool in_place;   // out = q
   std::vector<std::pair<int64_t, int64_t>> seqs;  // (n_q, n_kv)
+  // Buffers at their allocation's start (256-byte aligned: the tensor-core form's whole-vector
+  // loads, where the strides allow); otherwise one element in (no more than the element's own).
+  bool aligned = false;
 };
 
 std::string Describe(const VarlenCase& c) {
   std::string s = std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + "x" +
                   std::to_string(c.head_dim) + (c.causal ? " causal" : "") + (c.fused_qkv ? " fused" : "") +
-                  (c.in_place ? " in-place" : "") + " seqs";
+                  (c.in_place ? " in-place" : "") + (c.aligned ? " aligned" : "") + " seqs";
   for (size_t i = 0; i < c.seqs.size() && i < 8; ++i) {
     s += " " + std::to_string(c.seqs[i].first) + ":" + std::to_string(c.seqs[i].second);
   }
@@ -131,10 +134,11 @@ void CheckVarlen(cu::StreamHandle stream, const VarlenCase& c) {
   VarlenTwin(c, cu_q, cu_k, q_copy.data(), kvbuf.data() + k_off, kvbuf.data() + v_off, q_stride, kv_stride,
              want.data(), out_stride);
 
-  CUDA_TEST_ASSIGN(DeviceArray<T> dq, ToDevice<T>(qbuf));
+  const size_t offset = c.aligned ? 0 : 1;
+  CUDA_TEST_ASSIGN(DeviceArray<T> dq, ToDevice<T>(qbuf, offset));
   DeviceArray<T> dkv_own;
   if (!c.fused_qkv) {
-    CUDA_TEST_ASSIGN(dkv_own, ToDevice<T>(kvbuf));
+    CUDA_TEST_ASSIGN(dkv_own, ToDevice<T>(kvbuf, offset));
   }
   const DeviceArray<T>& dkv = c.fused_qkv ? dq : dkv_own;
   CUDA_TEST_ASSIGN(DeviceArray<T> dout, ToDevice<T>(std::vector<float>(want.size(), 0.0f)));
@@ -196,6 +200,13 @@ void VarlenSuite(cu::StreamHandle stream) {
   ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {4, 2, 128, true, false, false, {{70, 70}, {2, 9}}}));
   ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {3, 1, 3, false, false, false, {{5, 5}, {40, 33}}}));
   ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {2, 2, 81, true, true, false, {{35, 35}}}));
+  // Aligned buffers (the model's own): the ViT's fused rows and the decoder's separate k/v, in bf16
+  // through the tensor-core form's whole-vector loads.
+  ASSERT_NO_FATAL_FAILURE(
+      CheckVarlen<T>(stream, {16, 16, 80, false, true, false, {{1, 1}, {37, 37}, {100, 100}}, true}));
+  ASSERT_NO_FATAL_FAILURE(
+      CheckVarlen<T>(stream, {14, 2, 64, true, false, false, {{1, 1}, {33, 33}, {5, 40}, {64, 64}}, true}));
+  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {4, 2, 128, true, false, true, {{70, 70}, {2, 9}}, true}));
 }
 
 TEST_F(CudaAttentionTest, VarlenF32) { VarlenSuite<float>(stream()); }

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/cuda/attention.h"
@@ -59,17 +60,29 @@ struct TcLayout {
   static_assert(kK % 32 == 0 && kV % 32 == 0 && kS % 32 == 0 && kP % 32 == 0 && kO % 32 == 0, "alignment");
 };
 
-// dst[r * ld + c] = src[r * stride + c] for r < rows, 0 for rows in [rows, tile_rows), c < D.
-template <int D>
+// dst[r * ld + c] = src[r * stride + c] for r < rows, 0 for rows in [rows, tile_rows), c < D. kVec:
+// 16 bytes (8 values) a load, for rows that start on 16-byte boundaries (src and stride aligned:
+// the launcher checks); element by element otherwise. dst rows (ld = D + 8) are always aligned.
+template <int D, bool kVec>
 __device__ __forceinline__ void LoadTileBf16(const __nv_bfloat16* src, int64_t stride, int rows,
                                              int tile_rows, __nv_bfloat16* dst, int ld) {
-  for (int idx = threadIdx.x; idx < tile_rows * D; idx += kThreads) {
-    const int r = idx / D, c = idx % D;
-    dst[r * ld + c] = r < rows ? src[r * stride + c] : __float2bfloat16_rn(0.0f);
+  if constexpr (kVec) {
+    constexpr int kChunks = D / 8;
+    for (int idx = threadIdx.x; idx < tile_rows * kChunks; idx += kThreads) {
+      const int r = idx / kChunks, c = (idx % kChunks) * 8;
+      uint4 v = make_uint4(0u, 0u, 0u, 0u);  // bf16 zeros
+      if (r < rows) v = *reinterpret_cast<const uint4*>(src + r * stride + c);
+      *reinterpret_cast<uint4*>(dst + r * ld + c) = v;
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < tile_rows * D; idx += kThreads) {
+      const int r = idx / D, c = idx % D;
+      dst[r * ld + c] = r < rows ? src[r * stride + c] : __float2bfloat16_rn(0.0f);
+    }
   }
 }
 
-template <int D>
+template <int D, bool kVec>
 __global__ void __launch_bounds__(kThreads)
     TcFlashKernel(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* out,
                   VarlenParams p) {
@@ -89,8 +102,8 @@ __global__ void __launch_bounds__(kThreads)
   const int k_begin = p.cu_k[seq], n_kv = p.cu_k[seq + 1] - k_begin;
   if (q0 >= n_q) return;  // uniform over the block
   const int kvh = h / p.group, rows = min(kTileQ, n_q - q0);
-  LoadTileBf16<D>(q + static_cast<int64_t>(q_begin + q0) * p.q_stride + h * D, p.q_stride, rows, kTileQ, qs,
-                  L::kLdh);
+  LoadTileBf16<D, kVec>(q + static_cast<int64_t>(q_begin + q0) * p.q_stride + h * D, p.q_stride, rows, kTileQ,
+                        qs, L::kLdh);
   for (int idx = lane; idx < kRowsPerWarp * L::kLdo; idx += kWarpSize) os[idx] = 0.0f;
   __syncthreads();  // Q written by every thread
   // The warp's 16 query rows as WMMA fragments, loaded once for every key tile.
@@ -110,10 +123,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int k0 = 0; k0 < k_end; k0 += kTileK) {
     const int kn = min(kTileK, k_end - k0);
     __syncthreads();  // the previous tile fully read
-    LoadTileBf16<D>(k + static_cast<int64_t>(k_begin + k0) * p.k_stride + kvh * D, p.k_stride, kn, kTileK, ks,
-                    L::kLdh);
-    LoadTileBf16<D>(v + static_cast<int64_t>(k_begin + k0) * p.v_stride + kvh * D, p.v_stride, kn, kTileK, vs,
-                    L::kLdh);
+    LoadTileBf16<D, kVec>(k + static_cast<int64_t>(k_begin + k0) * p.k_stride + kvh * D, p.k_stride, kn,
+                          kTileK, ks, L::kLdh);
+    LoadTileBf16<D, kVec>(v + static_cast<int64_t>(k_begin + k0) * p.v_stride + kvh * D, p.v_stride, kn,
+                          kTileK, vs, L::kLdh);
     __syncthreads();
     // S [16, 64] = Q_warp [16, D] K^T [D, 64].
     for (int j = 0; j < kTileK / 16; ++j) {
@@ -184,16 +197,28 @@ __global__ void __launch_bounds__(kThreads)
 #endif
 }
 
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 template <int D>
 Status Launch(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s, Bf16* out,
               StreamHandle stream) {
   constexpr const char* kOp = "VarlenAttention";
   const size_t smem = TcLayout<D>::kBytes;
-  MINERU_RETURN_IF_ERROR(AllowSharedMemory(TcFlashKernel<D>, smem, kOp));
   const VarlenParams p = MakeVarlenParams(s);
   const dim3 grid(static_cast<unsigned>((s.max_seqlen_q + kTileQ - 1) / kTileQ),
                   static_cast<unsigned>(s.num_heads), static_cast<unsigned>(s.num_seqs));
-  TcFlashKernel<D><<<grid, kThreads, smem, stream>>>(ToDevice(q), ToDevice(k), ToDevice(v), ToDevice(out), p);
+  // Every row of q, k and v on a 16-byte boundary (D is a multiple of 16): whole-vector loads.
+  const bool vec = Aligned16(q) && Aligned16(k) && Aligned16(v) && s.q_stride % 8 == 0 &&
+                   s.k_stride % 8 == 0 && s.v_stride % 8 == 0;
+  if (vec) {
+    MINERU_RETURN_IF_ERROR(AllowSharedMemory(TcFlashKernel<D, true>, smem, kOp));
+    TcFlashKernel<D, true>
+        <<<grid, kThreads, smem, stream>>>(ToDevice(q), ToDevice(k), ToDevice(v), ToDevice(out), p);
+  } else {
+    MINERU_RETURN_IF_ERROR(AllowSharedMemory(TcFlashKernel<D, false>, smem, kOp));
+    TcFlashKernel<D, false>
+        <<<grid, kThreads, smem, stream>>>(ToDevice(q), ToDevice(k), ToDevice(v), ToDevice(out), p);
+  }
   return LaunchStatus(kOp);
 }
 
