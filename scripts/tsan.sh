@@ -10,4 +10,4 @@ cmake --build build-tsan -j"$(nproc)" --target pdf_test pdf_render_child_test pd
   server_fault_test fault_test mineru-cpp
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" \
   --timeout 1200 \
-  -R '^(PdfTest|PdfRenderChildTest|Compositions/EngineGoldenTest|EngineTest|EngineFaultTest|SchedulerTest|ServerTest|Fixtures/GoldenServerTest|ServerFaultTest|FaultTest)\.'
+  -R '^(PdfTest|PdfRenderChildTest|Compositions/EngineGoldenTest|EngineTest|EngineCandidateTest|EngineFaultTest|Where/EngineStepFaultTest|SchedulerTest|ServerTest|Fixtures/GoldenServerTest|ServerFaultTest|FaultTest)\.'
