@@ -27,7 +27,6 @@ class NullBackend : public ModelBackend {
   Status ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) override {
     MINERU_RETURN_IF_ERROR(CheckLogitsRequests(requests, rows_, vocab_));
     out->assign(requests.size(), RowLogits());
-    static const std::vector<int32_t> kNone;
     for (size_t i = 0; i < requests.size(); ++i) {
       const LogitsRequest& r = requests[i];
       if (r.top_k <= 0) {  // a copy per row: sampling changes its row in place, rows in parallel
@@ -36,7 +35,7 @@ class NullBackend : public ModelBackend {
         (*out)[i].row = whole_[i].data();
         continue;
       }
-      const std::vector<int32_t>& touched = r.touched ? *r.touched : kNone;
+      const std::vector<int32_t>& touched = r.touched_ids();
       std::vector<float> touched_logits(touched.size(), 1.0f);
       std::vector<int32_t> top;
       std::vector<float> top_logits;

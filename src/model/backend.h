@@ -35,6 +35,11 @@ struct DeviceOptions {
 struct LogitsRequest {
   int top_k = 0;                                  // 0: the whole row; > 0: candidates
   const std::vector<int32_t>* touched = nullptr;  // with top_k > 0: ascending, distinct, in [0, vocab)
+  // *touched, or no ids where it is null.
+  const std::vector<int32_t>& touched_ids() const {
+    static const std::vector<int32_t> kNone;
+    return touched ? *touched : kNone;
+  }
 };
 // The answer to one LogitsRequest.
 struct RowLogits {

@@ -56,8 +56,7 @@ Status CpuBackend::ReadLogits(const std::vector<LogitsRequest>& requests, std::v
       (*out)[i].row = row;
       continue;
     }
-    static const std::vector<int32_t> kNone;
-    const std::vector<int32_t>& touched = r.touched ? *r.touched : kNone;
+    const std::vector<int32_t>& touched = r.touched_ids();
     const std::vector<int32_t> top =
         kernels::TopLogitsExcluding(row, V, touched.data(), touched.size(), r.top_k);
     std::vector<float> touched_logits(touched.size()), top_logits(top.size());

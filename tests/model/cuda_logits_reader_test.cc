@@ -24,8 +24,7 @@ namespace cu = kernels::cuda;
 
 RowLogits CpuAnswer(const float* row, int32_t vocab, const LogitsRequest& r) {
   RowLogits a;
-  static const std::vector<int32_t> kNone;
-  const std::vector<int32_t>& touched = r.touched ? *r.touched : kNone;
+  const std::vector<int32_t>& touched = r.touched_ids();
   const std::vector<int32_t> top =
       kernels::TopLogitsExcluding(row, vocab, touched.data(), touched.size(), r.top_k);
   std::vector<float> tl, vl;

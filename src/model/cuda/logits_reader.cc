@@ -94,10 +94,9 @@ Status CudaLogitsReader::Read(const cu::DeviceBuffer& logits, int32_t vocab,
   for (int64_t i = 0; i < n; ++i) {
     const LogitsRequest& r = requests[static_cast<size_t>(i)];
     if (r.top_k <= 0) continue;
-    static const std::vector<int32_t> kNone;
     const size_t got = static_cast<size_t>(std::clamp(counts[i], 0, max_k));
-    MergeCandidates(r.touched ? *r.touched : kNone, touched_logits + in[static_cast<size_t>(i)],
-                    top_ids + i * max_k, top_logits + i * max_k, got, &(*out)[static_cast<size_t>(i)]);
+    MergeCandidates(r.touched_ids(), touched_logits + in[static_cast<size_t>(i)], top_ids + i * max_k,
+                    top_logits + i * max_k, got, &(*out)[static_cast<size_t>(i)]);
   }
   return Status::Ok();
 }
