@@ -384,7 +384,7 @@ TEST_F(MultiWorkerTest, KilledWorkerJobsCompleteExactlyOnce) {
   auto lb = ng.Client();
 
   // Submissions through nginx with a document id for affinity, all but the last with an
-  // Idempotency-Key (the last takes nginx's no-retry-after-send path).
+  // Idempotency-Key (the last takes nginx's never-resent path, on a connection of its own).
   std::vector<std::string> ids, names;
   auto submit = [&](int i, bool keyed) {
     std::vector<PdfPage> pages;
@@ -444,7 +444,10 @@ TEST_F(MultiWorkerTest, KilledWorkerJobsCompleteExactlyOnce) {
     orphaned.insert(row[0]);
   }
   EXPECT_FALSE(orphaned.empty());
-  // Submissions keep working through nginx with one replica gone (whatever their hash picks).
+  // Submissions keep working through nginx with one replica gone, whatever their hash picks, at
+  // once: a keyed one may be resent, an unkeyed one goes out on a new connection (refused by the
+  // dead replica before anything is sent, then retried); over a kept-alive connection to the dead
+  // replica it would fail after being sent, a 502.
   for (int i = kJobs; i < kJobs + 4; ++i) {
     submit(i, i % 2 == 0);
     if (HasFatalFailure()) return;

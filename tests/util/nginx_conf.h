@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -47,39 +49,43 @@ inline int FreePort() {
   return ok ? ntohs(a.sin_port) : -1;
 }
 
-// Replaces the one occurrence of from; false when it is missing or repeated (the template changed).
-inline bool ReplaceOnce(std::string* s, const std::string& from, const std::string& to) {
-  const size_t at = s->find(from);
-  if (at == std::string::npos || s->find(from, at + 1) != std::string::npos) return false;
-  s->replace(at, from.size(), to);
-  return true;
+// Replaces every occurrence of from; false unless there were exactly `times` (the template changed).
+inline bool ReplaceTimes(std::string* s, const std::string& from, const std::string& to, int times) {
+  int n = 0;
+  for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at + to.size()), ++n)
+    s->replace(at, from.size(), to);
+  return n == times;
 }
 
 // deploy/nginx.conf (its text in conf) rewritten to run from dir (pid, logs, temp paths), with one
 // worker, listening on 127.0.0.1:listen_port, in front of one or two upstream ports (the template's
-// two servers; with one port the second is dropped). False with *err naming the line the template
-// no longer holds exactly once.
+// two servers, listed in both of its upstream blocks; with one port the second is dropped). False
+// with *err naming the line the template no longer holds as often as expected.
 inline bool RewriteNginxConf(std::string* conf, const std::string& dir, const std::vector<int>& upstreams,
                              int listen_port, std::string* err) {
+  struct Edit {
+    std::string from, to;
+    int times;
+  };
   const std::string second = upstreams.size() > 1 ? "127.0.0.1:" + std::to_string(upstreams[1]) : "";
-  std::vector<std::pair<std::string, std::string>> edits = {
-      {"worker_processes auto;", "worker_processes 1;"},
-      {"pid /run/mineru-nginx.pid;", "pid " + dir + "/nginx.pid;"},
-      {"error_log /var/log/nginx/mineru-error.log warn;", "error_log " + dir + "/error.log info;"},
+  const std::vector<Edit> edits = {
+      {"worker_processes auto;", "worker_processes 1;", 1},
+      {"pid /run/mineru-nginx.pid;", "pid " + dir + "/nginx.pid;", 1},
+      {"error_log /var/log/nginx/mineru-error.log warn;", "error_log " + dir + "/error.log info;", 1},
       {"access_log /var/log/nginx/mineru-access.log;",
        "access_log " + dir + "/access.log;\n    client_body_temp_path " + dir +
            "/body;\n    proxy_temp_path " + dir + "/proxy;\n    fastcgi_temp_path " + dir +
-           "/fastcgi;\n    uwsgi_temp_path " + dir + "/uwsgi;\n    scgi_temp_path " + dir + "/scgi;"},
-      {"127.0.0.1:30001", "127.0.0.1:" + std::to_string(upstreams.at(0))},
-      upstreams.size() > 1
-          ? std::make_pair(std::string("127.0.0.1:30002"), second)
-          : std::make_pair(std::string("        server 127.0.0.1:30002 max_fails=2 fail_timeout=10s;\n"),
-                           std::string()),
-      {"listen 8080;", "listen 127.0.0.1:" + std::to_string(listen_port) + ";"},
+           "/fastcgi;\n    uwsgi_temp_path " + dir + "/uwsgi;\n    scgi_temp_path " + dir + "/scgi;",
+       1},
+      {"127.0.0.1:30001", "127.0.0.1:" + std::to_string(upstreams.at(0)), 2},
+      upstreams.size() > 1 ? Edit{"127.0.0.1:30002", second, 2}
+                           : Edit{"        server 127.0.0.1:30002 max_fails=2 fail_timeout=10s;\n", "", 2},
+      {"listen 8080;", "listen 127.0.0.1:" + std::to_string(listen_port) + ";", 1},
   };
-  for (const auto& [from, to] : edits) {
-    if (!ReplaceOnce(conf, from, to)) {
-      *err = "deploy/nginx.conf no longer contains '" + from + "' exactly once (update this test)";
+  for (const auto& e : edits) {
+    if (!ReplaceTimes(conf, e.from, e.to, e.times)) {
+      *err = "deploy/nginx.conf no longer contains '" + e.from + "' " + std::to_string(e.times) +
+             " time(s) (update this test)";
       return false;
     }
   }
@@ -103,12 +109,21 @@ class Nginx {
     c.set_connection_timeout(5, 0);
     return c;
   }
-  ~Nginx() { StopProcess(pid_, SIGQUIT, 10); }
+  // A failed test shows nginx's error log: why a request got a 502 is there.
+  ~Nginx() {
+    StopProcess(pid_, SIGQUIT, 10);
+    if (!dir_.empty() && ::testing::Test::HasFailure()) {
+      auto text = ReadFileToString(dir_ + "/error.log");
+      std::fprintf(stderr, "--- nginx's error log %s/error.log ---\n%s\n---\n", dir_.c_str(),
+                   text.ok() ? text->c_str() : "(unreadable)");
+    }
+  }
 
  private:
   // Writes dir/nginx.conf, checks it (nginx -t), starts nginx and waits (up to 30 s) until /health
   // answers through it. False with *err saying why.
   bool Launch(const std::string& dir, const std::vector<int>& upstreams, std::string* err) {
+    dir_ = dir;
     const std::string bin = FindNginx();
     if (bin.empty()) {
       *err = "nginx not found (install Debian's nginx: scripts/setup.sh; or set MINERU_NGINX)";
@@ -155,7 +170,7 @@ class Nginx {
 
   int port_ = 0;
   pid_t pid_ = -1;
-  std::string log_;
+  std::string dir_, log_;
 };
 
 }  // namespace mineru::testing
