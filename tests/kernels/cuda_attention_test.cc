@@ -15,8 +15,8 @@
 //   fp32  rel 1e-4, abs 1e-5  (online vs two-pass softmax, CUDA's expf within 2 ulp, other sum orders:
 //                              expected error ~1e-6 on outputs of size ~0.1)
 //   bf16  rel 4e-3, abs 2e-5  (the fp32 result rounded once to bf16: half an ulp is <= 2^-8 of it);
-//         VarlenAttention: 2^-7 of sum_i p_i |v_i|, abs 2e-5 (the tensor-core form for heads of a
-//         multiple of 16 also rounds the probabilities to bf16 before P V, as flash-attention does)
+//         VarlenAttention: 2^-7 of sum_i p_i |v_i|, abs 2e-5 (the tensor-core forms for heads of a
+//         multiple of 16 also round the probabilities to bf16 before P V, as flash-attention does)
 // The tests that need a device skip, saying why, where there is none (CPU machines, CI).
 
 #include <gtest/gtest.h>
@@ -109,8 +109,10 @@ void ExpectNearScaled(const std::vector<float>& got, const std::vector<float>& w
 }
 
 template <typename T>
-void CheckVarlen(cu::StreamHandle stream, const VarlenCase& c) {
-  const std::string what = std::string("VarlenAttention ") + TypeName<T>() + " " + Describe(c);
+void CheckVarlen(cu::StreamHandle stream, const VarlenCase& c,
+                 cu::VarlenKernel kernel = cu::VarlenKernel::kAuto) {
+  const std::string what = std::string("VarlenAttention ") + TypeName<T>() + " " +
+                           cu::VarlenKernelName(kernel) + " " + Describe(c);
   const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim;
   std::vector<int32_t> cu_q{0}, cu_k{0};
   int64_t max_q = 0;
@@ -157,6 +159,7 @@ void CheckVarlen(cu::StreamHandle stream, const VarlenCase& c) {
   s.out_stride = out_stride;
   s.causal = c.causal;
   s.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  s.kernel = kernel;
   T* out = c.in_place ? dq.data() : dout.data();
   CUDA_TEST_ASSERT_OK(cu::VarlenAttention(dq.data(), dkv.data() + k_off, dkv.data() + v_off, s, out, stream));
   CUDA_TEST_ASSIGN(std::vector<float> got, ToHost(c.in_place ? dq : dout));
@@ -181,36 +184,50 @@ void CheckVarlen(cu::StreamHandle stream, const VarlenCase& c) {
   }
 }
 
+// The suite's cases through one kernel form; a tensor-core form skips the odd head dims it does not
+// take (kAuto sends those to SIMT).
 template <typename T>
-void VarlenSuite(cu::StreamHandle stream) {
-  // The ViT: one pass over several images of awkward sizes (one patch, under / over a tile).
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(
-      stream, {16, 16, 80, false, true, false, {{1, 1}, {37, 37}, {64, 64}, {100, 100}, {5, 5}}}));
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {16, 16, 80, false, true, true, {{33, 33}, {7, 7}}}));
-  // The decoder's prefill: causal, several prompts, some after an earlier context (n_kv > n_q),
-  // an empty one, one token.
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(
-      stream,
-      {14, 2, 64, true, false, false, {{1, 1}, {33, 33}, {5, 40}, {0, 0}, {64, 64}, {31, 100}, {1, 77}}}));
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {14, 2, 64, true, false, true, {{45, 45}, {3, 70}}}));
-  // Non-causal GQA with separate query and key lengths, keys absent for one sequence.
-  ASSERT_NO_FATAL_FAILURE(
-      CheckVarlen<T>(stream, {14, 2, 64, false, false, false, {{9, 50}, {4, 0}, {40, 3}}}));
-  // A head of 128 (shared memory past 48 KiB) and odd head dims.
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {4, 2, 128, true, false, false, {{70, 70}, {2, 9}}}));
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {3, 1, 3, false, false, false, {{5, 5}, {40, 33}}}));
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {2, 2, 81, true, true, false, {{35, 35}}}));
-  // Aligned buffers (the model's own): the ViT's fused rows and the decoder's separate k/v, in bf16
-  // through the tensor-core form's whole-vector loads.
-  ASSERT_NO_FATAL_FAILURE(
-      CheckVarlen<T>(stream, {16, 16, 80, false, true, false, {{1, 1}, {37, 37}, {100, 100}}, true}));
-  ASSERT_NO_FATAL_FAILURE(
-      CheckVarlen<T>(stream, {14, 2, 64, true, false, false, {{1, 1}, {33, 33}, {5, 40}, {64, 64}}, true}));
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, {4, 2, 128, true, false, true, {{70, 70}, {2, 9}}, true}));
+void VarlenSuite(cu::StreamHandle stream, cu::VarlenKernel kernel = cu::VarlenKernel::kAuto) {
+  const bool tensor_cores =
+      kernel == cu::VarlenKernel::kTensorCoreWmma || kernel == cu::VarlenKernel::kTensorCoreMma;
+  std::vector<VarlenCase> cases = {
+      // The ViT: one pass over several images of awkward sizes (one patch, under / over a tile,
+      // over two tiles: the key tiles' double buffer turns over).
+      {16, 16, 80, false, true, false, {{1, 1}, {37, 37}, {64, 64}, {100, 100}, {5, 5}, {130, 130}}},
+      {16, 16, 80, false, true, true, {{33, 33}, {7, 7}}},
+      // The decoder's prefill: causal, several prompts, some after an earlier context (n_kv > n_q),
+      // an empty one, one token.
+      {14, 2, 64, true, false, false, {{1, 1}, {33, 33}, {5, 40}, {0, 0}, {64, 64}, {31, 100}, {1, 77}}},
+      {14, 2, 64, true, false, true, {{45, 45}, {3, 70}}},
+      // Non-causal GQA with separate query and key lengths, keys absent for one sequence.
+      {14, 2, 64, false, false, false, {{9, 50}, {4, 0}, {40, 3}}},
+      // A head of 128 (shared memory past 48 KiB) and odd head dims.
+      {4, 2, 128, true, false, false, {{70, 70}, {2, 9}}},
+      {3, 1, 3, false, false, false, {{5, 5}, {40, 33}}},
+      {2, 2, 81, true, true, false, {{35, 35}}},
+      // Aligned buffers (the model's own): the ViT's fused rows and the decoder's separate k/v, in
+      // bf16 through the tensor-core forms' whole-vector (cp.async) loads.
+      {16, 16, 80, false, true, false, {{1, 1}, {37, 37}, {100, 100}, {200, 200}}, true},
+      {14, 2, 64, true, false, false, {{1, 1}, {33, 33}, {5, 40}, {64, 64}, {150, 150}}, true},
+      {4, 2, 128, true, false, true, {{70, 70}, {2, 9}}, true},
+      {4, 4, 16, false, false, false, {{65, 65}, {3, 130}}, true},
+  };
+  for (const VarlenCase& c : cases) {
+    if (tensor_cores && c.head_dim % 16 != 0) continue;
+    ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, c, kernel));
+  }
 }
 
 TEST_F(CudaAttentionTest, VarlenF32) { VarlenSuite<float>(stream()); }
 TEST_F(CudaAttentionTest, VarlenBf16) { VarlenSuite<Bf16>(stream()); }
+// Each bf16 form held to the twin on its own (kAuto above runs the mma form where it fits).
+TEST_F(CudaAttentionTest, VarlenBf16EachKernel) {
+  for (cu::VarlenKernel k :
+       {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreWmma, cu::VarlenKernel::kSimt}) {
+    SCOPED_TRACE(cu::VarlenKernelName(k));
+    ASSERT_NO_FATAL_FAILURE(VarlenSuite<Bf16>(stream(), k));
+  }
+}
 
 // Many images in one pass (more sequences than any one grid row) and one long image.
 TEST_F(CudaAttentionTest, VarlenManyAndLong) {
@@ -220,9 +237,13 @@ TEST_F(CudaAttentionTest, VarlenManyAndLong) {
     const int64_t n = 1 + static_cast<int64_t>(rng() % 50);
     many.seqs.push_back({n, n});
   }
-  ASSERT_NO_FATAL_FAILURE(CheckVarlen<Bf16>(stream(), many));
-  ASSERT_NO_FATAL_FAILURE(
-      CheckVarlen<Bf16>(stream(), {16, 16, 80, false, true, false, {{3, 3}, {600, 600}}}));
+  for (cu::VarlenKernel k : {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreWmma}) {
+    ASSERT_NO_FATAL_FAILURE(CheckVarlen<Bf16>(stream(), many, k));
+    ASSERT_NO_FATAL_FAILURE(
+        CheckVarlen<Bf16>(stream(), {16, 16, 80, false, true, false, {{3, 3}, {600, 600}}, true}, k));
+    ASSERT_NO_FATAL_FAILURE(
+        CheckVarlen<Bf16>(stream(), {14, 2, 64, true, false, false, {{513, 513}, {200, 900}}, true}, k));
+  }
   ASSERT_NO_FATAL_FAILURE(
       CheckVarlen<float>(stream(), {14, 2, 64, true, false, false, {{513, 513}, {200, 900}}}));
 }
@@ -375,6 +396,17 @@ TEST(CudaAttentionArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
   bad = v;
   bad.num_seqs = 0;  // nothing to do
   EXPECT_TRUE(cu::VarlenAttention(static_cast<const float*>(nullptr), nullptr, nullptr, bad, nullptr).ok());
+  // A forced kernel form the type or the head size does not have: refused before any launch.
+  for (cu::VarlenKernel k : {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreWmma}) {
+    bad = v;
+    bad.kernel = k;  // fp32 has only the SIMT form
+    EXPECT_EQ(varlen(bad), StatusCode::kInvalidArgument) << cu::VarlenKernelName(k);
+    bad.head_dim = 3;  // no tensor-core form for a head of 3
+    bad.q_stride = bad.out_stride = 14 * 3, bad.k_stride = bad.v_stride = 2 * 3;
+    Bf16* bfake = reinterpret_cast<Bf16*>(uintptr_t{256});
+    EXPECT_EQ(cu::VarlenAttention(bfake, bfake, bfake, bad, bfake).code(), StatusCode::kInvalidArgument)
+        << cu::VarlenKernelName(k);
+  }
 
   cu::PagedDecodeShape p;
   p.num_seqs = 3;

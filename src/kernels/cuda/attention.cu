@@ -10,6 +10,7 @@
 // 16; bf16 heads of 16 to 128 in steps of 16 take the tensor-core form (attention_tc.cu).
 
 #include <cmath>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cuda/attention.h"
@@ -161,6 +162,11 @@ Status CheckVarlen(const char* op, const VarlenAttentionShape& s) {
   return Status::Ok();
 }
 
+std::string NoForm(const char* op, VarlenKernel k) {
+  return std::string(op) + ": the " + VarlenKernelName(k) +
+         " kernel takes bf16 heads of 16 to 128 dimensions in steps of 16 within the device's shared memory";
+}
+
 template <typename T>
 Status LaunchVarlen(const T* q, const T* k, const T* v, const VarlenAttentionShape& s, T* out,
                     StreamHandle stream) {
@@ -169,7 +175,21 @@ Status LaunchVarlen(const T* q, const T* k, const T* v, const VarlenAttentionSha
   if (s.num_seqs == 0 || s.max_seqlen_q == 0) return Status::Ok();
   MINERU_RETURN_IF_ERROR(CheckPointers(kOp, {q, k, v, out, s.cu_seqlens_q, s.cu_seqlens_k}));
   if constexpr (std::is_same_v<T, Bf16>) {
-    if (VarlenTensorCoreFits(s)) return LaunchVarlenTensorCore(q, k, v, s, out, stream);
+    switch (s.kernel) {
+      case VarlenKernel::kAuto:
+        if (VarlenMmaFits(s)) return LaunchVarlenMma(q, k, v, s, out, stream);
+        break;
+      case VarlenKernel::kTensorCoreMma:
+        if (!VarlenMmaFits(s)) return InvalidArgumentError(NoForm(kOp, s.kernel));
+        return LaunchVarlenMma(q, k, v, s, out, stream);
+      case VarlenKernel::kTensorCoreWmma:
+        if (!VarlenWmmaFits(s)) return InvalidArgumentError(NoForm(kOp, s.kernel));
+        return LaunchVarlenWmma(q, k, v, s, out, stream);
+      case VarlenKernel::kSimt:
+        break;
+    }
+  } else if (s.kernel != VarlenKernel::kAuto && s.kernel != VarlenKernel::kSimt) {
+    return InvalidArgumentError(NoForm(kOp, s.kernel));
   }
   const int ld = static_cast<int>(s.head_dim) + 1;
   const size_t smem = sizeof(float) * static_cast<size_t>((kTileQ + 2 * kTileK) * ld + kTileQ * (kTileK + 1));
@@ -184,6 +204,20 @@ Status LaunchVarlen(const T* q, const T* k, const T* v, const VarlenAttentionSha
 }
 
 }  // namespace
+
+const char* VarlenKernelName(VarlenKernel k) {
+  switch (k) {
+    case VarlenKernel::kAuto:
+      return "auto";
+    case VarlenKernel::kSimt:
+      return "simt";
+    case VarlenKernel::kTensorCoreWmma:
+      return "wmma";
+    case VarlenKernel::kTensorCoreMma:
+      return "mma";
+  }
+  return "?";
+}
 
 Status VarlenAttention(const float* q, const float* k, const float* v, const VarlenAttentionShape& s,
                        float* out, StreamHandle stream) {

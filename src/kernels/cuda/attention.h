@@ -39,6 +39,16 @@ constexpr int64_t kMaxAttentionHeadDim = 128;
 // query i sees keys [0, n_kv - n_q + i] (the last n_q keys are the queries' own, the ones before
 // them an earlier context), exactly ref::Attention's rule.
 // In place: out may be q (out_stride == q_stride); k and v must not overlap out.
+//
+// Which kernel computes it. fp32 always takes the SIMT kernel. bf16 with kAuto takes the
+// register-accumulator tensor-core kernel (mma.sync, flash-attention 2's scheme) where it fits
+// (head_dim a multiple of 16 up to 128, its shared memory within the device's), else SIMT. The
+// others force one form and give InvalidArgument where it does not fit or the type has none: the
+// tests hold each form to the twin, and `bench --workload attention` compares their speeds. The
+// tensor-core forms round the probabilities to bf16 before P V (as flash-attention does).
+enum class VarlenKernel { kAuto, kSimt, kTensorCoreWmma, kTensorCoreMma };
+const char* VarlenKernelName(VarlenKernel k);
+
 struct VarlenAttentionShape {
   int64_t num_seqs = 0;
   const int32_t* cu_seqlens_q = nullptr;  // device, [num_seqs + 1]
@@ -48,6 +58,7 @@ struct VarlenAttentionShape {
   int64_t q_stride = 0, k_stride = 0, v_stride = 0, out_stride = 0;  // elements
   bool causal = false;
   float scale = 1.0f;  // scores are (q . k) * scale, usually 1 / sqrt(head_dim)
+  VarlenKernel kernel = VarlenKernel::kAuto;
 };
 Status VarlenAttention(const float* q, const float* k, const float* v, const VarlenAttentionShape& s,
                        float* out, StreamHandle stream = nullptr);

@@ -1,8 +1,11 @@
-// kernels/cuda/attention_internal.h — the tensor-core form of VarlenAttention (attention_tc.cu),
-// which attention.cu's bf16 entry point dispatches to. Internal to kernels/cuda.
+// kernels/cuda/attention_internal.h — the tensor-core forms of VarlenAttention (attention_tc.cu:
+// WMMA; attention_mma.cu: mma.sync with register accumulators), which attention.cu's bf16 entry
+// point dispatches to. Internal to kernels/cuda.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "base/status.h"
 #include "kernels/cuda/attention.h"
@@ -35,14 +38,47 @@ inline VarlenParams MakeVarlenParams(const VarlenAttentionShape& s) {
   return p;
 }
 
-// Whether the tensor-core kernel takes this shape: head_dim a multiple of 16 up to 128 whose shared
-// memory the current device can give one block.
-bool VarlenTensorCoreFits(const VarlenAttentionShape& s);
+// Calls f(std::integral_constant<int, D>()) for the head sizes the tensor-core kernels are built
+// for (16 to 128 in steps of 16), returning what f returns; `otherwise` for any other head_dim.
+template <typename R, typename F>
+R WithTensorCoreHeadDim(int64_t head_dim, R otherwise, F&& f) {
+  switch (head_dim) {
+    case 16:
+      return f(std::integral_constant<int, 16>());
+    case 32:
+      return f(std::integral_constant<int, 32>());
+    case 48:
+      return f(std::integral_constant<int, 48>());
+    case 64:
+      return f(std::integral_constant<int, 64>());
+    case 80:
+      return f(std::integral_constant<int, 80>());
+    case 96:
+      return f(std::integral_constant<int, 96>());
+    case 112:
+      return f(std::integral_constant<int, 112>());
+    case 128:
+      return f(std::integral_constant<int, 128>());
+    default:
+      return otherwise;
+  }
+}
 
-// The bf16 VarlenAttention on the tensor cores; the caller has checked the shape (CheckVarlen,
-// VarlenTensorCoreFits) and the pointers, and that there is work.
-Status LaunchVarlenTensorCore(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s,
-                              Bf16* out, StreamHandle stream);
+// The shared memory one block of the current device may opt in to (99 KiB on sm_86/89, 163 on
+// sm_80, 227 on sm_90); 0 when it cannot be asked. Asked of the runtime once per device.
+size_t DeviceSharedOptin();
+
+// Whether each tensor-core kernel takes this shape: head_dim a multiple of 16 up to 128 whose shared
+// memory the current device can give one block. WMMA: attention_tc.cu; mma.sync: attention_mma.cu.
+bool VarlenWmmaFits(const VarlenAttentionShape& s);
+bool VarlenMmaFits(const VarlenAttentionShape& s);
+
+// The bf16 VarlenAttention on the tensor cores; the caller has checked the shape (CheckVarlen, the
+// form's Fits) and the pointers, and that there is work.
+Status LaunchVarlenWmma(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s, Bf16* out,
+                        StreamHandle stream);
+Status LaunchVarlenMma(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s, Bf16* out,
+                       StreamHandle stream);
 
 }  // namespace cuda
 }  // namespace kernels

@@ -24,6 +24,7 @@
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_internal.h"
+#include "kernels/cuda/attention_tile.cuh"
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/device_math.cuh"
 
@@ -60,28 +61,6 @@ struct TcLayout {
   static_assert(kK % 32 == 0 && kV % 32 == 0 && kS % 32 == 0 && kP % 32 == 0 && kO % 32 == 0, "alignment");
 };
 
-// dst[r * ld + c] = src[r * stride + c] for r < rows, 0 for rows in [rows, tile_rows), c < D. kVec:
-// 16 bytes (8 values) a load, for rows that start on 16-byte boundaries (src and stride aligned:
-// the launcher checks); element by element otherwise. dst rows (ld = D + 8) are always aligned.
-template <int D, bool kVec>
-__device__ __forceinline__ void LoadTileBf16(const __nv_bfloat16* src, int64_t stride, int rows,
-                                             int tile_rows, __nv_bfloat16* dst, int ld) {
-  if constexpr (kVec) {
-    constexpr int kChunks = D / 8;
-    for (int idx = threadIdx.x; idx < tile_rows * kChunks; idx += kThreads) {
-      const int r = idx / kChunks, c = (idx % kChunks) * 8;
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);  // bf16 zeros
-      if (r < rows) v = *reinterpret_cast<const uint4*>(src + r * stride + c);
-      *reinterpret_cast<uint4*>(dst + r * ld + c) = v;
-    }
-  } else {
-    for (int idx = threadIdx.x; idx < tile_rows * D; idx += kThreads) {
-      const int r = idx / D, c = idx % D;
-      dst[r * ld + c] = r < rows ? src[r * stride + c] : __float2bfloat16_rn(0.0f);
-    }
-  }
-}
-
 template <int D, bool kVec>
 __global__ void __launch_bounds__(kThreads)
     TcFlashKernel(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* out,
@@ -102,8 +81,8 @@ __global__ void __launch_bounds__(kThreads)
   const int k_begin = p.cu_k[seq], n_kv = p.cu_k[seq + 1] - k_begin;
   if (q0 >= n_q) return;  // uniform over the block
   const int kvh = h / p.group, rows = min(kTileQ, n_q - q0);
-  LoadTileBf16<D, kVec>(q + static_cast<int64_t>(q_begin + q0) * p.q_stride + h * D, p.q_stride, rows, kTileQ,
-                        qs, L::kLdh);
+  LoadTileBf16<D, kThreads, kVec>(q + static_cast<int64_t>(q_begin + q0) * p.q_stride + h * D, p.q_stride,
+                                  rows, kTileQ, qs, L::kLdh);
   for (int idx = lane; idx < kRowsPerWarp * L::kLdo; idx += kWarpSize) os[idx] = 0.0f;
   __syncthreads();  // Q written by every thread
   // The warp's 16 query rows as WMMA fragments, loaded once for every key tile.
@@ -123,10 +102,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int k0 = 0; k0 < k_end; k0 += kTileK) {
     const int kn = min(kTileK, k_end - k0);
     __syncthreads();  // the previous tile fully read
-    LoadTileBf16<D, kVec>(k + static_cast<int64_t>(k_begin + k0) * p.k_stride + kvh * D, p.k_stride, kn,
-                          kTileK, ks, L::kLdh);
-    LoadTileBf16<D, kVec>(v + static_cast<int64_t>(k_begin + k0) * p.v_stride + kvh * D, p.v_stride, kn,
-                          kTileK, vs, L::kLdh);
+    LoadTileBf16<D, kThreads, kVec>(k + static_cast<int64_t>(k_begin + k0) * p.k_stride + kvh * D, p.k_stride,
+                                    kn, kTileK, ks, L::kLdh);
+    LoadTileBf16<D, kThreads, kVec>(v + static_cast<int64_t>(k_begin + k0) * p.v_stride + kvh * D, p.v_stride,
+                                    kn, kTileK, vs, L::kLdh);
     __syncthreads();
     // S [16, 64] = Q_warp [16, D] K^T [D, 64].
     for (int j = 0; j < kTileK / 16; ++j) {
@@ -222,44 +201,14 @@ Status Launch(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttention
   return LaunchStatus(kOp);
 }
 
-}  // namespace
-
-namespace {
-
-// Calls f(std::integral_constant<int, D>()) for the head sizes the kernel is built for (16 to
-// 128 in steps of 16), returning what f returns; `otherwise` for any other head_dim.
-template <typename R, typename F>
-R WithHeadDim(int64_t head_dim, R otherwise, F&& f) {
-  switch (head_dim) {
-    case 16:
-      return f(std::integral_constant<int, 16>());
-    case 32:
-      return f(std::integral_constant<int, 32>());
-    case 48:
-      return f(std::integral_constant<int, 48>());
-    case 64:
-      return f(std::integral_constant<int, 64>());
-    case 80:
-      return f(std::integral_constant<int, 80>());
-    case 96:
-      return f(std::integral_constant<int, 96>());
-    case 112:
-      return f(std::integral_constant<int, 112>());
-    case 128:
-      return f(std::integral_constant<int, 128>());
-    default:
-      return otherwise;
-  }
-}
-
 // The kernel's shared memory for heads of head_dim, else 0.
 size_t TcSharedBytes(int64_t head_dim) {
-  return WithHeadDim(head_dim, size_t{0}, [](auto d) { return TcLayout<decltype(d)::value>::kBytes; });
+  return WithTensorCoreHeadDim(head_dim, size_t{0},
+                               [](auto d) { return TcLayout<decltype(d)::value>::kBytes; });
 }
 
-// What one block of the current device may opt in to (99 KiB on sm_86/89, 163 on sm_80, 227 on
-// sm_90); 0 when it cannot be asked.
-// Asked once per device (every bf16 VarlenAttention call asks: once per layer per step).
+}  // namespace
+
 size_t DeviceSharedOptin() {
   constexpr int kCachedDevices = 64;
   static std::atomic<int> cached[kCachedDevices] = {};  // 0: not asked yet; else bytes + 1
@@ -274,19 +223,17 @@ size_t DeviceSharedOptin() {
   return static_cast<size_t>(bytes);
 }
 
-}  // namespace
-
-bool VarlenTensorCoreFits(const VarlenAttentionShape& s) {
+bool VarlenWmmaFits(const VarlenAttentionShape& s) {
   const size_t smem = TcSharedBytes(s.head_dim);
   // A head too large for this device's shared memory takes the SIMT kernel instead.
   return smem > 0 && s.num_seqs <= kMaxGridYZ && s.num_heads <= kMaxGridYZ && smem <= DeviceSharedOptin();
 }
 
-Status LaunchVarlenTensorCore(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s,
-                              Bf16* out, StreamHandle stream) {
-  return WithHeadDim(s.head_dim,
-                     InvalidArgumentError("VarlenAttention: no tensor-core form for this head_dim"),
-                     [&](auto d) { return Launch<decltype(d)::value>(q, k, v, s, out, stream); });
+Status LaunchVarlenWmma(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s, Bf16* out,
+                        StreamHandle stream) {
+  return WithTensorCoreHeadDim(s.head_dim,
+                               InvalidArgumentError("VarlenAttention: no tensor-core form for this head_dim"),
+                               [&](auto d) { return Launch<decltype(d)::value>(q, k, v, s, out, stream); });
 }
 
 }  // namespace cuda
