@@ -26,6 +26,7 @@ def main(folder):
     v = load(folder, "vision_bf16")
     v8 = load(folder, "vision_bf16_x8")
     v32 = load(folder, "vision_fp32")
+    vw = load(folder, "vision_bf16_wmma")
     hf = load(folder, "hf_vision")
     rows = []
     ok = True
@@ -41,7 +42,7 @@ def main(folder):
                      "met" if ms <= 25 else "not met"))
         rows.append(("GPU memory: ViT weights / activations", f"{v['gpu_weight_mib']:.0f} / "
                      f"{v['gpu_activation_mib']:.0f} MiB", "", ""))
-    for run, label in ((v, "bf16"), (v32, "fp32")):
+    for run, label in ((v, "bf16"), (v32, "fp32"), (vw, "bf16 with the WMMA attention")):
         chk = run.get("cpu_check") if run else None
         if not chk:
             continue
@@ -96,6 +97,21 @@ def main(folder):
                      f"{step['step_ms_graph_best']:.2f} ms as graphs ({step['decode_tok_s_graph']:.0f} tok/s), "
                      f"{step['step_ms_eager_best']:.2f} ms kernel by kernel, "
                      f"{step['step_ms_graph_context16']:.2f} ms over 16 tokens{prod}", "", ""))
+    if v and vw and "vision_ms_best" in vw:
+        rows.append(("the ViT with the WMMA attention (`--gpu-attention wmma`)",
+                     f"{vw['vision_ms_best']:.1f} ms (the mma kernel: {vw['vision_ms_best'] / v['vision_ms_best']:.2f}x "
+                     "faster)", "", ""))
+    attn = load(folder, "attention")
+    for case in (attn or {}).get("cases", []):
+        forms = []
+        for form in ("mma", "wmma", "simt"):
+            f = case.get(form, {})
+            if "ms" in f:
+                diff = f" (max diff vs simt {f['max_abs_diff_vs_simt']:.1e})" if "max_abs_diff_vs_simt" in f else ""
+                forms.append(f"{form} {f['ms']:.2f} ms, {f['tflops']:.0f} TFLOP/s{diff}")
+            elif "error" in f:
+                forms.append(f"{form}: {f['error']}")
+        rows.append((f"attention alone, {case['case']} ({case['tflop']:.2f} TFLOP)", "; ".join(forms), "", ""))
     host = load(folder, "host")
     if host and "mineru_rules" in host:
         rows.append(("the host's share of a decode step at 256 sequences (`host` workload)",

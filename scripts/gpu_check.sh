@@ -215,6 +215,8 @@ else
     # (GPU_CHECK_BUDGET_S) skips the rest and says so.
     run_bench peak --device cuda --workload peak
     run_bench vision_bf16 --device cuda --workload vision --model "$model" --gpu-precision bf16 --profile --check
+    # The ViT's and the prefill's attention alone, each kernel form (mma, wmma, simt) side by side.
+    run_bench attention --device cuda --workload attention --repeats 5
     run_bench page --device cuda --workload page --model "$model"
     run_bench pages --device cuda --workload pages --model "$model" --pages "${GPU_CHECK_PAGES:-64}" \
       --max-seqs 256 --batch-tokens 8192
@@ -234,6 +236,9 @@ else
     run_bench page_eager --device cuda --workload page --model "$model" --gpu-graphs off
     run_bench decode256_eager --device cuda --workload decode --model "$model" --concurrency 256 \
       --prompt-tokens 128 --new-tokens 128 --batch-tokens 8192 --gpu-graphs off
+    # The ViT with the earlier WMMA attention: what the mma kernel gives end to end.
+    run_bench vision_bf16_wmma --device cuda --workload vision --model "$model" --gpu-precision bf16 \
+      --gpu-attention wmma --repeats 5 --check
   fi
   # The side-by-side anchor: transformers' ViT on the same weights, where PyTorch is installed.
   if [ "$(left_s 180)" -lt 30 ]; then

@@ -8,10 +8,11 @@
 #include <vector>
 
 #if MINERU_HAVE_CUDA
-#include "base/bf16.h"
+#include "cli/bench_cuda_util.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/gemm.h"
+#include "model/cuda/cuda_backend.h"
 #include "model/cuda/vision_encoder_cuda.h"
 #endif
 
@@ -21,54 +22,17 @@ namespace mineru::cli {
 
 namespace cu = kernels::cuda;
 
-namespace {
+using bench_cuda::BestOf;
+using bench_cuda::DeviceJson;
+using bench_cuda::FillRandom;
+using bench_cuda::Now;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+namespace {
 
 double TotalFlops(const OpProfile& p) {
   double f = 0;
   for (double x : p.flops) f += x;
   return f;
-}
-
-nlohmann::json DeviceJson(const cu::CudaDeviceInfo& d) {
-  return {{"name", d.name},
-          {"description", cu::DescribeCudaDevice(d)},
-          {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
-          {"sms", d.sm_count},
-          {"memory_gib", d.total_bytes / 1073741824.0}};
-}
-
-// Best seconds of `reps` calls of f after one warm-up (each call waits for the stream).
-template <typename F>
-StatusOr<double> BestOf(int reps, F&& f) {
-  MINERU_RETURN_IF_ERROR(f());
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    const double t0 = Now();
-    MINERU_RETURN_IF_ERROR(f());
-    best = std::min(best, Now() - t0);
-  }
-  return best;
-}
-
-// Fills the first n elements of buf with values in [-1, 1) as T (fp32 or bf16), from the host.
-template <typename T>
-Status FillRandom(cu::DeviceBuffer* buf, int64_t n) {
-  std::vector<T> host(static_cast<size_t>(n));
-  uint32_t s = 12345;
-  for (T& x : host) {
-    s = s * 1664525u + 1013904223u;
-    const float v = static_cast<float>(s >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
-    if constexpr (std::is_same_v<T, float>) {
-      x = v;
-    } else {
-      x = T{F32ToBf16(v)};
-    }
-  }
-  return buf->CopyFromHost(host.data(), host.size() * sizeof(T));
 }
 
 }  // namespace
@@ -82,6 +46,7 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel& m, const std
   MINERU_ASSIGN_OR_RETURN(cu::CudaDeviceInfo dev, cu::ProbeUsableCudaDevice(0));
   CudaVisionOptions opt;
   MINERU_ASSIGN_OR_RETURN(opt.precision, ParseCudaPrecision(o.precision));
+  opt.attention = VarlenKernelFor(o.attention);
   const double t_up = Now();
   MINERU_ASSIGN_OR_RETURN(
       std::unique_ptr<CudaVisionEncoder> enc,
@@ -110,6 +75,7 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel& m, const std
   MINERU_ASSIGN_OR_RETURN(cu::CudaDeviceInfo after, cu::GetCudaDeviceInfo(0));
   r.figures = {{"device", DeviceJson(dev)},
                {"precision", CudaPrecisionName(opt.precision)},
+               {"attention", cu::VarlenKernelName(opt.attention)},
                {"images", grids.size()},
                {"patches", P},
                {"weights_upload_s", upload_s},
@@ -140,7 +106,6 @@ StatusOr<nlohmann::json> BenchPeakCuda() {
     MINERU_ASSIGN_OR_RETURN(cu::DeviceBuffer a, cu::DeviceBuffer::Allocate(n * n * 2));
     MINERU_ASSIGN_OR_RETURN(cu::DeviceBuffer b, cu::DeviceBuffer::Allocate(n * n * 2));
     MINERU_ASSIGN_OR_RETURN(cu::DeviceBuffer c, cu::DeviceBuffer::Allocate(n * n * 2));
-    // Random values: zeros draw less power, and a GPU may then clock higher than on real work.
     MINERU_RETURN_IF_ERROR(FillRandom<cu::Bf16>(&a, n * n));
     MINERU_RETURN_IF_ERROR(FillRandom<cu::Bf16>(&b, n * n));
     auto run = [&]() -> Status {
@@ -192,6 +157,8 @@ StatusOr<nlohmann::json> BenchPeakCuda() { return NoCuda(); }
 StatusOr<nlohmann::json> BenchDecodeStepCuda(const Qwen2VLModel&, const CudaDecodeStepBench&) {
   return NoCuda();
 }
+
+StatusOr<nlohmann::json> BenchAttentionCuda(int) { return NoCuda(); }
 
 StatusOr<int64_t> GpuUsedBytes() { return NoCuda(); }
 

@@ -1,5 +1,6 @@
 // cli/bench_cuda.h — `bench --device cuda`: the workloads that run on a GPU so far (issue 34): the
-// ViT (`vision`) and the GPU's own product throughput (`peak`). In a build without the CUDA
+// ViT (`vision`), the decoder's step (`decode_step`), the attention kernels (`attention`) and the
+// GPU's own product throughput (`peak`). In a build without the CUDA
 // backend every function here answers Unimplemented, saying how to get one.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "model/backend.h"
 #include "model/op_profile.h"
 #include "model/qwen2vl.h"
 
@@ -19,10 +21,11 @@ namespace mineru::cli {
 bool HaveCudaBackend();
 
 struct CudaVisionBench {
-  std::string precision = "bf16";  // bf16 | fp32
-  int repeats = 10;                // timed encodes after two warm-up ones
-  bool profile = false;            // report the per-op profile (the profiled encode, op by op with
-                                   // each op waited for, always runs: it counts the work)
+  std::string precision = "bf16";                // bf16 | fp32
+  GpuAttention attention = GpuAttention::kAuto;  // --gpu-attention
+  int repeats = 10;                              // timed encodes after two warm-up ones
+  bool profile = false;  // report the per-op profile (the profiled encode, op by op with
+                         // each op waited for, always runs: it counts the work)
 };
 
 struct CudaVisionBenchResult {
@@ -55,6 +58,13 @@ struct CudaDecodeStepBench {
 // rows) and the step over a 16-token context (the difference is the attention's growth with the
 // context).
 StatusOr<nlohmann::json> BenchDecodeStepCuda(const Qwen2VLModel& m, const CudaDecodeStepBench& o);
+
+// VarlenAttention alone on GPU 0, bf16, each kernel form (attention.h's VarlenKernel: mma, wmma,
+// simt) at the model's shapes: the ViT's full attention over one 1036x1036 page (5,476 patches, 16
+// heads of 80) and the decoder's causal prefill of four 1,400-token prompts (14 heads of 64 over 2
+// KV heads). Best of `repeats` ms and TFLOP/s per form, and each tensor-core form's largest
+// difference from the SIMT form's output (a first-run sanity check beside the twin tests).
+StatusOr<nlohmann::json> BenchAttentionCuda(int repeats);
 
 // GPU 0's memory in use now (total less free: every process's, this one's weights, KV cache and
 // activations among them), in bytes. Unimplemented without the CUDA backend.

@@ -9,6 +9,7 @@
 #include "cli/bench_cuda.h"
 
 #if MINERU_HAVE_CUDA
+#include "cli/bench_cuda_util.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/gemm.h"
@@ -25,9 +26,7 @@ namespace {
 
 constexpr int kBlockSize = 16;
 
-double Seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using bench_cuda::Now;
 
 struct StepTimes {
   double best = 1e30, mean = 0;
@@ -53,11 +52,11 @@ StatusOr<StepTimes> TimeSteps(CudaDecoder& dec, CudaKvCache& kv,
       segs[i].pos_t = segs[i].pos_h = segs[i].pos_w = &pos[i];
       segs[i].block_table = tables[i].data();
     }
-    const double t0 = Seconds();
+    const double t0 = Now();
     MINERU_RETURN_IF_ERROR(dec.ForwardBatch(embeds.data(), segs, &kv));
     MINERU_RETURN_IF_ERROR(dec.LogitsOnDevice(rows));
     MINERU_RETURN_IF_ERROR(dec.stream().Synchronize());
-    const double dt = Seconds() - t0;
+    const double dt = Now() - t0;
     if (s < 0) continue;
     t.best = std::min(t.best, dt);
     t.mean += dt / steps;
@@ -93,7 +92,7 @@ StatusOr<double> TimeProducts(const TextConfig& t, int64_t rows) {
   MINERU_ASSIGN_OR_RETURN(cu::GemmHandle gemm, cu::GemmHandle::Create());
   double best = 1e30;
   for (int rep = 0; rep < 4; ++rep) {  // the first is a warm-up
-    const double t0 = Seconds();
+    const double t0 = Now();
     for (size_t w = 0; w < weights.size(); ++w) {
       const Shape& s = layer[w % 5];
       MINERU_RETURN_IF_ERROR(cu::MatMul(gemm, x.as<T>(), rows, s.k, weights[w].as<T>(), s.n, nullptr,
@@ -102,7 +101,7 @@ StatusOr<double> TimeProducts(const TextConfig& t, int64_t rows) {
     MINERU_RETURN_IF_ERROR(
         cu::MatMul(gemm, x.as<T>(), rows, Hd, head.as<T>(), V, nullptr, y.as<float>(), stream.handle()));
     MINERU_RETURN_IF_ERROR(stream.Synchronize());
-    if (rep > 0) best = std::min(best, Seconds() - t0);
+    if (rep > 0) best = std::min(best, Now() - t0);
   }
   return best;
 }

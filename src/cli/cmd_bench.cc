@@ -640,6 +640,12 @@ int RunBenchCuda(const BenchFlags& f, const ModelLoadOptions& load) {
     std::printf("%s\n", peak->dump(f.json ? -1 : 2).c_str());
     return 0;
   }
+  if (f.workload == "attention") {
+    auto r = BenchAttentionCuda(f.cuda.repeats);
+    if (!r.ok()) return Fail(r.status().ToString());
+    std::printf("%s\n", r->dump(f.json ? -1 : 2).c_str());
+    return 0;
+  }
   if (f.workload == "vision") return RunVisionCuda(f, load);
   if (f.workload == "decode_step") return RunDecodeStepCuda(f, load);
   return Fail("bench: " + f.workload + " is not a GPU microbenchmark");
@@ -661,12 +667,12 @@ int RunBench(const BenchFlags& f) {
   if (!device.ok()) return Fail(device.status().ToString());
   // The GPU's own microbenchmarks: the ViT alone and the product peak; every other workload runs
   // through the engine on the chosen device.
-  if (device->device == ComputeDevice::kCuda &&
-      (f.workload == "peak" || f.workload == "vision" || f.workload == "decode_step")) {
+  if (device->device == ComputeDevice::kCuda && (f.workload == "peak" || f.workload == "vision" ||
+                                                 f.workload == "decode_step" || f.workload == "attention")) {
     return RunBenchCuda(f, load);
   }
-  if (f.workload == "decode_step")
-    return Fail("--workload decode_step is the GPU decoder's step: --device cuda");
+  if (f.workload == "decode_step" || f.workload == "attention")
+    return Fail("--workload " + f.workload + " measures the GPU's kernels: --device cuda");
   if (f.workload == "peak") return RunPeak(f, load.kernels);
   if (device->device == ComputeDevice::kCuda && f.workload == "accuracy") {
     return Fail("--workload accuracy compares the CPU's paths; it does not run on the GPU");
@@ -749,9 +755,9 @@ void AddBench(CLI::App& app, Action* run) {
   auto f = std::make_shared<BenchFlags>();
   CLI::App* c = app.add_subcommand("bench", "Measure vision/prefill/decode/page speed on fixed workloads");
   c->add_option("--model", f->model, "Model directory (e.g. from gen-model --preset mineru2.5)");
-  c->add_option(
-       "--workload", f->workload,
-       "decode | prefill | vision | page | pages | chat | accuracy | host | peak | decode_step (GPU)")
+  c->add_option("--workload", f->workload,
+                "decode | prefill | vision | page | pages | chat | accuracy | host | peak | decode_step, "
+                "attention (GPU)")
       ->capture_default_str();
   c->add_option("--workload-file", f->workload_file,
                 "Page workload JSON (default: bench/page_workload.json)");
@@ -783,6 +789,7 @@ void AddBench(CLI::App& app, Action* run) {
       f->load.kernels = k;
       f->cuda.profile = f->profile;
       f->cuda.precision = f->dev.gpu_precision;
+      f->cuda.attention = ParseGpuAttention(f->dev.gpu_attention);
       return RunBench(*f);
     };
   });

@@ -108,6 +108,11 @@ void AddDeviceFlags(CLI::App* c, DeviceFlags* f) {
                 "Decode steps on the GPU as recorded CUDA graphs (one launch a step): on or off")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  c->add_option("--gpu-attention", f->gpu_attention,
+                "The ViT's and the prefill's attention kernel on the GPU: auto (mma tensor cores where the "
+                "head fits), mma, wmma or simt")
+      ->check(CLI::IsMember({"auto", "mma", "wmma", "simt"}))
+      ->capture_default_str();
 }
 
 void AddBatchFlags(CLI::App* c, DeviceFlags* f) {
@@ -125,11 +130,19 @@ void ApplyDevice(const DeviceOptions& d, const DeviceFlags& f, EngineConfig* ec)
   ec->max_seqs = f.max_seqs > 0 ? f.max_seqs : gpu ? 256 : EngineConfig().max_seqs;
 }
 
+GpuAttention ParseGpuAttention(const std::string& name) {
+  return name == "mma"    ? GpuAttention::kMma
+         : name == "wmma" ? GpuAttention::kWmma
+         : name == "simt" ? GpuAttention::kSimt
+                          : GpuAttention::kAuto;
+}
+
 StatusOr<DeviceOptions> ResolveDevice(const DeviceFlags& f, bool quiet) {
   DeviceOptions o;
   o.gpu_memory = f.gpu_memory;
   o.gpu_fp32 = f.gpu_precision == "fp32";
   o.gpu_graphs = f.gpu_graphs == "on";
+  o.gpu_attention = ParseGpuAttention(f.gpu_attention);
   if (f.device == "cpu") return o;
 #if MINERU_HAVE_CUDA
   const StatusOr<kernels::cuda::CudaDeviceInfo> gpu = kernels::cuda::ProbeUsableCudaDevice(0);

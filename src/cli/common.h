@@ -46,13 +46,14 @@ void ConfigureAllocatorForModel();
 // --kv-cache auto|f32|f16: the KV cache's element type (EngineConfig::kv_type).
 void AddKvCacheFlag(CLI::App* c, KvCacheType* type);
 
-// --device cpu|cuda|auto, --gpu-memory, --gpu-precision and --gpu-graphs: where the model runs
-// (EngineConfig::device). Resolved by ResolveDevice once the command runs.
+// --device cpu|cuda|auto, --gpu-memory, --gpu-precision, --gpu-graphs and --gpu-attention: where the model
+// runs (EngineConfig::device). Resolved by ResolveDevice once the command runs.
 struct DeviceFlags {
   std::string device = "cpu";
   double gpu_memory = 0.9;
   std::string gpu_precision = "bf16";
   std::string gpu_graphs = "on";
+  std::string gpu_attention = "auto";
   int batch_tokens = 0;  // --batch-tokens (AddBatchFlags); 0: the device's default
   int max_seqs = 0;      // --max-seqs (AddBatchFlags); 0: the device's default
 };
@@ -63,6 +64,8 @@ void AddBatchFlags(CLI::App* c, DeviceFlags* f);
 // step to the device's defaults: 512 tokens and 64 sequences on the CPU (EngineConfig's), 8192 and
 // 256 on a GPU (a step there is worth filling).
 void ApplyDevice(const DeviceOptions& d, const DeviceFlags& f, EngineConfig* ec);
+// --gpu-attention's value (auto, mma, wmma, simt; the flag's check refuses others) as the enum.
+GpuAttention ParseGpuAttention(const std::string& name);
 // The device the flags ask for: "cuda" needs a CUDA build (Unimplemented otherwise) and a usable
 // GPU (Unavailable otherwise); "auto" takes the GPU when one is usable, else the CPU, and says
 // which on stderr (with why when it falls back) unless quiet.

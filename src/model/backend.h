@@ -21,13 +21,19 @@ namespace mineru {
 
 enum class ComputeDevice { kCpu, kCuda };
 
-// What `--device`, `--gpu-precision`, `--gpu-memory` and `--gpu-graphs` ask for.
+// The attention kernel of the ViT and of the decoder's prefill on the GPU
+// (kernels/cuda/attention.h's VarlenKernel): auto (the mma tensor-core form where it fits), or one
+// form forced (wmma: the earlier tensor-core form; simt: no tensor cores).
+enum class GpuAttention { kAuto, kMma, kWmma, kSimt };
+
+// What `--device`, `--gpu-precision`, `--gpu-memory`, `--gpu-graphs` and `--gpu-attention` ask for.
 struct DeviceOptions {
   ComputeDevice device = ComputeDevice::kCpu;
   bool gpu_fp32 = false;        // fp32 weights and activations on the GPU (tests); bf16 otherwise
   double gpu_memory = 0.9;      // (0, 1]: that share of the GPU's memory; > 1: that many bytes
   int64_t gpu_max_patches = 0;  // patches per vision pass on the GPU (0: the backend's default)
   bool gpu_graphs = true;       // decode steps as CUDA graphs (model/cuda/decoder_cuda.h)
+  GpuAttention gpu_attention = GpuAttention::kAuto;
 };
 
 // What sampling needs of one row of logits: the whole row, or candidates (engine/sampler.h's

@@ -163,6 +163,15 @@ TEST(CliTest, BenchHostReportsTheHostsShareOfAStep) {
   EXPECT_NE(r.out.find("\"device\":\"null (computes nothing)"), std::string::npos) << r.out;
 }
 
+// The GPU's kernel benchmarks say what they need on a CPU device (no model is loaded for that).
+TEST(CliTest, GpuKernelBenchmarksAskForTheGpu) {
+  for (const char* w : {"attention", "decode_step"}) {
+    const CmdResult r = RunCli({"bench", "--workload", w, "--model", kFx + "/tinyvocab", "--device", "cpu"});
+    EXPECT_NE(r.code, 0) << w;
+    EXPECT_NE(r.err.find("--device cuda"), std::string::npos) << w << ": " << r.err;
+  }
+}
+
 TEST(CliTest, TokenizeRoundTrip) {
   CmdResult r = RunCli({"tokenize", "--model", kFx + "/tinyvocab", "--text", "Hello world 你好"});
   ASSERT_EQ(r.code, 0) << r.err;

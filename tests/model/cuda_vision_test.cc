@@ -18,6 +18,7 @@
 
 #include "../util/cuda_skip.h"
 #include "golden_util.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/device.h"
 #include "model/cuda/vision_encoder_cuda.h"
 #include "model/qwen2vl.h"
@@ -30,6 +31,7 @@ using testing::ExpectClose;
 using testing::FixturePath;
 using testing::Golden;
 using testing::RowCosines;
+namespace cu = kernels::cuda;
 
 std::vector<ImageGrid> GoldenGrids(const Golden& golden) {
   std::vector<ImageGrid> grids;
@@ -56,13 +58,15 @@ class CudaVisionTest : public ::testing::Test {
   }
 
   // The fixture model and its CUDA encoder in precision p (mlp_chunk_rows as given).
-  void Load(const std::string& model, CudaPrecision p, int64_t mlp_chunk_rows = 8192) {
+  void Load(const std::string& model, CudaPrecision p, int64_t mlp_chunk_rows = 8192,
+            cu::VarlenKernel attention = cu::VarlenKernel::kAuto) {
     auto m = Qwen2VLModel::Load(FixturePath(model), ModelLoadOptions());
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(m).value();
     CudaVisionOptions o;
     o.precision = p;
     o.mlp_chunk_rows = mlp_chunk_rows;
+    o.attention = attention;
     auto e = CudaVisionEncoder::Create(model_->config().vision, model_->weights().vision,
                                        model_->kernel_config(), o);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
@@ -112,6 +116,25 @@ TEST_F(CudaVisionTest, Bf16StaysWithinCosineOfTheCpu) {
   for (const GoldenCase& c : kGoldenCases) {
     SCOPED_TRACE(std::string(c.model) + "/" + c.name);
     ASSERT_NO_FATAL_FAILURE(Load(c.model, CudaPrecision::kBf16));
+    const Golden golden(c.model, c.name);
+    const std::vector<float> pixels = golden.F32("pixel_values");
+    const std::vector<ImageGrid> grids = GoldenGrids(golden);
+    const std::vector<float> want = Cpu(pixels, grids), got = Gpu(pixels, grids);
+    ASSERT_EQ(got.size(), want.size());
+    const Cosines cos = RowCosines(got, want, model_->config().vision.out_hidden_size);
+    EXPECT_GE(cos.mean, 0.999);
+    EXPECT_GE(cos.worst, 0.999);
+  }
+}
+
+// Each attention kernel form through the whole encoder (--gpu-attention): the fixtures' heads of 16
+// take every form.
+TEST_F(CudaVisionTest, EveryAttentionFormStaysWithinCosineOfTheCpu) {
+  const GoldenCase& c = kGoldenCases[0];
+  for (cu::VarlenKernel k :
+       {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreWmma, cu::VarlenKernel::kSimt}) {
+    SCOPED_TRACE(std::string(c.model) + "/" + c.name + " " + cu::VarlenKernelName(k));
+    ASSERT_NO_FATAL_FAILURE(Load(c.model, CudaPrecision::kBf16, 8192, k));
     const Golden golden(c.model, c.name);
     const std::vector<float> pixels = golden.F32("pixel_values");
     const std::vector<ImageGrid> grids = GoldenGrids(golden);

@@ -49,6 +49,20 @@ size_t CudaBackend::ActivationReserve(const ModelConfig& config, int64_t max_bat
   return decoder + vision + kSlackBytes;
 }
 
+cu::VarlenKernel VarlenKernelFor(GpuAttention a) {
+  switch (a) {
+    case GpuAttention::kMma:
+      return cu::VarlenKernel::kTensorCoreMma;
+    case GpuAttention::kWmma:
+      return cu::VarlenKernel::kTensorCoreWmma;
+    case GpuAttention::kSimt:
+      return cu::VarlenKernel::kSimt;
+    case GpuAttention::kAuto:
+      break;
+  }
+  return cu::VarlenKernel::kAuto;
+}
+
 StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Qwen2VLModel& model,
                                                            const CudaBackendConfig& c) {
   if (c.block_size <= 0) return InvalidArgumentError("CudaBackend: block size must be positive");
@@ -64,6 +78,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Qwen2VLModel& m
   const int64_t ours = std::min(budget - (total - free_at_start), free_at_start);
   CudaVisionOptions vo;
   vo.precision = b->precision_;
+  vo.attention = VarlenKernelFor(c.device.gpu_attention);
   MINERU_ASSIGN_OR_RETURN(b->vision_, CudaVisionEncoder::Create(model.config().vision, model.weights().vision,
                                                                 model.kernel_config(), vo));
   MINERU_ASSIGN_OR_RETURN(b->decoder_, CudaDecoder::Create(model.config().text, model.weights().text,
@@ -87,6 +102,8 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Qwen2VLModel& m
         " block(s) of " + mib(static_cast<int64_t>(block_bytes)) +
         " (raise --gpu-memory, lower --batch-tokens or use a larger GPU)");
   }
+  b->attention_ = c.device.gpu_attention;
+  b->decoder_->SetAttentionKernel(VarlenKernelFor(c.device.gpu_attention));
   b->graphs_ = c.device.gpu_graphs;
   if (c.device.gpu_graphs) b->decoder_->EnableGraphs(c.max_seqs > 0 ? c.max_seqs : kDefaultGraphRows);
   MINERU_ASSIGN_OR_RETURN(b->kv_, CudaKvCache::Allocate(static_cast<int>(blocks), c.block_size, t.num_layers,
@@ -125,7 +142,8 @@ Status CudaBackend::ReadLogits(const std::vector<LogitsRequest>& requests, std::
 std::string CudaBackend::Describe() const {
   return cu::DescribeCudaDevice(device_) + ", " + CudaPrecisionName(precision_) + ", KV cache " +
          std::to_string(kv_.num_blocks()) + " blocks (" + std::to_string(kv_.bytes() >> 20) +
-         " MiB), weights " + std::to_string(weight_bytes() >> 20) + " MiB, decode graphs " +
+         " MiB), weights " + std::to_string(weight_bytes() >> 20) + " MiB, attention " +
+         cu::VarlenKernelName(VarlenKernelFor(attention_)) + ", decode graphs " +
          (decoder_->graph_error().empty() ? (graphs_ ? "on" : "off")
                                           : "off (" + decoder_->graph_error() + ")");
 }

@@ -22,6 +22,9 @@
 
 namespace mineru {
 
+// DeviceOptions' --gpu-attention as the kernels' VarlenKernel.
+kernels::cuda::VarlenKernel VarlenKernelFor(GpuAttention a);
+
 struct CudaBackendConfig {
   DeviceOptions device;          // gpu_fp32, gpu_memory, gpu_max_patches
   int block_size = 16;           // tokens per KV block (the engine's)
@@ -64,7 +67,8 @@ class CudaBackend : public ModelBackend {
   kernels::cuda::CudaDeviceInfo device_;
   CudaPrecision precision_ = CudaPrecision::kBf16;
   int64_t max_patches_ = 0;
-  bool graphs_ = false;  // decode steps as CUDA graphs (DeviceOptions::gpu_graphs)
+  bool graphs_ = false;                           // decode steps as CUDA graphs (DeviceOptions::gpu_graphs)
+  GpuAttention attention_ = GpuAttention::kAuto;  // DeviceOptions::gpu_attention
   std::unique_ptr<CudaVisionEncoder> vision_;
   std::unique_ptr<CudaDecoder> decoder_;
   CudaKvCache kv_;

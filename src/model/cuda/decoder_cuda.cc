@@ -316,6 +316,7 @@ Status CudaDecoder::Attend(int layer, const Batch& b, CudaKvCache* kv) {
   a.out_stride = QD;
   a.causal = true;
   a.scale = scale;
+  a.kernel = attention_;
   const int64_t first = b.decode_seqs;  // the prefill rows start after the decode rows
   return cu::VarlenAttention(qkv_.as<T>() + first * QKV, kctx_.as<T>(), vctx_.as<T>(), a,
                              attn_.as<T>() + first * QD, s);

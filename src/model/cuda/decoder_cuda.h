@@ -27,6 +27,7 @@
 
 #include "base/status.h"
 #include "kernels/context.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/graph.h"
@@ -118,6 +119,8 @@ class CudaDecoder {
   // with one launch (a step of max_rows rows may run up to 15 padding rows more: the activation
   // reserve's slack holds them). If a recording fails, graphs turn off and graph_error() says why.
   void EnableGraphs(int64_t max_rows);
+  // The prefill attention's kernel form (kernels/cuda/attention.h; --gpu-attention). Default kAuto.
+  void SetAttentionKernel(kernels::cuda::VarlenKernel k) { attention_ = k; }
   const std::string& graph_error() const { return graph_error_; }
   size_t graphs_recorded() const { return graphs_.size(); }
   // The rows a graph step of `rows` rows runs: a power of two up to 8, then multiples of 16.
@@ -168,6 +171,7 @@ class CudaDecoder {
   static constexpr size_t kMaxGraphs = 64;  // more shapes than this: the recordings start over
   std::map<std::pair<int64_t, int64_t>, Recorded> graphs_;
   int64_t graph_rows_ = 0;  // EnableGraphs' limit; 0: off
+  kernels::cuda::VarlenKernel attention_ = kernels::cuda::VarlenKernel::kAuto;
   std::string graph_error_;
   int64_t last_rows_ = 0;        // T of the last batch
   int64_t logits_rows_ = 0;      // rows of logits_ the last LogitsOnDevice queued

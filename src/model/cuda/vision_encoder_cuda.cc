@@ -161,6 +161,7 @@ Status CudaVisionEncoder::Block(const CudaVisionBlock& b, Pass& pass, OpProfile*
   a.q_stride = a.k_stride = a.v_stride = 3 * E;
   a.out_stride = E;
   a.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  a.kernel = o_.attention;
   double attn_flops = 0;
   for (size_t f = 0; f + 1 < pass.cu_seqlens.size(); ++f) {
     const double n = pass.cu_seqlens[f + 1] - pass.cu_seqlens[f];

@@ -26,6 +26,7 @@
 
 #include "base/status.h"
 #include "kernels/context.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/gemm.h"
 #include "model/config.h"
@@ -41,6 +42,8 @@ struct CudaVisionOptions {
   // Rows per chunk of the MLP (its hidden layer is [rows, M]: 80 MiB in bf16 at 8192 rows of the
   // real model's M = 5120); the other ops take every row at once.
   int64_t mlp_chunk_rows = 8192;
+  // The attention's kernel form (kernels/cuda/attention.h; --gpu-attention).
+  kernels::cuda::VarlenKernel attention = kernels::cuda::VarlenKernel::kAuto;
 };
 
 // The ViT's weights on the device (VisionWeights' layout: matrices [out, in]).
