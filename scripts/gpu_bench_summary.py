@@ -97,14 +97,14 @@ def main(folder):
                      f"{step['step_ms_graph_best']:.2f} ms as graphs ({step['decode_tok_s_graph']:.0f} tok/s), "
                      f"{step['step_ms_eager_best']:.2f} ms kernel by kernel, "
                      f"{step['step_ms_graph_context16']:.2f} ms over 16 tokens{prod}", "", ""))
-    if v and vw and "vision_ms_best" in vw:
-        rows.append(("the ViT with the WMMA attention (`--gpu-attention wmma`)",
-                     f"{vw['vision_ms_best']:.1f} ms (the mma kernel: {vw['vision_ms_best'] / v['vision_ms_best']:.2f}x "
-                     "faster)", "", ""))
+    for form, run in (("mma2", load(folder, "vision_bf16_mma2")), ("wmma", vw)):
+        if v and run and "vision_ms_best" in run:
+            rows.append((f"the ViT with `--gpu-attention {form}`", f"{run['vision_ms_best']:.1f} ms "
+                         f"(the default, {v.get('attention', 'mma')}: {v['vision_ms_best']:.1f} ms)", "", ""))
     attn = load(folder, "attention")
     for case in (attn or {}).get("cases", []):
         forms = []
-        for form in ("mma", "wmma", "simt"):
+        for form in ("mma", "mma2", "wmma", "simt"):
             f = case.get(form, {})
             if "ms" in f:
                 diff = f" (max diff vs simt {f['max_abs_diff_vs_simt']:.1e})" if "max_abs_diff_vs_simt" in f else ""

@@ -236,7 +236,9 @@ else
     run_bench page_eager --device cuda --workload page --model "$model" --gpu-graphs off
     run_bench decode256_eager --device cuda --workload decode --model "$model" --concurrency 256 \
       --prompt-tokens 128 --new-tokens 128 --batch-tokens 8192 --gpu-graphs off
-    # The ViT with the earlier WMMA attention: what the mma kernel gives end to end.
+    # The ViT with the other tensor-core attention forms: what each gives end to end.
+    run_bench vision_bf16_mma2 --device cuda --workload vision --model "$model" --gpu-precision bf16 \
+      --gpu-attention mma2 --repeats 5
     run_bench vision_bf16_wmma --device cuda --workload vision --model "$model" --gpu-precision bf16 \
       --gpu-attention wmma --repeats 5 --check
   fi

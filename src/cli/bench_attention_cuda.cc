@@ -94,8 +94,8 @@ StatusOr<nlohmann::json> RunCase(const AttentionCase& c, int repeats, const cu::
                         {"heads", c.heads},   {"kv_heads", c.kv_heads}, {"head_dim", c.head_dim},
                         {"causal", c.causal}, {"tflop", flops / 1e12}};
   std::vector<float> simt;
-  for (cu::VarlenKernel k :
-       {cu::VarlenKernel::kSimt, cu::VarlenKernel::kTensorCoreWmma, cu::VarlenKernel::kTensorCoreMma}) {
+  for (cu::VarlenKernel k : {cu::VarlenKernel::kSimt, cu::VarlenKernel::kTensorCoreWmma,
+                             cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreMmaWide}) {
     cu::VarlenAttentionShape s = b.shape;
     s.kernel = k;
     auto once = [&]() -> Status {

@@ -59,8 +59,8 @@ struct CudaDecodeStepBench {
 // context).
 StatusOr<nlohmann::json> BenchDecodeStepCuda(const Qwen2VLModel& m, const CudaDecodeStepBench& o);
 
-// VarlenAttention alone on GPU 0, bf16, each kernel form (attention.h's VarlenKernel: mma, wmma,
-// simt) at the model's shapes: the ViT's full attention over one 1036x1036 page (5,476 patches, 16
+// VarlenAttention alone on GPU 0, bf16, each kernel form (attention.h's VarlenKernel: mma, mma2,
+// wmma, simt) at the model's shapes: the ViT's full attention over one 1036x1036 page (5,476 patches, 16
 // heads of 80) and the decoder's causal prefill of four 1,400-token prompts (14 heads of 64 over 2
 // KV heads). Best of `repeats` ms and TFLOP/s per form, and each tensor-core form's largest
 // difference from the SIMT form's output (a first-run sanity check beside the twin tests).

@@ -110,8 +110,8 @@ void AddDeviceFlags(CLI::App* c, DeviceFlags* f) {
       ->capture_default_str();
   c->add_option("--gpu-attention", f->gpu_attention,
                 "The ViT's and the prefill's attention kernel on the GPU: auto (mma tensor cores where the "
-                "head fits), mma, wmma or simt")
-      ->check(CLI::IsMember({"auto", "mma", "wmma", "simt"}))
+                "head fits), mma, mma2 (32 query rows a warp), wmma or simt")
+      ->check(CLI::IsMember({"auto", "mma", "mma2", "wmma", "simt"}))
       ->capture_default_str();
 }
 
@@ -132,6 +132,7 @@ void ApplyDevice(const DeviceOptions& d, const DeviceFlags& f, EngineConfig* ec)
 
 GpuAttention ParseGpuAttention(const std::string& name) {
   return name == "mma"    ? GpuAttention::kMma
+         : name == "mma2" ? GpuAttention::kMmaWide
          : name == "wmma" ? GpuAttention::kWmma
          : name == "simt" ? GpuAttention::kSimt
                           : GpuAttention::kAuto;

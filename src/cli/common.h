@@ -64,7 +64,7 @@ void AddBatchFlags(CLI::App* c, DeviceFlags* f);
 // step to the device's defaults: 512 tokens and 64 sequences on the CPU (EngineConfig's), 8192 and
 // 256 on a GPU (a step there is worth filling).
 void ApplyDevice(const DeviceOptions& d, const DeviceFlags& f, EngineConfig* ec);
-// --gpu-attention's value (auto, mma, wmma, simt; the flag's check refuses others) as the enum.
+// --gpu-attention's value (auto, mma, mma2, wmma, simt; the flag's check refuses others) as the enum.
 GpuAttention ParseGpuAttention(const std::string& name);
 // The device the flags ask for: "cuda" needs a CUDA build (Unimplemented otherwise) and a usable
 // GPU (Unavailable otherwise); "auto" takes the GPU when one is usable, else the CPU, and says

@@ -23,8 +23,9 @@ enum class ComputeDevice { kCpu, kCuda };
 
 // The attention kernel of the ViT and of the decoder's prefill on the GPU
 // (kernels/cuda/attention.h's VarlenKernel): auto (the mma tensor-core form where it fits), or one
-// form forced (wmma: the earlier tensor-core form; simt: no tensor cores).
-enum class GpuAttention { kAuto, kMma, kWmma, kSimt };
+// form forced (mma2: mma with 32 query rows a warp; wmma: the earlier tensor-core form; simt: no
+// tensor cores).
+enum class GpuAttention { kAuto, kMma, kMmaWide, kWmma, kSimt };
 
 // What `--device`, `--gpu-precision`, `--gpu-memory`, `--gpu-graphs` and `--gpu-attention` ask for.
 struct DeviceOptions {

@@ -188,8 +188,10 @@ void CheckVarlen(cu::StreamHandle stream, const VarlenCase& c,
 // take (kAuto sends those to SIMT).
 template <typename T>
 void VarlenSuite(cu::StreamHandle stream, cu::VarlenKernel kernel = cu::VarlenKernel::kAuto) {
-  const bool tensor_cores =
-      kernel == cu::VarlenKernel::kTensorCoreWmma || kernel == cu::VarlenKernel::kTensorCoreMma;
+  const bool tensor_cores = kernel == cu::VarlenKernel::kTensorCoreWmma ||
+                            kernel == cu::VarlenKernel::kTensorCoreMma ||
+                            kernel == cu::VarlenKernel::kTensorCoreMmaWide;
+  const int64_t max_head = kernel == cu::VarlenKernel::kTensorCoreMmaWide ? 96 : 128;
   std::vector<VarlenCase> cases = {
       // The ViT: one pass over several images of awkward sizes (one patch, under / over a tile,
       // over two tiles: the key tiles' double buffer turns over).
@@ -213,7 +215,7 @@ void VarlenSuite(cu::StreamHandle stream, cu::VarlenKernel kernel = cu::VarlenKe
       {4, 4, 16, false, false, false, {{65, 65}, {3, 130}}, true},
   };
   for (const VarlenCase& c : cases) {
-    if (tensor_cores && c.head_dim % 16 != 0) continue;
+    if (tensor_cores && (c.head_dim % 16 != 0 || c.head_dim > max_head)) continue;
     ASSERT_NO_FATAL_FAILURE(CheckVarlen<T>(stream, c, kernel));
   }
 }
@@ -222,8 +224,8 @@ TEST_F(CudaAttentionTest, VarlenF32) { VarlenSuite<float>(stream()); }
 TEST_F(CudaAttentionTest, VarlenBf16) { VarlenSuite<Bf16>(stream()); }
 // Each bf16 form held to the twin on its own (kAuto above runs the mma form where it fits).
 TEST_F(CudaAttentionTest, VarlenBf16EachKernel) {
-  for (cu::VarlenKernel k :
-       {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreWmma, cu::VarlenKernel::kSimt}) {
+  for (cu::VarlenKernel k : {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreMmaWide,
+                             cu::VarlenKernel::kTensorCoreWmma, cu::VarlenKernel::kSimt}) {
     SCOPED_TRACE(cu::VarlenKernelName(k));
     ASSERT_NO_FATAL_FAILURE(VarlenSuite<Bf16>(stream(), k));
   }
@@ -237,7 +239,8 @@ TEST_F(CudaAttentionTest, VarlenManyAndLong) {
     const int64_t n = 1 + static_cast<int64_t>(rng() % 50);
     many.seqs.push_back({n, n});
   }
-  for (cu::VarlenKernel k : {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreWmma}) {
+  for (cu::VarlenKernel k : {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreMmaWide,
+                             cu::VarlenKernel::kTensorCoreWmma}) {
     ASSERT_NO_FATAL_FAILURE(CheckVarlen<Bf16>(stream(), many, k));
     ASSERT_NO_FATAL_FAILURE(
         CheckVarlen<Bf16>(stream(), {16, 16, 80, false, true, false, {{3, 3}, {600, 600}}, true}, k));
@@ -397,7 +400,8 @@ TEST(CudaAttentionArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
   bad.num_seqs = 0;  // nothing to do
   EXPECT_TRUE(cu::VarlenAttention(static_cast<const float*>(nullptr), nullptr, nullptr, bad, nullptr).ok());
   // A forced kernel form the type or the head size does not have: refused before any launch.
-  for (cu::VarlenKernel k : {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreWmma}) {
+  for (cu::VarlenKernel k : {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreMmaWide,
+                             cu::VarlenKernel::kTensorCoreWmma}) {
     bad = v;
     bad.kernel = k;  // fp32 has only the SIMT form
     EXPECT_EQ(varlen(bad), StatusCode::kInvalidArgument) << cu::VarlenKernelName(k);
@@ -407,6 +411,12 @@ TEST(CudaAttentionArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
     EXPECT_EQ(cu::VarlenAttention(bfake, bfake, bfake, bad, bfake).code(), StatusCode::kInvalidArgument)
         << cu::VarlenKernelName(k);
   }
+  bad = v;
+  bad.kernel = cu::VarlenKernel::kTensorCoreMmaWide;  // built for heads up to 96
+  bad.head_dim = 128;
+  bad.q_stride = bad.out_stride = 14 * 128, bad.k_stride = bad.v_stride = 2 * 128;
+  Bf16* bfake = reinterpret_cast<Bf16*>(uintptr_t{256});
+  EXPECT_EQ(cu::VarlenAttention(bfake, bfake, bfake, bad, bfake).code(), StatusCode::kInvalidArgument);
 
   cu::PagedDecodeShape p;
   p.num_seqs = 3;

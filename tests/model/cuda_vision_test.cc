@@ -131,8 +131,8 @@ TEST_F(CudaVisionTest, Bf16StaysWithinCosineOfTheCpu) {
 // take every form.
 TEST_F(CudaVisionTest, EveryAttentionFormStaysWithinCosineOfTheCpu) {
   const GoldenCase& c = kGoldenCases[0];
-  for (cu::VarlenKernel k :
-       {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreWmma, cu::VarlenKernel::kSimt}) {
+  for (cu::VarlenKernel k : {cu::VarlenKernel::kTensorCoreMma, cu::VarlenKernel::kTensorCoreMmaWide,
+                             cu::VarlenKernel::kTensorCoreWmma, cu::VarlenKernel::kSimt}) {
     SCOPED_TRACE(std::string(c.model) + "/" + c.name + " " + cu::VarlenKernelName(k));
     ASSERT_NO_FATAL_FAILURE(Load(c.model, CudaPrecision::kBf16, 8192, k));
     const Golden golden(c.model, c.name);

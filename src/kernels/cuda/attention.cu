@@ -163,8 +163,9 @@ Status CheckVarlen(const char* op, const VarlenAttentionShape& s) {
 }
 
 std::string NoForm(const char* op, VarlenKernel k) {
-  return std::string(op) + ": the " + VarlenKernelName(k) +
-         " kernel takes bf16 heads of 16 to 128 dimensions in steps of 16 within the device's shared memory";
+  return std::string(op) + ": the " + VarlenKernelName(k) + " kernel takes bf16 heads of 16 to " +
+         (k == VarlenKernel::kTensorCoreMmaWide ? "96" : "128") +
+         " dimensions in steps of 16 within the device's shared memory";
 }
 
 template <typename T>
@@ -177,11 +178,14 @@ Status LaunchVarlen(const T* q, const T* k, const T* v, const VarlenAttentionSha
   if constexpr (std::is_same_v<T, Bf16>) {
     switch (s.kernel) {
       case VarlenKernel::kAuto:
-        if (VarlenMmaFits(s)) return LaunchVarlenMma(q, k, v, s, out, stream);
+        if (VarlenMmaFits(s, 1)) return LaunchVarlenMma(q, k, v, s, out, 1, stream);
         break;
       case VarlenKernel::kTensorCoreMma:
-        if (!VarlenMmaFits(s)) return InvalidArgumentError(NoForm(kOp, s.kernel));
-        return LaunchVarlenMma(q, k, v, s, out, stream);
+        if (!VarlenMmaFits(s, 1)) return InvalidArgumentError(NoForm(kOp, s.kernel));
+        return LaunchVarlenMma(q, k, v, s, out, 1, stream);
+      case VarlenKernel::kTensorCoreMmaWide:
+        if (!VarlenMmaFits(s, 2)) return InvalidArgumentError(NoForm(kOp, s.kernel));
+        return LaunchVarlenMma(q, k, v, s, out, 2, stream);
       case VarlenKernel::kTensorCoreWmma:
         if (!VarlenWmmaFits(s)) return InvalidArgumentError(NoForm(kOp, s.kernel));
         return LaunchVarlenWmma(q, k, v, s, out, stream);
@@ -215,6 +219,8 @@ const char* VarlenKernelName(VarlenKernel k) {
       return "wmma";
     case VarlenKernel::kTensorCoreMma:
       return "mma";
+    case VarlenKernel::kTensorCoreMmaWide:
+      return "mma2";
   }
   return "?";
 }

@@ -46,7 +46,9 @@ constexpr int64_t kMaxAttentionHeadDim = 128;
 // others force one form and give InvalidArgument where it does not fit or the type has none: the
 // tests hold each form to the twin, and `bench --workload attention` compares their speeds. The
 // tensor-core forms round the probabilities to bf16 before P V (as flash-attention does).
-enum class VarlenKernel { kAuto, kSimt, kTensorCoreWmma, kTensorCoreMma };
+// kTensorCoreMmaWide is the mma form with 32 query rows a warp instead of 16 (each K and V fragment
+// read from shared memory feeds two products; heads up to 96): which is faster is for the GPU to say.
+enum class VarlenKernel { kAuto, kSimt, kTensorCoreWmma, kTensorCoreMma, kTensorCoreMmaWide };
 const char* VarlenKernelName(VarlenKernel k);
 
 struct VarlenAttentionShape {

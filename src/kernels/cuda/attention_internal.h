@@ -71,14 +71,15 @@ size_t DeviceSharedOptin();
 // Whether each tensor-core kernel takes this shape: head_dim a multiple of 16 up to 128 whose shared
 // memory the current device can give one block. WMMA: attention_tc.cu; mma.sync: attention_mma.cu.
 bool VarlenWmmaFits(const VarlenAttentionShape& s);
-bool VarlenMmaFits(const VarlenAttentionShape& s);
+// m_tiles: 16-row m-tiles per warp in the mma form, 1 or 2 (2: heads up to 96 only).
+bool VarlenMmaFits(const VarlenAttentionShape& s, int m_tiles);
 
 // The bf16 VarlenAttention on the tensor cores; the caller has checked the shape (CheckVarlen, the
 // form's Fits) and the pointers, and that there is work.
 Status LaunchVarlenWmma(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s, Bf16* out,
                         StreamHandle stream);
 Status LaunchVarlenMma(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s, Bf16* out,
-                       StreamHandle stream);
+                       int m_tiles, StreamHandle stream);
 
 }  // namespace cuda
 }  // namespace kernels

@@ -41,22 +41,28 @@ namespace cuda {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kRowsPerWarp = 16;
-constexpr int kTileQ = kWarps * kRowsPerWarp;  // 64
+// A warp owns M m-tiles of 16 query rows (M = 1 or 2): with M = 2 every K and V fragment read from
+// shared memory feeds two mma instead of one (half the shared-memory traffic per flop), for twice
+// the registers. The block's query tile is kWarps * 16 * M rows.
+template <int M>
+constexpr int kTileQ = kWarps * 16 * M;
 constexpr int kTileK = 64;
+// The wide form (M = 2) is built for heads up to this size (the ViT's 80, the decoder's 64): its
+// accumulators for larger heads would not fit in registers.
+constexpr int kMaxWideHeadDim = 96;
 constexpr int kThreads = kWarps * kWarpSize;  // 128
 constexpr int kMaxGridYZ = 65535;
 
 // Shared memory of one block for heads of D dimensions: the Q tile, then two K and two V buffers,
 // rows of D + 8 bf16 (16-byte aligned rows for cp.async and ldmatrix; the pad also spreads the
 // fragment loads of 8 consecutive rows over all 32 banks).
-template <int D>
+template <int D, int M>
 struct MmaLayout {
   static constexpr int kLd = D + 8;
   static constexpr size_t kTileBytes = sizeof(__nv_bfloat16) * kTileK * kLd;
   static constexpr size_t kQ = 0;
-  static constexpr size_t kK = kQ + sizeof(__nv_bfloat16) * kTileQ * kLd;  // [2][kTileK][kLd]
-  static constexpr size_t kV = kK + 2 * kTileBytes;                        // [2][kTileK][kLd]
+  static constexpr size_t kK = kQ + sizeof(__nv_bfloat16) * kTileQ<M> * kLd;  // [2][kTileK][kLd]
+  static constexpr size_t kV = kK + 2 * kTileBytes;                           // [2][kTileK][kLd]
   static constexpr size_t kBytes = kV + 2 * kTileBytes;
   static_assert(kLd % 8 == 0 && kK % 16 == 0 && kV % 16 == 0, "16-byte rows");
 };
@@ -106,17 +112,23 @@ struct RowState {
   int limit[2];                         // keys [0, limit) are visible to the row (in the sequence)
 };
 
-// S [16 x 64] = Q_warp K_tile^T for the warp's rows; s[j] holds columns 8j.. in the C layout.
-template <int D>
-__device__ __forceinline__ void Scores(const uint32_t (&qa)[D / 16][4], const __nv_bfloat16* ks, int g, int t,
-                                       float (&s)[kTileK / 8][4]) {
-  constexpr int kLd = MmaLayout<D>::kLd;
+// S [16 x 64] = Q_m K_tile^T for each of the warp's m-tiles; s[m][j] holds columns 8j.. in the C
+// layout. Each K fragment is read once for all M m-tiles.
+template <int D, int M>
+__device__ __forceinline__ void Scores(const uint32_t (&qa)[M][D / 16][4], const __nv_bfloat16* ks, int g,
+                                       int t, float (&s)[M][kTileK / 8][4]) {
+  constexpr int kLd = D + 8;
 #pragma unroll
   for (int j = 0; j < kTileK / 8; ++j) {
-    s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+    for (int m = 0; m < M; ++m) s[m][j][0] = s[m][j][1] = s[m][j][2] = s[m][j][3] = 0.0f;
     const __nv_bfloat16* krow = ks + (j * 8 + g) * kLd + 2 * t;  // B^T row: key 8j + g
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) MmaBf16(s[j], qa[kk], Pair(krow + kk * 16), Pair(krow + kk * 16 + 8));
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t b0 = Pair(krow + kk * 16), b1 = Pair(krow + kk * 16 + 8);
+#pragma unroll
+      for (int m = 0; m < M; ++m) MmaBf16(s[m][j], qa[m][kk], b0, b1);
+    }
   }
 }
 
@@ -179,11 +191,11 @@ __device__ __forceinline__ void Softmax(float (&s)[kTileK / 8][4], int k0, int k
   }
 }
 
-// o [16 x D] += P [16 x 64] V_tile [64 x D].
-template <int D>
-__device__ __forceinline__ void AccumulatePV(const uint32_t (&pa)[kTileK / 16][4], const __nv_bfloat16* vs,
-                                             int lane, float (&o)[D / 8][4]) {
-  constexpr int kLd = MmaLayout<D>::kLd;
+// o_m [16 x D] += P_m [16 x 64] V_tile [64 x D] for each m-tile; each V fragment read once.
+template <int D, int M>
+__device__ __forceinline__ void AccumulatePV(const uint32_t (&pa)[M][kTileK / 16][4], const __nv_bfloat16* vs,
+                                             int lane, float (&o)[M][D / 8][4]) {
+  constexpr int kLd = D + 8;
   // ldmatrix x4: matrices 0/1 are keys 0..7 / 8..15 of a 16-key step at columns 8j, matrices 2/3
   // the same keys at columns 8j + 8 (D / 8 is even for every D taken).
   const int key = lane & 15, col = (lane >> 4) * 8;
@@ -193,8 +205,11 @@ __device__ __forceinline__ void AccumulatePV(const uint32_t (&pa)[kTileK / 16][4
     for (int j = 0; j < D / 8; j += 2) {
       uint32_t b[4];
       LdMatrixX4Trans(b, vs + (i * 16 + key) * kLd + j * 8 + col);
-      MmaBf16(o[j], pa[i], b[0], b[1]);
-      MmaBf16(o[j + 1], pa[i], b[2], b[3]);
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        MmaBf16(o[m][j], pa[m][i], b[0], b[1]);
+        MmaBf16(o[m][j + 1], pa[m][i], b[2], b[3]);
+      }
     }
   }
 }
@@ -217,12 +232,13 @@ __device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], const RowS
   }
 }
 
-template <int D, bool kVec>
+template <int D, int M, bool kVec>
 __global__ void __launch_bounds__(kThreads)
     MmaFlashKernel(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* out,
                    VarlenParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using L = MmaLayout<D>;
+  using L = MmaLayout<D, M>;
+  constexpr int kRows = kTileQ<M>;
   extern __shared__ __align__(128) unsigned char smem[];
   __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem + L::kQ);
   __nv_bfloat16* kbuf = reinterpret_cast<__nv_bfloat16*>(smem + L::kK);
@@ -230,11 +246,11 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, t = lane % 4;
 
-  const int seq = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kTileQ;
+  const int seq = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kRows;
   const int q_begin = p.cu_q[seq], n_q = p.cu_q[seq + 1] - q_begin;
   const int k_begin = p.cu_k[seq], n_kv = p.cu_k[seq + 1] - k_begin;
   if (q0 >= n_q) return;  // uniform over the block
-  const int kvh = h / p.group, rows = min(kTileQ, n_q - q0);
+  const int kvh = h / p.group, rows = min(kRows, n_q - q0);
   const int offset = n_kv - n_q;  // causal: query i sees keys [0, offset + i]
   const int k_end = p.causal ? max(0, min(n_kv, offset + q0 + rows)) : n_kv;
   const int tiles = (k_end + kTileK - 1) / kTileK;
@@ -252,21 +268,24 @@ __global__ void __launch_bounds__(kThreads)
   // with out == q a copy of q still in flight would race with the stores).
   if (tiles > 0) {
     LoadTileBf16Async<D, kThreads, kVec>(q + static_cast<int64_t>(q_begin + q0) * p.q_stride + h * D,
-                                         p.q_stride, rows, kTileQ, qs, L::kLd);
+                                         p.q_stride, rows, kRows, qs, L::kLd);
     load_kv(0);
   }
   CpAsyncCommit();
 
-  RowState st;
-  const int row0 = warp * kRowsPerWarp + g;  // the lane's first row in the tile (the other: + 8)
-  for (int hh = 0; hh < 2; ++hh) {
-    const int row = q0 + row0 + 8 * hh;
-    st.limit[hh] = p.causal ? min(n_kv, offset + row + 1) : n_kv;
-  }
-  float o[D / 8][4];
+  // m-tile m of this warp: tile rows warp * 16 M + 16 m + [0, 16); the lane's rows g and g + 8 there.
+  RowState st[M];
+  float o[M][D / 8][4];
+  uint32_t qa[M][D / 16][4];
 #pragma unroll
-  for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-  uint32_t qa[D / 16][4];
+  for (int m = 0; m < M; ++m) {
+    for (int hh = 0; hh < 2; ++hh) {
+      const int row = q0 + (warp * M + m) * 16 + g + 8 * hh;
+      st[m].limit[hh] = p.causal ? min(n_kv, offset + row + 1) : n_kv;
+    }
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) o[m][j][0] = o[m][j][1] = o[m][j][2] = o[m][j][3] = 0.0f;
+  }
 
   for (int tile = 0; tile < tiles; ++tile) {
     if (tile + 1 < tiles) {  // the next tile's buffer was last read before the previous barrier
@@ -278,28 +297,35 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();  // every thread's copies of this tile (and, at first, of Q) are visible
     if (tile == 0) {
-      const __nv_bfloat16* qrow = qs + row0 * L::kLd + 2 * t;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        qa[kk][0] = Pair(qrow + kk * 16);
-        qa[kk][1] = Pair(qrow + 8 * L::kLd + kk * 16);
-        qa[kk][2] = Pair(qrow + kk * 16 + 8);
-        qa[kk][3] = Pair(qrow + 8 * L::kLd + kk * 16 + 8);
+      for (int m = 0; m < M; ++m) {
+        const __nv_bfloat16* qrow = qs + ((warp * M + m) * 16 + g) * L::kLd + 2 * t;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          qa[m][kk][0] = Pair(qrow + kk * 16);
+          qa[m][kk][1] = Pair(qrow + 8 * L::kLd + kk * 16);
+          qa[m][kk][2] = Pair(qrow + kk * 16 + 8);
+          qa[m][kk][3] = Pair(qrow + 8 * L::kLd + kk * 16 + 8);
+        }
       }
     }
     const size_t at = static_cast<size_t>(tile % 2) * kTileK * L::kLd;
-    float s[kTileK / 8][4];
-    Scores<D>(qa, kbuf + at, g, t, s);
-    uint32_t pa[kTileK / 16][4];
-    Softmax<D>(s, tile * kTileK, min(kTileK, k_end - tile * kTileK), t, p.scale, st, o, pa);
-    AccumulatePV<D>(pa, vbuf + at, lane, o);
+    float s[M][kTileK / 8][4];
+    Scores<D, M>(qa, kbuf + at, g, t, s);
+    uint32_t pa[M][kTileK / 16][4];
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+      Softmax<D>(s[m], tile * kTileK, min(kTileK, k_end - tile * kTileK), t, p.scale, st[m], o[m], pa[m]);
+    AccumulatePV<D, M>(pa, vbuf + at, lane, o);
     __syncthreads();  // this buffer fully read before the next iteration's copy overwrites it
   }
   CpAsyncWait<0>();  // no copy outstanding at the end (the loop's last wait drained them)
   // Every block read its queries before its first tile: out may be q (other blocks of the same
   // rows read other heads' columns). A sequence without keys writes zeros (l = 0).
-  StoreRows<D>(o, st, row0, rows, t, out + static_cast<int64_t>(q_begin + q0) * p.out_stride + h * D,
-               p.out_stride);
+  __nv_bfloat16* out_tile = out + static_cast<int64_t>(q_begin + q0) * p.out_stride + h * D;
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+    StoreRows<D>(o[m], st[m], (warp * M + m) * 16 + g, rows, t, out_tile, p.out_stride);
 #else
   __trap();  // built for an architecture without bf16 mma: never launched there
 #endif
@@ -307,24 +333,24 @@ __global__ void __launch_bounds__(kThreads)
 
 bool Aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-template <int D>
+template <int D, int M>
 Status Launch(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s, Bf16* out,
               StreamHandle stream) {
   constexpr const char* kOp = "VarlenAttention";
-  const size_t smem = MmaLayout<D>::kBytes;
+  const size_t smem = MmaLayout<D, M>::kBytes;
   const VarlenParams p = MakeVarlenParams(s);
-  const dim3 grid(static_cast<unsigned>((s.max_seqlen_q + kTileQ - 1) / kTileQ),
+  const dim3 grid(static_cast<unsigned>((s.max_seqlen_q + kTileQ<M> - 1) / kTileQ<M>),
                   static_cast<unsigned>(s.num_heads), static_cast<unsigned>(s.num_seqs));
   // Every row of q, k and v on a 16-byte boundary (D is a multiple of 16): cp.async copies.
   const bool vec = Aligned16(q) && Aligned16(k) && Aligned16(v) && s.q_stride % 8 == 0 &&
                    s.k_stride % 8 == 0 && s.v_stride % 8 == 0;
   if (vec) {
-    MINERU_RETURN_IF_ERROR(AllowSharedMemory(MmaFlashKernel<D, true>, smem, kOp));
-    MmaFlashKernel<D, true>
+    MINERU_RETURN_IF_ERROR(AllowSharedMemory(MmaFlashKernel<D, M, true>, smem, kOp));
+    MmaFlashKernel<D, M, true>
         <<<grid, kThreads, smem, stream>>>(ToDevice(q), ToDevice(k), ToDevice(v), ToDevice(out), p);
   } else {
-    MINERU_RETURN_IF_ERROR(AllowSharedMemory(MmaFlashKernel<D, false>, smem, kOp));
-    MmaFlashKernel<D, false>
+    MINERU_RETURN_IF_ERROR(AllowSharedMemory(MmaFlashKernel<D, M, false>, smem, kOp));
+    MmaFlashKernel<D, M, false>
         <<<grid, kThreads, smem, stream>>>(ToDevice(q), ToDevice(k), ToDevice(v), ToDevice(out), p);
   }
   return LaunchStatus(kOp);
@@ -332,17 +358,24 @@ Status Launch(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttention
 
 }  // namespace
 
-bool VarlenMmaFits(const VarlenAttentionShape& s) {
-  const size_t smem = WithTensorCoreHeadDim(s.head_dim, size_t{0},
-                                            [](auto d) { return MmaLayout<decltype(d)::value>::kBytes; });
+bool VarlenMmaFits(const VarlenAttentionShape& s, int m_tiles) {
+  if (m_tiles != 1 && (m_tiles != 2 || s.head_dim > kMaxWideHeadDim)) return false;
+  const size_t smem = WithTensorCoreHeadDim(s.head_dim, size_t{0}, [&](auto d) {
+    return m_tiles == 1 ? MmaLayout<decltype(d)::value, 1>::kBytes : MmaLayout<decltype(d)::value, 2>::kBytes;
+  });
   return smem > 0 && s.num_seqs <= kMaxGridYZ && s.num_heads <= kMaxGridYZ && smem <= DeviceSharedOptin();
 }
 
 Status LaunchVarlenMma(const Bf16* q, const Bf16* k, const Bf16* v, const VarlenAttentionShape& s, Bf16* out,
-                       StreamHandle stream) {
-  return WithTensorCoreHeadDim(s.head_dim,
-                               InvalidArgumentError("VarlenAttention: no mma form for this head_dim"),
-                               [&](auto d) { return Launch<decltype(d)::value>(q, k, v, s, out, stream); });
+                       int m_tiles, StreamHandle stream) {
+  return WithTensorCoreHeadDim(
+      s.head_dim, InvalidArgumentError("VarlenAttention: no mma form for this head_dim"), [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        if constexpr (D <= kMaxWideHeadDim) {
+          if (m_tiles == 2) return Launch<D, 2>(q, k, v, s, out, stream);
+        }
+        return Launch<D, 1>(q, k, v, s, out, stream);
+      });
 }
 
 }  // namespace cuda

@@ -53,6 +53,8 @@ cu::VarlenKernel VarlenKernelFor(GpuAttention a) {
   switch (a) {
     case GpuAttention::kMma:
       return cu::VarlenKernel::kTensorCoreMma;
+    case GpuAttention::kMmaWide:
+      return cu::VarlenKernel::kTensorCoreMmaWide;
     case GpuAttention::kWmma:
       return cu::VarlenKernel::kTensorCoreWmma;
     case GpuAttention::kSimt:
