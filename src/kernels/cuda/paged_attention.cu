@@ -27,6 +27,8 @@ constexpr int kDecodeThreads = kDecodeWarps * kWarpSize;
 constexpr int kDecodeHeads = 8;  // query heads per block (the decoder's group is 7)
 constexpr int kDecodeDims = static_cast<int>(kMaxAttentionHeadDim) / kWarpSize;  // per lane
 constexpr int kMaxGridY = 65535;
+constexpr int kValueRows = 8;  // value rows a lane has in flight (divides the 32-key tile)
+static_assert(kWarpSize % kValueRows == 0, "value rows in whole groups of a tile");
 static_assert(kMaxAttentionHeadDim % kWarpSize == 0, "head dims split over a warp");
 
 struct DecodeParams {
@@ -77,19 +79,29 @@ __device__ __forceinline__ void DecodeTile(const DecodeParams& p, const D* vc, c
 #pragma unroll
     for (int i = 0; i < kDecodeDims; ++i) st.acc[g][i] *= alpha;
   }
-  for (int r = 0; r < kn; ++r) {
-    const D* v_row = vc + CacheRow(p, table, t0 + r) + kvh * hd;
-    float vv[kDecodeDims];
+  // The values, kValueRows rows at a time: every row's loads are issued before any is used (one
+  // row at a time, each load's latency was paid in turn). Rows past kn read nothing and add 0
+  // (their probabilities are 0 and their values 0).
+  for (int r0 = 0; r0 < kn; r0 += kValueRows) {
+    float vv[kValueRows][kDecodeDims];
 #pragma unroll
-    for (int i = 0; i < kDecodeDims; ++i) {
-      const int d = lane + kWarpSize * i;
-      vv[i] = d < hd ? Load(v_row + d) : 0.0f;
+    for (int u = 0; u < kValueRows; ++u) {
+      const int r = r0 + u;
+      const D* v_row = r < kn ? vc + CacheRow(p, table, t0 + r) + kvh * hd : vc;
+#pragma unroll
+      for (int i = 0; i < kDecodeDims; ++i) {
+        const int d = lane + kWarpSize * i;
+        vv[u][i] = r < kn && d < hd ? Load(v_row + d) : 0.0f;
+      }
     }
 #pragma unroll
-    for (int g = 0; g < kDecodeHeads; ++g) {
-      const float pg = __shfl_sync(0xffffffffu, pr[g], r);
+    for (int u = 0; u < kValueRows; ++u) {
 #pragma unroll
-      for (int i = 0; i < kDecodeDims; ++i) st.acc[g][i] += pg * vv[i];
+      for (int g = 0; g < kDecodeHeads; ++g) {
+        const float pg = __shfl_sync(0xffffffffu, pr[g], r0 + u);
+#pragma unroll
+        for (int i = 0; i < kDecodeDims; ++i) st.acc[g][i] += pg * vv[u][i];
+      }
     }
   }
 }
@@ -156,6 +168,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   float* kw = ks + warp * kWarpSize * ld;
   for (int t0 = warp * kWarpSize; t0 < ctx; t0 += kDecodeWarps * kWarpSize) {
     const int kn = min(kWarpSize, ctx - t0);
+#pragma unroll 4
     for (int r = 0; r < kn; ++r) {
       const D* k_row = kc + CacheRow(p, table, t0 + r) + kvh * hd;
       for (int d = lane; d < hd; d += kWarpSize) kw[r * ld + d] = Load(k_row + d);
