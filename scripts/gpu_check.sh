@@ -240,7 +240,7 @@ else
     run_bench vision_bf16_mma2 --device cuda --workload vision --model "$model" --gpu-precision bf16 \
       --gpu-attention mma2 --repeats 5
     run_bench vision_bf16_wmma --device cuda --workload vision --model "$model" --gpu-precision bf16 \
-      --gpu-attention wmma --repeats 5 --check
+      --gpu-attention wmma --repeats 5
   fi
   # The side-by-side anchor: transformers' ViT on the same weights, where PyTorch is installed.
   if [ "$(left_s 180)" -lt 30 ]; then
