@@ -86,6 +86,10 @@ def main(folder):
     if page and page_e:
         rows.append(("one page, decode steps without CUDA graphs", f"{page_e['page_s']:.2f} s "
                      f"(graphs {page_e['page_s'] / page['page_s']:.2f}x faster)", "", ""))
+    page_n = load(folder, "page_nosplit")
+    if page and page_n:
+        rows.append(("one page, decode attention unsplit (`--gpu-decode-split off`)", f"{page_n['page_s']:.2f} s "
+                     f"(the split {page_n['page_s'] / page['page_s']:.2f}x faster)", "", ""))
     if dec and dec_e and "decode_tok_s" in dec_e:
         rows.append(("decode at 256, without CUDA graphs", f"{dec_e['decode_tok_s']:.0f} tok/s "
                      f"(graphs {dec['decode_tok_s'] / dec_e['decode_tok_s']:.2f}x faster)", "", ""))

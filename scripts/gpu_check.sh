@@ -236,6 +236,8 @@ else
     run_bench page_eager --device cuda --workload page --model "$model" --gpu-graphs off
     run_bench decode256_eager --device cuda --workload decode --model "$model" --concurrency 256 \
       --prompt-tokens 128 --new-tokens 128 --batch-tokens 8192 --gpu-graphs off
+    # One page with unsplit decode attention: what the split (flash-decoding) gives few sequences.
+    run_bench page_nosplit --device cuda --workload page --model "$model" --gpu-decode-split off
     # The ViT with the other tensor-core attention forms: what each gives end to end.
     run_bench vision_bf16_mma2 --device cuda --workload vision --model "$model" --gpu-precision bf16 \
       --gpu-attention mma2 --repeats 5

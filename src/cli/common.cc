@@ -108,6 +108,11 @@ void AddDeviceFlags(CLI::App* c, DeviceFlags* f) {
                 "Decode steps on the GPU as recorded CUDA graphs (one launch a step): on or off")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  c->add_option("--gpu-decode-split", f->gpu_decode_split,
+                "Decode steps of few sequences on the GPU split each context over several thread blocks "
+                "(flash-decoding): on or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   c->add_option("--gpu-attention", f->gpu_attention,
                 "The ViT's and the prefill's attention kernel on the GPU: auto (mma tensor cores where the "
                 "head fits), mma, mma2 (32 query rows a warp), wmma or simt")
@@ -144,6 +149,7 @@ StatusOr<DeviceOptions> ResolveDevice(const DeviceFlags& f, bool quiet) {
   o.gpu_fp32 = f.gpu_precision == "fp32";
   o.gpu_graphs = f.gpu_graphs == "on";
   o.gpu_attention = ParseGpuAttention(f.gpu_attention);
+  o.gpu_decode_split = f.gpu_decode_split == "on";
   if (f.device == "cpu") return o;
 #if MINERU_HAVE_CUDA
   const StatusOr<kernels::cuda::CudaDeviceInfo> gpu = kernels::cuda::ProbeUsableCudaDevice(0);

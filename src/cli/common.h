@@ -46,14 +46,16 @@ void ConfigureAllocatorForModel();
 // --kv-cache auto|f32|f16: the KV cache's element type (EngineConfig::kv_type).
 void AddKvCacheFlag(CLI::App* c, KvCacheType* type);
 
-// --device cpu|cuda|auto, --gpu-memory, --gpu-precision, --gpu-graphs and --gpu-attention: where the model
-// runs (EngineConfig::device). Resolved by ResolveDevice once the command runs.
+// --device cpu|cuda|auto, --gpu-memory, --gpu-precision, --gpu-graphs, --gpu-decode-split and
+// --gpu-attention: where the model runs (EngineConfig::device). Resolved by ResolveDevice once the
+// command runs.
 struct DeviceFlags {
   std::string device = "cpu";
   double gpu_memory = 0.9;
   std::string gpu_precision = "bf16";
   std::string gpu_graphs = "on";
   std::string gpu_attention = "auto";
+  std::string gpu_decode_split = "on";
   int batch_tokens = 0;  // --batch-tokens (AddBatchFlags); 0: the device's default
   int max_seqs = 0;      // --max-seqs (AddBatchFlags); 0: the device's default
 };

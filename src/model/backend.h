@@ -27,7 +27,8 @@ enum class ComputeDevice { kCpu, kCuda };
 // tensor cores).
 enum class GpuAttention { kAuto, kMma, kMmaWide, kWmma, kSimt };
 
-// What `--device`, `--gpu-precision`, `--gpu-memory`, `--gpu-graphs` and `--gpu-attention` ask for.
+// What `--device`, `--gpu-precision`, `--gpu-memory`, `--gpu-graphs`, `--gpu-attention` and
+// `--gpu-decode-split` ask for.
 struct DeviceOptions {
   ComputeDevice device = ComputeDevice::kCpu;
   bool gpu_fp32 = false;        // fp32 weights and activations on the GPU (tests); bf16 otherwise
@@ -35,6 +36,7 @@ struct DeviceOptions {
   int64_t gpu_max_patches = 0;  // patches per vision pass on the GPU (0: the backend's default)
   bool gpu_graphs = true;       // decode steps as CUDA graphs (model/cuda/decoder_cuda.h)
   GpuAttention gpu_attention = GpuAttention::kAuto;
+  bool gpu_decode_split = true;  // decode steps of few sequences split their contexts (flash-decoding)
 };
 
 // What sampling needs of one row of logits: the whole row, or candidates (engine/sampler.h's

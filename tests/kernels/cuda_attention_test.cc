@@ -258,10 +258,12 @@ struct PagedCase {
   std::vector<int64_t> contexts;  // per sequence
 };
 
+// split_keys > 0: the split (flash-decoding) form, chunks of that many keys.
 template <typename T>
-void CheckPaged(cu::StreamHandle stream, const PagedCase& c) {
-  std::string what = std::string("PagedDecodeAttention ") + TypeName<T>() + " " + std::to_string(c.heads) +
-                     "/" + std::to_string(c.kv_heads) + "x" + std::to_string(c.head_dim) + " block " +
+void CheckPaged(cu::StreamHandle stream, const PagedCase& c, int64_t split_keys = 0) {
+  std::string what = std::string("PagedDecodeAttention ") + TypeName<T>() + " split " +
+                     std::to_string(split_keys) + " " + std::to_string(c.heads) + "/" +
+                     std::to_string(c.kv_heads) + "x" + std::to_string(c.head_dim) + " block " +
                      std::to_string(c.block_size) + " contexts";
   for (int64_t n : c.contexts) what += " " + std::to_string(n);
   const int64_t qd = c.heads * c.head_dim, kd = c.kv_heads * c.head_dim, bs = c.block_size;
@@ -334,6 +336,12 @@ void CheckPaged(cu::StreamHandle stream, const PagedCase& c) {
   s.block_stride = block_stride;
   s.row_stride = kd;
   s.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  s.split_keys = split_keys;
+  // The workspace starts as NaN: the merge must read only what the chunks wrote.
+  const int64_t ws = cu::PagedDecodeWorkspaceFloats(s);
+  CUDA_TEST_ASSIGN(DeviceArray<float> dws,
+                   ToDevice<float>(std::vector<float>(static_cast<size_t>(std::max<int64_t>(1, ws)), NAN)));
+  s.workspace = split_keys > 0 ? dws.data() : nullptr;
   const T* dk = dpool.data() + layer * 2 * bs * kd;
   CUDA_TEST_ASSERT_OK(cu::PagedDecodeAttention(dq.data(), dk, dk + bs * kd, s, dout.data(), stream));
   CUDA_TEST_ASSIGN(std::vector<float> got, ToHost(dout));
@@ -341,30 +349,39 @@ void CheckPaged(cu::StreamHandle stream, const PagedCase& c) {
 }
 
 template <typename T>
-void PagedSuite(cu::StreamHandle stream) {
+void PagedSuite(cu::StreamHandle stream, int64_t split_keys = 0) {
   // The decoder (14 over 2 heads of 64) with the engine's 16-token blocks: a context of 1, exactly
   // a block, a block + 1, none, and a batch of many different lengths.
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, {1}}));
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, {16}}));
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, {17}}));
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, {0, 5, 0}}));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, {1}}, split_keys));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, {16}}, split_keys));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, {17}}, split_keys));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, {0, 5, 0}}, split_keys));
   std::vector<int64_t> many;
   std::mt19937 rng(3);
   for (int i = 0; i < 37; ++i) many.push_back(1 + static_cast<int64_t>(rng() % 700));
   many.push_back(128);
   many.push_back(129);
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, many}));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 16, many}, split_keys));
   // The CPU decoder's own 256-token blocks; a long context over many warps' tiles.
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 256, {255, 256, 257, 1500}}));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 256, {255, 256, 257, 1500}}, split_keys));
   // No GQA; a group of 16 (two chunks of heads per block); a head of 128; odd sizes.
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {16, 16, 80, 16, {1, 33, 300}}));
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {16, 1, 64, 7, {1, 7, 8, 99}}));
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {4, 2, 128, 16, {3, 200}}));
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {3, 3, 5, 1, {1, 2, 65}}));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {16, 16, 80, 16, {1, 33, 300}}, split_keys));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {16, 1, 64, 7, {1, 7, 8, 99}}, split_keys));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {4, 2, 128, 16, {3, 200}}, split_keys));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {3, 3, 5, 1, {1, 2, 65}}, split_keys));
 }
 
 TEST_F(CudaAttentionTest, PagedDecodeF32) { PagedSuite<float>(stream()); }
 TEST_F(CudaAttentionTest, PagedDecodeBf16) { PagedSuite<Bf16>(stream()); }
+// The split form: chunks of one and of two tiles' worth of keys per warp group (contexts under,
+// at and past a chunk, empty ones, chunks past a context that must stay unread).
+TEST_F(CudaAttentionTest, PagedDecodeSplit) {
+  for (int64_t split : {int64_t{128}, int64_t{256}}) {
+    SCOPED_TRACE(split);
+    ASSERT_NO_FATAL_FAILURE(PagedSuite<float>(stream(), split));
+    ASSERT_NO_FATAL_FAILURE(PagedSuite<Bf16>(stream(), split));
+  }
+}
 
 // Argument checks happen before anything touches the device: these run everywhere.
 TEST(CudaAttentionArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
@@ -442,6 +459,21 @@ TEST(CudaAttentionArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
   pbad = p;
   pbad.num_kv_heads = 0;
   EXPECT_EQ(paged(pbad), StatusCode::kInvalidArgument);
+  pbad = p;
+  pbad.split_keys = 100;  // not a multiple of kPagedDecodeSplitUnit
+  pbad.workspace = fake;
+  EXPECT_EQ(paged(pbad), StatusCode::kInvalidArgument);
+  pbad.split_keys = cu::kPagedDecodeSplitUnit;
+  pbad.workspace = nullptr;  // a split without a workspace
+  EXPECT_EQ(paged(pbad), StatusCode::kInvalidArgument);
+  // The workspace a split needs: every head of every sequence, per chunk, head_dim + 2 floats.
+  pbad.block_table_stride = 4, pbad.block_size = 16;  // 64 keys: one chunk of 128
+  EXPECT_EQ(cu::PagedDecodeSplits(pbad), 1);
+  EXPECT_EQ(cu::PagedDecodeWorkspaceFloats(pbad), 3 * 14 * 1 * 66);
+  pbad.block_table_stride = 17;  // 272 keys: three chunks
+  EXPECT_EQ(cu::PagedDecodeSplits(pbad), 3);
+  pbad.split_keys = 0;
+  EXPECT_EQ(cu::PagedDecodeWorkspaceFloats(pbad), 0);
   pbad = p;
   pbad.num_seqs = 0;
   EXPECT_TRUE(

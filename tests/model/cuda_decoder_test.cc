@@ -384,6 +384,77 @@ TEST_F(CudaDecoderTest, GraphStepsMatchEagerSteps) {
   EXPECT_EQ(gpu_->graph_error(), "");
 }
 
+// Decode steps whose contexts are split over chunks (flash-decoding, EnableDecodeSplit) give the
+// logits of unsplit steps: two sequences with contexts past one chunk of keys.
+TEST_F(CudaDecoderTest, SplitDecodeStepsMatchUnsplitSteps) {
+  ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kF32));
+  const TextConfig& t = model_->config().text;
+  auto plain = CudaDecoder::Create(t, model_->weights().text, model_->kernel_config(), CudaPrecision::kF32);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  auto plain_kv = CudaKvCache::Allocate(kBlocks, kBlockSize, t.num_layers,
+                                        int64_t{t.num_kv_heads} * t.head_dim, CudaPrecision::kF32);
+  ASSERT_TRUE(plain_kv.ok()) << plain_kv.status().ToString();
+  constexpr int kSms = 1000;  // as if the GPU had 1,000 SMs: two sequences' steps always split
+  gpu_->EnableDecodeSplit(kSms);
+  const Prompt p = MakePrompt(Golden("tiny", "text_only"));
+  const int64_t V = t.vocab_size, Hd = t.hidden_size, room = kBlocks / 2 * kBlockSize;
+  std::vector<std::vector<int32_t>> tables(2, std::vector<int32_t>(kBlocks / 2));
+  for (int q = 0; q < 2; ++q) std::iota(tables[q].begin(), tables[q].end(), q * (kBlocks / 2));
+  // Prompts of about 300 and 200 tokens: the tiny prompt's embeddings repeated, positions counted on.
+  std::vector<int64_t> len = {std::max<int64_t>(1, 300 / p.n) * p.n, std::max<int64_t>(1, 200 / p.n) * p.n};
+  constexpr int kSteps = 40;
+  ASSERT_LE(len[0] + kSteps, room);
+  std::vector<std::vector<int64_t>> pos(2);
+  std::vector<float> embeds;
+  std::vector<BatchSegment> prefill;
+  for (int q = 0; q < 2; ++q) {
+    pos[q].resize(static_cast<size_t>(len[q]));
+    std::iota(pos[q].begin(), pos[q].end(), 0);
+    for (int64_t r = 0; r < len[q] / p.n; ++r) embeds.insert(embeds.end(), p.embeds.begin(), p.embeds.end());
+  }
+  for (int q = 0; q < 2; ++q) {
+    BatchSegment s;
+    s.n = len[q];
+    s.pos_t = s.pos_h = s.pos_w = pos[q].data();
+    s.block_table = tables[q].data();
+    prefill.push_back(s);
+  }
+  auto both = [&](const std::vector<float>& e, const std::vector<BatchSegment>& segs) {
+    ASSERT_TRUE(gpu_->ForwardBatch(e.data(), segs, kv_.get()).ok());
+    ASSERT_TRUE((*plain)->ForwardBatch(e.data(), segs, &*plain_kv).ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(both(embeds, prefill));
+  std::vector<float> want(2 * static_cast<size_t>(V));
+  ASSERT_TRUE(
+      (*plain)
+          ->Logits({static_cast<int32_t>(len[0] - 1), static_cast<int32_t>(len[0] + len[1] - 1)}, want.data())
+          .ok());
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<float> e(2 * static_cast<size_t>(Hd));
+    std::vector<int64_t> at(2);
+    std::vector<BatchSegment> segs;
+    for (int q = 0; q < 2; ++q) {
+      const int32_t tok = ArgMax(want.data() + q * V, V);
+      model_->decoder().Embed(&tok, 1, e.data() + q * Hd, model_->kernel_config());
+      at[q] = len[q];
+      BatchSegment s;
+      s.n = 1;
+      s.past = len[q]++;
+      s.pos_t = s.pos_h = s.pos_w = &at[q];
+      s.block_table = tables[q].data();
+      segs.push_back(s);
+    }
+    ASSERT_NO_FATAL_FAILURE(both(e, segs));
+    const std::vector<float> got = GpuLogits({0, 1});
+    ASSERT_TRUE((*plain)->Logits({0, 1}, want.data()).ok());
+    ExpectClose(got, want, 1e-4f, 1e-4f, "split step " + std::to_string(step));
+    for (int q = 0; q < 2; ++q) EXPECT_EQ(ArgMax(got.data() + q * V, V), ArgMax(want.data() + q * V, V));
+  }
+  // The steps did split (the shape's chunk is below the context's keys).
+  const int64_t stride = (len[0] + kBlockSize - 1) / kBlockSize;
+  EXPECT_GT(CudaDecoder::DecodeSplitKeys(2, t.num_kv_heads, stride, kBlockSize, kSms), 0);
+}
+
 // Malformed batches are refused before anything is queued, and the decoder stays usable.
 TEST_F(CudaDecoderTest, RefusesMalformedBatches) {
   ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kBf16));
@@ -425,6 +496,22 @@ TEST(CudaBackendReserveTest, GrowsWithTheStepAndStaysSane) {
 }
 
 // Runs everywhere: a graph step's rows (powers of two up to 8, then multiples of 16).
+// The split policy: only steps whose (sequence, KV head) blocks leave SMs idle, in chunks of a
+// multiple of 128 keys making about two blocks an SM, never one chunk for the whole context.
+TEST(CudaDecoderArgsTest, DecodeSplitKeysSplitOnlyWhatLeavesTheGpuIdle) {
+  EXPECT_EQ(CudaDecoder::DecodeSplitKeys(1, 2, 128, 16, 0), 0);       // off
+  EXPECT_EQ(CudaDecoder::DecodeSplitKeys(256, 2, 128, 16, 132), 0);   // 512 blocks fill 132 SMs
+  EXPECT_EQ(CudaDecoder::DecodeSplitKeys(1, 2, 128, 16, 132), 128);   // 2 blocks: the smallest chunk
+  EXPECT_EQ(CudaDecoder::DecodeSplitKeys(21, 2, 128, 16, 132), 384);  // 42 blocks: 7 chunks of 2,048 keys
+  EXPECT_EQ(CudaDecoder::DecodeSplitKeys(1, 2, 8, 16, 132), 0);       // 128 keys: one chunk, no split
+  EXPECT_EQ(CudaDecoder::DecodeSplitKeys(0, 2, 8, 16, 132), 0);
+  for (int64_t seqs : {1, 5, 21, 65}) {
+    const int64_t chunk = CudaDecoder::DecodeSplitKeys(seqs, 2, 256, 16, 132);
+    EXPECT_EQ(chunk % 128, 0) << seqs;
+    EXPECT_LT(chunk, 256 * 16) << seqs;
+  }
+}
+
 TEST(CudaDecoderArgsTest, GraphRowsRoundUp) {
   const std::vector<std::pair<int64_t, int64_t>> cases = {
       {1, 1}, {2, 2}, {3, 4}, {5, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {250, 256}, {256, 256}};

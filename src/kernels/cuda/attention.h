@@ -91,7 +91,18 @@ struct PagedDecodeShape {
   int64_t block_stride = 0;               // elements from one block id to the next
   int64_t row_stride = 0;                 // elements between a block's rows (>= num_kv_heads * head_dim)
   float scale = 1.0f;
+  // > 0 (a multiple of kPagedDecodeSplitUnit): each context is cut into chunks of split_keys keys,
+  // computed by separate thread blocks and merged by a second kernel (flash-decoding), for steps of
+  // few sequences over long contexts. The grid has PagedDecodeSplits() chunks a sequence (fixed by
+  // block_table_stride, so a recorded graph stays valid as contexts grow); workspace (device) holds
+  // PagedDecodeWorkspaceFloats() floats, overwritten. Same result as unsplit to fp32 rounding.
+  int64_t split_keys = 0;
+  float* workspace = nullptr;
 };
+constexpr int64_t kPagedDecodeSplitUnit = 128;
+// Chunks a sequence with split_keys (1 without a split), and the workspace that needs.
+int64_t PagedDecodeSplits(const PagedDecodeShape& s);
+int64_t PagedDecodeWorkspaceFloats(const PagedDecodeShape& s);
 Status PagedDecodeAttention(const float* q, const float* k_cache, const float* v_cache,
                             const PagedDecodeShape& s, float* out, StreamHandle stream = nullptr);
 Status PagedDecodeAttention(const Bf16* q, const Bf16* k_cache, const Bf16* v_cache,

@@ -8,10 +8,16 @@
 // reading the tile's values row by row from the cache. At the end the warps' states are merged
 // in shared memory, as flash-decoding merges its splits.
 //
-// A split of long contexts over several blocks (for a handful of sequences with long contexts) is
-// a later step behind the same signature.
+// Split (PagedDecodeShape::split_keys > 0, flash-decoding): a third grid dimension cuts each
+// context into chunks of split_keys keys, one block each, which writes its heads' unnormalised
+// partial state (accumulator, maximum, sum) to the workspace instead of the output; a second
+// kernel merges a sequence's chunks. A step of few sequences (one page's requests) then keeps more
+// than a handful of the GPU's SMs busy. The grid is fixed by the block-table stride (chunks past a
+// sequence's context return at once), so a recorded CUDA graph stays valid as contexts grow.
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_internal.h"
@@ -32,7 +38,9 @@ static_assert(kWarpSize % kValueRows == 0, "value rows in whole groups of a tile
 static_assert(kMaxAttentionHeadDim % kWarpSize == 0, "head dims split over a warp");
 
 struct DecodeParams {
-  int group, head_dim, chunks;
+  int group, head_dim, chunks, num_heads;
+  int split_keys, max_splits;  // split_keys 0: no split (max_splits 1)
+  float* partial;              // with a split: [num_seqs][num_heads][max_splits][head_dim + 2]
   int64_t q_stride, out_stride;
   const int32_t* context_lens;
   const int32_t* block_tables;
@@ -106,9 +114,12 @@ __device__ __forceinline__ void DecodeTile(const DecodeParams& p, const D* vc, c
   }
 }
 
-// Merges the warps' states (written to scratch) into the block's nh output heads.
+// Merges the warps' states (written to scratch) into the block's nh output heads; with `partial`
+// (a split), into head g's unnormalised state there instead: accumulator at [g * part_stride, + hd),
+// maximum and sum after it.
 template <typename D>
-__device__ __forceinline__ void MergeWarps(const HeadState& st, int hd, int nh, float* scratch, D* o) {
+__device__ __forceinline__ void MergeWarps(const HeadState& st, int hd, int nh, float* scratch, D* o,
+                                           float* partial, int64_t part_stride) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   float* ms = scratch;                             // [kDecodeWarps][kDecodeHeads]
   float* ls = ms + kDecodeWarps * kDecodeHeads;    // [kDecodeWarps][kDecodeHeads]
@@ -135,7 +146,13 @@ __device__ __forceinline__ void MergeWarps(const HeadState& st, int hd, int nh, 
         a += accs[(w * kDecodeHeads + g) * hd + d] * f;
       }
     }
-    Store(o + g * hd + d, l > 0.0f ? a / l : 0.0f);
+    if (partial != nullptr) {
+      float* ps = partial + g * part_stride;
+      ps[d] = a;
+      if (d == 0) ps[hd] = m, ps[hd + 1] = l;
+    } else {
+      Store(o + g * hd + d, l > 0.0f ? a / l : 0.0f);
+    }
   }
 }
 
@@ -144,7 +161,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     PagedDecodeKernel(const D* q, const D* kc, const D* vc, D* out, DecodeParams p) {
   extern __shared__ float smem[];
   const int hd = p.head_dim, ld = hd + 1;
-  const int seq = blockIdx.x, kvh = blockIdx.y / p.chunks;
+  const int seq = blockIdx.x, kvh = blockIdx.y / p.chunks, split = blockIdx.z;
   const int h0 = kvh * p.group + (blockIdx.y % p.chunks) * kDecodeHeads;
   const int nh = min(kDecodeHeads, (kvh + 1) * p.group - h0);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -153,6 +170,11 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int32_t* table = p.block_tables + seq * p.table_stride;
   // Never past the block-table row, whatever context_lens says.
   const int ctx = max(0, min(p.context_lens[seq], static_cast<int>(p.table_stride * p.block_size)));
+  // This block's keys [lo, hi): the whole context, or the split's chunk of it. A chunk past the
+  // context is never read by the merge (chunk 0 always runs: an empty context writes its state).
+  const int lo = p.split_keys > 0 ? split * p.split_keys : 0;
+  const int hi = p.split_keys > 0 ? min(ctx, lo + p.split_keys) : ctx;
+  if (split > 0 && lo >= ctx) return;  // uniform over the block
   for (int idx = threadIdx.x; idx < kDecodeHeads * hd; idx += kDecodeThreads) {
     const int g = idx / hd, d = idx % hd;
     qs[idx] = g < nh ? Load(q + seq * p.q_stride + (h0 + g) * hd + d) : 0.0f;
@@ -166,8 +188,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int i = 0; i < kDecodeDims; ++i) st.acc[g][i] = 0.0f;
   }
   float* kw = ks + warp * kWarpSize * ld;
-  for (int t0 = warp * kWarpSize; t0 < ctx; t0 += kDecodeWarps * kWarpSize) {
-    const int kn = min(kWarpSize, ctx - t0);
+  for (int t0 = lo + warp * kWarpSize; t0 < hi; t0 += kDecodeWarps * kWarpSize) {
+    const int kn = min(kWarpSize, hi - t0);
 #pragma unroll 4
     for (int r = 0; r < kn; ++r) {
       const D* k_row = kc + CacheRow(p, table, t0 + r) + kvh * hd;
@@ -178,7 +200,35 @@ __global__ void __launch_bounds__(kDecodeThreads)
     __syncwarp();  // the tile's keys read before the next tile overwrites them
   }
   __syncthreads();  // every warp is done with its keys: ks becomes the merge's scratch
-  MergeWarps(st, hd, nh, ks, out + seq * p.out_stride + h0 * hd);
+  const int64_t part_stride = static_cast<int64_t>(p.max_splits) * (hd + 2);
+  float* partial = p.split_keys > 0
+                       ? p.partial + (static_cast<int64_t>(seq) * p.num_heads + h0) * part_stride +
+                             static_cast<int64_t>(split) * (hd + 2)
+                       : nullptr;
+  MergeWarps(st, hd, nh, ks, out + seq * p.out_stride + h0 * hd, partial, part_stride);
+}
+
+// A split step's second kernel: one block per (sequence, head), one thread per dimension, merging
+// the chunks that hold keys (as MergeWarps merges warps) into the output.
+template <typename D>
+__global__ void __launch_bounds__(kDecodeThreads) PagedDecodeMergeKernel(D* out, DecodeParams p) {
+  const int seq = blockIdx.x, h = blockIdx.y, hd = p.head_dim, d = threadIdx.x;
+  if (d >= hd) return;
+  const int ctx = max(0, min(p.context_lens[seq], static_cast<int>(p.table_stride * p.block_size)));
+  const int used = max(1, min(p.max_splits, (ctx + p.split_keys - 1) / p.split_keys));
+  const float* ps = p.partial + (static_cast<int64_t>(seq) * p.num_heads + h) * p.max_splits * (hd + 2);
+  float m = -INFINITY;
+  for (int c = 0; c < used; ++c) m = fmaxf(m, ps[c * (hd + 2) + hd]);
+  float l = 0.0f, a = 0.0f;
+  if (m != -INFINITY) {  // else no key at all: zeros
+    for (int c = 0; c < used; ++c) {
+      const float* pc = ps + c * (hd + 2);
+      const float f = expf(pc[hd] - m);  // 0 for a chunk that saw no key
+      l += pc[hd + 1] * f;
+      a += pc[d] * f;
+    }
+  }
+  Store(out + seq * p.out_stride + static_cast<int64_t>(h) * hd + d, l > 0.0f ? a / l : 0.0f);
 }
 
 Status CheckDecode(const char* op, const PagedDecodeShape& s) {
@@ -195,8 +245,15 @@ Status CheckDecode(const char* op, const PagedDecodeShape& s) {
                                 " (need >= 1, and at most 2^30 tokens a sequence)");
   }
   const int64_t chunks = (s.num_heads / s.num_kv_heads + kDecodeHeads - 1) / kDecodeHeads;
-  if (s.num_kv_heads * chunks > kMaxGridY || s.num_seqs > (int64_t{1} << 31) - 1) {
+  if (s.num_kv_heads * chunks > kMaxGridY || s.num_heads > kMaxGridY || s.num_seqs > (int64_t{1} << 31) - 1) {
     return InvalidArgumentError(std::string(op) + ": too many heads or sequences for one launch");
+  }
+  if (s.split_keys < 0 || s.split_keys % kPagedDecodeSplitUnit != 0) {
+    return InvalidArgumentError(std::string(op) + ": split_keys " + std::to_string(s.split_keys) +
+                                " (need 0 or a multiple of " + std::to_string(kPagedDecodeSplitUnit) + ")");
+  }
+  if (s.split_keys > 0 && PagedDecodeSplits(s) > kMaxGridY) {
+    return InvalidArgumentError(std::string(op) + ": more than 65,535 chunks of split_keys a context");
   }
   return Status::Ok();
 }
@@ -208,6 +265,10 @@ Status LaunchDecode(const T* q, const T* k_cache, const T* v_cache, const PagedD
   MINERU_RETURN_IF_ERROR(CheckDecode(kOp, s));
   if (s.num_seqs == 0) return Status::Ok();
   MINERU_RETURN_IF_ERROR(CheckPointers(kOp, {q, k_cache, v_cache, out, s.context_lens, s.block_tables}));
+  if (s.split_keys > 0 && s.workspace == nullptr) {
+    return InvalidArgumentError(std::string(kOp) +
+                                ": a split needs a workspace (PagedDecodeWorkspaceFloats)");
+  }
   const int64_t hd = s.head_dim;
   const size_t smem =
       sizeof(float) * static_cast<size_t>(kDecodeHeads * hd + kDecodeWarps * kWarpSize * (hd + 1));
@@ -226,13 +287,33 @@ Status LaunchDecode(const T* q, const T* k_cache, const T* v_cache, const PagedD
   p.block_stride = s.block_stride;
   p.row_stride = s.row_stride;
   p.scale = s.scale;
-  const dim3 grid(static_cast<unsigned>(s.num_seqs), static_cast<unsigned>(s.num_kv_heads * p.chunks));
+  p.num_heads = static_cast<int>(s.num_heads);
+  p.split_keys = static_cast<int>(s.split_keys);
+  p.max_splits = s.split_keys > 0 ? static_cast<int>(PagedDecodeSplits(s)) : 1;
+  p.partial = s.workspace;
+  const dim3 grid(static_cast<unsigned>(s.num_seqs), static_cast<unsigned>(s.num_kv_heads * p.chunks),
+                  static_cast<unsigned>(p.max_splits));
   PagedDecodeKernel<D><<<grid, kDecodeThreads, smem, stream>>>(ToDevice(q), ToDevice(k_cache),
                                                                ToDevice(v_cache), ToDevice(out), p);
+  if (s.split_keys == 0) return LaunchStatus(kOp);
+  MINERU_RETURN_IF_ERROR(LaunchStatus(kOp));
+  const dim3 merge(static_cast<unsigned>(s.num_seqs), static_cast<unsigned>(s.num_heads));
+  PagedDecodeMergeKernel<D><<<merge, kDecodeThreads, 0, stream>>>(ToDevice(out), p);
   return LaunchStatus(kOp);
 }
 
 }  // namespace
+
+int64_t PagedDecodeSplits(const PagedDecodeShape& s) {
+  if (s.split_keys <= 0) return 1;
+  const int64_t keys = std::max<int64_t>(1, s.block_table_stride * s.block_size);
+  return (keys + s.split_keys - 1) / s.split_keys;
+}
+
+int64_t PagedDecodeWorkspaceFloats(const PagedDecodeShape& s) {
+  if (s.split_keys <= 0) return 0;
+  return s.num_seqs * s.num_heads * PagedDecodeSplits(s) * (s.head_dim + 2);
+}
 
 Status PagedDecodeAttention(const float* q, const float* k_cache, const float* v_cache,
                             const PagedDecodeShape& s, float* out, StreamHandle stream) {

@@ -105,6 +105,10 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Qwen2VLModel& m
         " (raise --gpu-memory, lower --batch-tokens or use a larger GPU)");
   }
   b->attention_ = c.device.gpu_attention;
+  b->split_ = c.device.gpu_decode_split;
+  // The split decode attention's workspace is a few hundred KiB (it splits only steps whose blocks
+  // leave SMs idle, into about two blocks an SM): within the reserve's slack.
+  b->decoder_->EnableDecodeSplit(c.device.gpu_decode_split ? b->device_.sm_count : 0);
   b->decoder_->SetAttentionKernel(VarlenKernelFor(c.device.gpu_attention));
   b->graphs_ = c.device.gpu_graphs;
   if (c.device.gpu_graphs) b->decoder_->EnableGraphs(c.max_seqs > 0 ? c.max_seqs : kDefaultGraphRows);
@@ -145,7 +149,8 @@ std::string CudaBackend::Describe() const {
   return cu::DescribeCudaDevice(device_) + ", " + CudaPrecisionName(precision_) + ", KV cache " +
          std::to_string(kv_.num_blocks()) + " blocks (" + std::to_string(kv_.bytes() >> 20) +
          " MiB), weights " + std::to_string(weight_bytes() >> 20) + " MiB, attention " +
-         cu::VarlenKernelName(VarlenKernelFor(attention_)) + ", decode graphs " +
+         cu::VarlenKernelName(VarlenKernelFor(attention_)) + ", decode split " + (split_ ? "on" : "off") +
+         ", decode graphs " +
          (decoder_->graph_error().empty() ? (graphs_ ? "on" : "off")
                                           : "off (" + decoder_->graph_error() + ")");
 }

@@ -69,6 +69,7 @@ class CudaBackend : public ModelBackend {
   int64_t max_patches_ = 0;
   bool graphs_ = false;                           // decode steps as CUDA graphs (DeviceOptions::gpu_graphs)
   GpuAttention attention_ = GpuAttention::kAuto;  // DeviceOptions::gpu_attention
+  bool split_ = false;                            // DeviceOptions::gpu_decode_split
   std::unique_ptr<CudaVisionEncoder> vision_;
   std::unique_ptr<CudaDecoder> decoder_;
   CudaKvCache kv_;

@@ -110,6 +110,8 @@ struct CudaDecoder::Batch {
   int64_t prefill_seqs = 0;         // segments with n > 1: the rows after them
   int64_t max_q = 0, ctx_rows = 0;  // longest prefill n; context rows gathered for the prefills
   int64_t table_stride = 0;         // entries per block-table row of the decode segments
+  int64_t split_keys = 0;           // the decode attention's chunk (DecodeSplitKeys); 0: unsplit
+  int64_t block_size = 0;           // the KV cache's tokens per block
   std::vector<int32_t> meta;
   int64_t slots = 0, cu_q = 0, cu_k = 0, ctx_lens = 0, tables = 0, gather = 0;
   std::vector<float> cos, sin;
@@ -139,7 +141,7 @@ StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(const TextConfig& con
 size_t CudaDecoder::activation_bytes() const {
   size_t n = 0;
   for (const GrowingBuffer* b : {&embeds_, &x_, &normed_, &qkv_, &attn_, &gate_, &up_, &kctx_, &vctx_, &cos_,
-                                 &sin_, &meta_, &hidden_, &rows_, &picked_, &logits_}) {
+                                 &sin_, &meta_, &hidden_, &rows_, &picked_, &logits_, &split_}) {
     n += b->size();
   }
   return n;
@@ -267,7 +269,18 @@ Status CudaDecoder::Prepare(const std::vector<BatchSegment>& segs, CudaKvCache* 
   append(gather, &b->gather);
   append(tables, &b->tables);
   if (b->run_rows > 0) host_.RopeTables(b->run_rows, pt.data(), ph.data(), pw.data(), &b->cos, &b->sin);
+  b->block_size = bs;
+  b->split_keys = DecodeSplitKeys(b->decode_seqs, c_.num_kv_heads, b->table_stride, bs, split_sms_);
   return Status::Ok();
+}
+
+int64_t CudaDecoder::DecodeSplitKeys(int64_t seqs, int64_t kv_heads, int64_t table_stride, int64_t block_size,
+                                     int sms) {
+  const int64_t blocks = seqs * kv_heads, keys = table_stride * block_size;
+  if (sms <= 0 || blocks <= 0 || blocks >= sms) return 0;
+  const int64_t splits = (2 * int64_t{sms} + blocks - 1) / blocks, unit = cu::kPagedDecodeSplitUnit;
+  const int64_t chunk = std::max(unit, ((keys + splits - 1) / splits + unit - 1) / unit * unit);
+  return chunk >= keys ? 0 : chunk;
 }
 
 // Rows [0, decode_seqs): one query per sequence through the block tables (PagedDecodeAttention);
@@ -298,6 +311,8 @@ Status CudaDecoder::Attend(int layer, const Batch& b, CudaKvCache* kv) {
     p.block_stride = L.block_stride;
     p.row_stride = L.row_stride;
     p.scale = scale;
+    p.split_keys = b.split_keys;
+    p.workspace = b.split_keys > 0 ? split_.as<float>() : nullptr;
     MINERU_RETURN_IF_ERROR(cu::PagedDecodeAttention(qkv_.as<T>(), kc, vc, p, attn_.as<T>(), s));
   }
   if (b.prefill_seqs == 0) return Status::Ok();
@@ -390,8 +405,8 @@ int64_t CudaDecoder::GraphRows(int64_t rows) {
 
 // What a recorded step's kernels point at: a replay is valid while all of it is unchanged.
 std::vector<const void*> CudaDecoder::GraphBindings(const CudaKvCache& kv) const {
-  return {kv.data(),    x_.data(),  embeds_.data(), normed_.data(), qkv_.data(),  attn_.data(),
-          gate_.data(), up_.data(), cos_.data(),    sin_.data(),    meta_.data(), hidden_.data()};
+  return {kv.data(),  x_.data(),   embeds_.data(), normed_.data(), qkv_.data(),    attn_.data(), gate_.data(),
+          up_.data(), cos_.data(), sin_.data(),    meta_.data(),   hidden_.data(), split_.data()};
 }
 
 // Layers() through the graph recorded for the batch's shape (rows, table stride). A shape without
@@ -440,6 +455,8 @@ Status CudaDecoder::Run(const float* embeds, const Batch& b, CudaKvCache* kv) {
   MINERU_RETURN_IF_ERROR(Upload<T>(embeds, b.T));
   return b.graph ? LayersByGraph<T>(b, kv) : Layers<T>(b, kv);
 }
+
+void CudaDecoder::EnableDecodeSplit(int sms) { split_sms_ = std::max(0, sms); }
 
 void CudaDecoder::EnableGraphs(int64_t max_rows) {
   graph_rows_ = std::max<int64_t>(0, max_rows);
@@ -512,6 +529,16 @@ Status CudaDecoder::ReserveFor(const Batch& b) {
   MINERU_RETURN_IF_ERROR(cos_.Reserve(bytes(R * D, 4)));
   MINERU_RETURN_IF_ERROR(sin_.Reserve(bytes(R * D, 4)));
   MINERU_RETURN_IF_ERROR(meta_.Reserve(bytes(static_cast<int64_t>(b.meta.size()), 4)));
+  if (b.split_keys > 0) {
+    cu::PagedDecodeShape p;
+    p.num_seqs = b.decode_seqs;
+    p.num_heads = c_.num_heads;
+    p.head_dim = D;
+    p.block_table_stride = b.table_stride;
+    p.block_size = b.block_size;
+    p.split_keys = b.split_keys;
+    MINERU_RETURN_IF_ERROR(split_.Reserve(bytes(cu::PagedDecodeWorkspaceFloats(p), 4)));
+  }
   return hidden_.Reserve(bytes(R * Hd, e));
 }
 

@@ -119,6 +119,14 @@ class CudaDecoder {
   // with one launch (a step of max_rows rows may run up to 15 padding rows more: the activation
   // reserve's slack holds them). If a recording fails, graphs turn off and graph_error() says why.
   void EnableGraphs(int64_t max_rows);
+  // Decode steps whose (sequence, KV head) blocks would leave SMs idle split each context into
+  // chunks (flash-decoding, PagedDecodeShape::split_keys) so that about two blocks an SM run; sms:
+  // the GPU's SM count (0: off, the default).
+  void EnableDecodeSplit(int sms);
+  // The chunk a decode step of `seqs` sequences over block tables of `table_stride` entries uses
+  // (0: unsplit); a function of the step's shape only, so a recorded graph keeps its split.
+  static int64_t DecodeSplitKeys(int64_t seqs, int64_t kv_heads, int64_t table_stride, int64_t block_size,
+                                 int sms);
   // The prefill attention's kernel form (kernels/cuda/attention.h; --gpu-attention). Default kAuto.
   void SetAttentionKernel(kernels::cuda::VarlenKernel k) { attention_ = k; }
   const std::string& graph_error() const { return graph_error_; }
@@ -172,6 +180,7 @@ class CudaDecoder {
   std::map<std::pair<int64_t, int64_t>, Recorded> graphs_;
   int64_t graph_rows_ = 0;  // EnableGraphs' limit; 0: off
   kernels::cuda::VarlenKernel attention_ = kernels::cuda::VarlenKernel::kAuto;
+  int split_sms_ = 0;  // EnableDecodeSplit's SM count; 0: off
   std::string graph_error_;
   int64_t last_rows_ = 0;        // T of the last batch
   int64_t logits_rows_ = 0;      // rows of logits_ the last LogitsOnDevice queued
@@ -179,6 +188,7 @@ class CudaDecoder {
   // Activations and per-batch metadata, grown to the largest batch.
   GrowingBuffer embeds_, x_, normed_, qkv_, attn_, gate_, up_, kctx_, vctx_, cos_, sin_, meta_, hidden_,
       rows_, picked_, logits_;
+  GrowingBuffer split_;  // the split decode attention's partial states (PagedDecodeWorkspaceFloats)
 };
 
 }  // namespace mineru
