@@ -366,9 +366,9 @@ void PagedSuite(cu::StreamHandle stream, int64_t split_keys = 0) {
   ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {14, 2, 64, 256, {255, 256, 257, 1500}}, split_keys));
   // No GQA; a group of 16 (two chunks of heads per block); a head of 128; odd sizes.
   ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {16, 16, 80, 16, {1, 33, 300}}, split_keys));
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {16, 1, 64, 7, {1, 7, 8, 99}}, split_keys));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {16, 1, 64, 7, {1, 7, 8, 99, 300}}, split_keys));
   ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {4, 2, 128, 16, {3, 200}}, split_keys));
-  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {3, 3, 5, 1, {1, 2, 65}}, split_keys));
+  ASSERT_NO_FATAL_FAILURE(CheckPaged<T>(stream, {3, 3, 5, 1, {1, 2, 65, 300}}, split_keys));
 }
 
 TEST_F(CudaAttentionTest, PagedDecodeF32) { PagedSuite<float>(stream()); }
@@ -462,6 +462,8 @@ TEST(CudaAttentionArgsTest, RejectsBadShapesAndAcceptsEmptyWork) {
   pbad = p;
   pbad.split_keys = 100;  // not a multiple of kPagedDecodeSplitUnit
   pbad.workspace = fake;
+  EXPECT_EQ(paged(pbad), StatusCode::kInvalidArgument);
+  pbad.split_keys = int64_t{1} << 31;  // a multiple of the unit, but past any context
   EXPECT_EQ(paged(pbad), StatusCode::kInvalidArgument);
   pbad.split_keys = cu::kPagedDecodeSplitUnit;
   pbad.workspace = nullptr;  // a split without a workspace

@@ -384,8 +384,9 @@ TEST_F(CudaDecoderTest, GraphStepsMatchEagerSteps) {
   EXPECT_EQ(gpu_->graph_error(), "");
 }
 
-// Decode steps whose contexts are split over chunks (flash-decoding, EnableDecodeSplit) give the
-// logits of unsplit steps: two sequences with contexts past one chunk of keys.
+// Decode steps whose contexts are split over chunks (flash-decoding, EnableDecodeSplit), recorded
+// as CUDA graphs (as the backend runs them: three sequences padded to four rows, the padding row's
+// chunks in the workspace too), give the logits of unsplit eager steps: contexts past one chunk.
 TEST_F(CudaDecoderTest, SplitDecodeStepsMatchUnsplitSteps) {
   ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kF32));
   const TextConfig& t = model_->config().text;
@@ -396,23 +397,30 @@ TEST_F(CudaDecoderTest, SplitDecodeStepsMatchUnsplitSteps) {
   ASSERT_TRUE(plain_kv.ok()) << plain_kv.status().ToString();
   constexpr int kSms = 1000;  // as if the GPU had 1,000 SMs: two sequences' steps always split
   gpu_->EnableDecodeSplit(kSms);
+  gpu_->EnableGraphs(16);
   const Prompt p = MakePrompt(Golden("tiny", "text_only"));
-  const int64_t V = t.vocab_size, Hd = t.hidden_size, room = kBlocks / 2 * kBlockSize;
-  std::vector<std::vector<int32_t>> tables(2, std::vector<int32_t>(kBlocks / 2));
-  for (int q = 0; q < 2; ++q) std::iota(tables[q].begin(), tables[q].end(), q * (kBlocks / 2));
-  // Prompts of about 300 and 200 tokens: the tiny prompt's embeddings repeated, positions counted on.
-  std::vector<int64_t> len = {std::max<int64_t>(1, 300 / p.n) * p.n, std::max<int64_t>(1, 200 / p.n) * p.n};
+  const int64_t V = t.vocab_size, Hd = t.hidden_size;
+  constexpr int kSeqs = 3;
+  const int64_t per = kBlocks / kSeqs, room = per * kBlockSize;
+  std::vector<std::vector<int32_t>> tables(kSeqs, std::vector<int32_t>(static_cast<size_t>(per)));
+  for (int q = 0; q < kSeqs; ++q)
+    std::iota(tables[q].begin(), tables[q].end(), static_cast<int32_t>(q * per));
+  // Prompts of about 300, 200 and 100 tokens: the tiny prompt's embeddings repeated, positions
+  // counted on.
+  std::vector<int64_t> len;
+  for (int64_t want_len : {300, 200, 100}) len.push_back(std::max<int64_t>(1, want_len / p.n) * p.n);
   constexpr int kSteps = 40;
   ASSERT_LE(len[0] + kSteps, room);
-  std::vector<std::vector<int64_t>> pos(2);
+  ASSERT_LE(len[0] + kSteps, 512);  // the graphs' power-of-two stride stays within a table row
+  std::vector<std::vector<int64_t>> pos(kSeqs);
   std::vector<float> embeds;
   std::vector<BatchSegment> prefill;
-  for (int q = 0; q < 2; ++q) {
+  for (int q = 0; q < kSeqs; ++q) {
     pos[q].resize(static_cast<size_t>(len[q]));
     std::iota(pos[q].begin(), pos[q].end(), 0);
     for (int64_t r = 0; r < len[q] / p.n; ++r) embeds.insert(embeds.end(), p.embeds.begin(), p.embeds.end());
   }
-  for (int q = 0; q < 2; ++q) {
+  for (int q = 0; q < kSeqs; ++q) {
     BatchSegment s;
     s.n = len[q];
     s.pos_t = s.pos_h = s.pos_w = pos[q].data();
@@ -430,10 +438,10 @@ TEST_F(CudaDecoderTest, SplitDecodeStepsMatchUnsplitSteps) {
           ->Logits({static_cast<int32_t>(len[0] - 1), static_cast<int32_t>(len[0] + len[1] - 1)}, want.data())
           .ok());
   for (int step = 0; step < kSteps; ++step) {
-    std::vector<float> e(2 * static_cast<size_t>(Hd));
-    std::vector<int64_t> at(2);
+    std::vector<float> e(kSeqs * static_cast<size_t>(Hd));
+    std::vector<int64_t> at(kSeqs);
     std::vector<BatchSegment> segs;
-    for (int q = 0; q < 2; ++q) {
+    for (int q = 0; q < kSeqs; ++q) {
       const int32_t tok = ArgMax(want.data() + q * V, V);
       model_->decoder().Embed(&tok, 1, e.data() + q * Hd, model_->kernel_config());
       at[q] = len[q];
@@ -445,14 +453,21 @@ TEST_F(CudaDecoderTest, SplitDecodeStepsMatchUnsplitSteps) {
       segs.push_back(s);
     }
     ASSERT_NO_FATAL_FAILURE(both(e, segs));
-    const std::vector<float> got = GpuLogits({0, 1});
-    ASSERT_TRUE((*plain)->Logits({0, 1}, want.data()).ok());
+    const std::vector<float> got = GpuLogits({0, 1, 2});
+    ASSERT_TRUE((*plain)->Logits({0, 1, 2}, want.data()).ok());
+    // The products of a padded graph step may take another cuBLASLt algorithm than the eager step's.
     ExpectClose(got, want, 1e-4f, 1e-4f, "split step " + std::to_string(step));
-    for (int q = 0; q < 2; ++q) EXPECT_EQ(ArgMax(got.data() + q * V, V), ArgMax(want.data() + q * V, V));
+    for (int q = 0; q < kSeqs; ++q) EXPECT_EQ(ArgMax(got.data() + q * V, V), ArgMax(want.data() + q * V, V));
   }
-  // The steps did split (the shape's chunk is below the context's keys).
-  const int64_t stride = (len[0] + kBlockSize - 1) / kBlockSize;
-  EXPECT_GT(CudaDecoder::DecodeSplitKeys(2, t.num_kv_heads, stride, kBlockSize, kSms), 0);
+  EXPECT_GE(gpu_->graphs_recorded(), 1u);
+  EXPECT_EQ(gpu_->graph_error(), "");
+  // The steps did split: a graph step's 4 rows over the power-of-two table stride past the longest
+  // context have a chunk below that stride's keys.
+  int64_t stride = 1;
+  while (stride * kBlockSize < len[0]) stride *= 2;
+  EXPECT_GT(
+      CudaDecoder::DecodeSplitKeys(CudaDecoder::GraphRows(kSeqs), t.num_kv_heads, stride, kBlockSize, kSms),
+      0);
 }
 
 // Malformed batches are refused before anything is queued, and the decoder stays usable.
@@ -495,14 +510,14 @@ TEST(CudaBackendReserveTest, GrowsWithTheStepAndStaysSane) {
   EXPECT_LT(gpu, size_t{8} << 30);
 }
 
-// Runs everywhere: a graph step's rows (powers of two up to 8, then multiples of 16).
-// The split policy: only steps whose (sequence, KV head) blocks leave SMs idle, in chunks of a
-// multiple of 128 keys making about two blocks an SM, never one chunk for the whole context.
+// Runs everywhere. The split policy: only steps whose (sequence, KV head) blocks leave SMs idle, in
+// chunks of a multiple of 128 keys making about two blocks an SM, never one chunk for the whole
+// context.
 TEST(CudaDecoderArgsTest, DecodeSplitKeysSplitOnlyWhatLeavesTheGpuIdle) {
   EXPECT_EQ(CudaDecoder::DecodeSplitKeys(1, 2, 128, 16, 0), 0);       // off
   EXPECT_EQ(CudaDecoder::DecodeSplitKeys(256, 2, 128, 16, 132), 0);   // 512 blocks fill 132 SMs
   EXPECT_EQ(CudaDecoder::DecodeSplitKeys(1, 2, 128, 16, 132), 128);   // 2 blocks: the smallest chunk
-  EXPECT_EQ(CudaDecoder::DecodeSplitKeys(21, 2, 128, 16, 132), 384);  // 42 blocks: 7 chunks of 2,048 keys
+  EXPECT_EQ(CudaDecoder::DecodeSplitKeys(21, 2, 128, 16, 132), 384);  // 42 blocks: 2,048 keys in 6 chunks
   EXPECT_EQ(CudaDecoder::DecodeSplitKeys(1, 2, 8, 16, 132), 0);       // 128 keys: one chunk, no split
   EXPECT_EQ(CudaDecoder::DecodeSplitKeys(0, 2, 8, 16, 132), 0);
   for (int64_t seqs : {1, 5, 21, 65}) {
@@ -512,6 +527,7 @@ TEST(CudaDecoderArgsTest, DecodeSplitKeysSplitOnlyWhatLeavesTheGpuIdle) {
   }
 }
 
+// Runs everywhere: a graph step's rows (powers of two up to 8, then multiples of 16).
 TEST(CudaDecoderArgsTest, GraphRowsRoundUp) {
   const std::vector<std::pair<int64_t, int64_t>> cases = {
       {1, 1}, {2, 2}, {3, 4}, {5, 8}, {8, 8}, {9, 16}, {16, 16}, {17, 32}, {250, 256}, {256, 256}};

@@ -248,9 +248,10 @@ Status CheckDecode(const char* op, const PagedDecodeShape& s) {
   if (s.num_kv_heads * chunks > kMaxGridY || s.num_heads > kMaxGridY || s.num_seqs > (int64_t{1} << 31) - 1) {
     return InvalidArgumentError(std::string(op) + ": too many heads or sequences for one launch");
   }
-  if (s.split_keys < 0 || s.split_keys % kPagedDecodeSplitUnit != 0) {
+  if (s.split_keys < 0 || s.split_keys % kPagedDecodeSplitUnit != 0 || s.split_keys > (int64_t{1} << 30)) {
     return InvalidArgumentError(std::string(op) + ": split_keys " + std::to_string(s.split_keys) +
-                                " (need 0 or a multiple of " + std::to_string(kPagedDecodeSplitUnit) + ")");
+                                " (need 0 or a multiple of " + std::to_string(kPagedDecodeSplitUnit) +
+                                " up to 2^30)");
   }
   if (s.split_keys > 0 && PagedDecodeSplits(s) > kMaxGridY) {
     return InvalidArgumentError(std::string(op) + ": more than 65,535 chunks of split_keys a context");

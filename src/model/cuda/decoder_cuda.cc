@@ -456,7 +456,10 @@ Status CudaDecoder::Run(const float* embeds, const Batch& b, CudaKvCache* kv) {
   return b.graph ? LayersByGraph<T>(b, kv) : Layers<T>(b, kv);
 }
 
-void CudaDecoder::EnableDecodeSplit(int sms) { split_sms_ = std::max(0, sms); }
+void CudaDecoder::EnableDecodeSplit(int sms) {
+  split_sms_ = std::max(0, sms);
+  graphs_.clear();  // recordings made under the old setting would keep it
+}
 
 void CudaDecoder::EnableGraphs(int64_t max_rows) {
   graph_rows_ = std::max<int64_t>(0, max_rows);
