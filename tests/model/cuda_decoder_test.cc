@@ -60,14 +60,19 @@ class CudaDecoderTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(m).value();
     model_name_ = model;
-    auto d = CudaDecoder::Create(model_->config().text, model_->weights().text, model_->kernel_config(), p);
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    gpu_ = std::move(d).value();
+    ASSERT_NO_FATAL_FAILURE(MakeDecoder(p, &gpu_, &kv_));
+  }
+  // A decoder of the loaded model with its own cache of kBlocks blocks (Load's, and the reference
+  // the graph and split tests check their steps against).
+  void MakeDecoder(CudaPrecision p, std::unique_ptr<CudaDecoder>* dec, std::unique_ptr<CudaKvCache>* kv) {
     const TextConfig& t = model_->config().text;
-    auto kv =
+    auto d = CudaDecoder::Create(t, model_->weights().text, model_->kernel_config(), p);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    *dec = std::move(d).value();
+    auto k =
         CudaKvCache::Allocate(kBlocks, kBlockSize, t.num_layers, int64_t{t.num_kv_heads} * t.head_dim, p);
-    ASSERT_TRUE(kv.ok()) << kv.status().ToString();
-    kv_ = std::make_unique<CudaKvCache>(std::move(kv).value());
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    *kv = std::make_unique<CudaKvCache>(std::move(k).value());
   }
 
   Prompt MakePrompt(const Golden& golden) {
@@ -311,11 +316,9 @@ TEST_F(CudaDecoderTest, MixedBatchesStayCloseToTheCpuBf16) {
 TEST_F(CudaDecoderTest, GraphStepsMatchEagerSteps) {
   ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kF32));
   const TextConfig& t = model_->config().text;
-  auto eager = CudaDecoder::Create(t, model_->weights().text, model_->kernel_config(), CudaPrecision::kF32);
-  ASSERT_TRUE(eager.ok()) << eager.status().ToString();
-  auto eager_kv = CudaKvCache::Allocate(kBlocks, kBlockSize, t.num_layers,
-                                        int64_t{t.num_kv_heads} * t.head_dim, CudaPrecision::kF32);
-  ASSERT_TRUE(eager_kv.ok()) << eager_kv.status().ToString();
+  std::unique_ptr<CudaDecoder> eager;
+  std::unique_ptr<CudaKvCache> eager_kv;
+  ASSERT_NO_FATAL_FAILURE(MakeDecoder(CudaPrecision::kF32, &eager, &eager_kv));
   gpu_->EnableGraphs(16);
   const Prompt p = MakePrompt(Golden("tiny", "text_only"));
   const int64_t V = t.vocab_size, Hd = t.hidden_size;
@@ -330,13 +333,13 @@ TEST_F(CudaDecoderTest, GraphStepsMatchEagerSteps) {
   }
   auto both = [&](const std::vector<float>& e, const std::vector<BatchSegment>& segs) {
     ASSERT_TRUE(gpu_->ForwardBatch(e.data(), segs, kv_.get()).ok());
-    ASSERT_TRUE((*eager)->ForwardBatch(e.data(), segs, &*eager_kv).ok());
+    ASSERT_TRUE(eager->ForwardBatch(e.data(), segs, eager_kv.get()).ok());
   };
   ASSERT_NO_FATAL_FAILURE(both(embeds, prefill));
   std::vector<int32_t> last = {static_cast<int32_t>(len[0] - 1), static_cast<int32_t>(len[0] + len[1] - 1),
                                static_cast<int32_t>(len[0] + len[1] + len[2] - 1)};
   std::vector<float> want(3 * static_cast<size_t>(V));
-  ASSERT_TRUE((*eager)->Logits(last, want.data()).ok());
+  ASSERT_TRUE(eager->Logits(last, want.data()).ok());
   // Each step: every sequence's greedy token (from the eager logits), through both decoders.
   auto step = [&](const std::vector<int>& seqs) {
     std::vector<float> e(seqs.size() * static_cast<size_t>(Hd));
@@ -358,7 +361,7 @@ TEST_F(CudaDecoderTest, GraphStepsMatchEagerSteps) {
     std::iota(rows.begin(), rows.end(), 0);
     const std::vector<float> got = GpuLogits(rows);
     want.assign(got.size(), 0.0f);
-    ASSERT_TRUE((*eager)->Logits(rows, want.data()).ok());
+    ASSERT_TRUE(eager->Logits(rows, want.data()).ok());
     // The products of a padded step may take another cuBLASLt algorithm than the eager step's.
     ExpectClose(got, want, 1e-4f, 1e-4f, "graph step");
     for (size_t i = 0; i < seqs.size(); ++i)
@@ -390,12 +393,10 @@ TEST_F(CudaDecoderTest, GraphStepsMatchEagerSteps) {
 TEST_F(CudaDecoderTest, SplitDecodeStepsMatchUnsplitSteps) {
   ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kF32));
   const TextConfig& t = model_->config().text;
-  auto plain = CudaDecoder::Create(t, model_->weights().text, model_->kernel_config(), CudaPrecision::kF32);
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  auto plain_kv = CudaKvCache::Allocate(kBlocks, kBlockSize, t.num_layers,
-                                        int64_t{t.num_kv_heads} * t.head_dim, CudaPrecision::kF32);
-  ASSERT_TRUE(plain_kv.ok()) << plain_kv.status().ToString();
-  constexpr int kSms = 1000;  // as if the GPU had 1,000 SMs: two sequences' steps always split
+  std::unique_ptr<CudaDecoder> plain;
+  std::unique_ptr<CudaKvCache> plain_kv;
+  ASSERT_NO_FATAL_FAILURE(MakeDecoder(CudaPrecision::kF32, &plain, &plain_kv));
+  constexpr int kSms = 1000;  // as if the GPU had 1,000 SMs: these steps always split
   gpu_->EnableDecodeSplit(kSms);
   gpu_->EnableGraphs(16);
   const Prompt p = MakePrompt(Golden("tiny", "text_only"));
@@ -429,14 +430,15 @@ TEST_F(CudaDecoderTest, SplitDecodeStepsMatchUnsplitSteps) {
   }
   auto both = [&](const std::vector<float>& e, const std::vector<BatchSegment>& segs) {
     ASSERT_TRUE(gpu_->ForwardBatch(e.data(), segs, kv_.get()).ok());
-    ASSERT_TRUE((*plain)->ForwardBatch(e.data(), segs, &*plain_kv).ok());
+    ASSERT_TRUE(plain->ForwardBatch(e.data(), segs, plain_kv.get()).ok());
   };
   ASSERT_NO_FATAL_FAILURE(both(embeds, prefill));
-  std::vector<float> want(2 * static_cast<size_t>(V));
-  ASSERT_TRUE(
-      (*plain)
-          ->Logits({static_cast<int32_t>(len[0] - 1), static_cast<int32_t>(len[0] + len[1] - 1)}, want.data())
-          .ok());
+  // Each sequence's last prompt row: the first step's tokens.
+  std::vector<int32_t> last;
+  int64_t end = 0;
+  for (int q = 0; q < kSeqs; ++q) last.push_back(static_cast<int32_t>((end += len[q]) - 1));
+  std::vector<float> want(kSeqs * static_cast<size_t>(V));
+  ASSERT_TRUE(plain->Logits(last, want.data()).ok());
   for (int step = 0; step < kSteps; ++step) {
     std::vector<float> e(kSeqs * static_cast<size_t>(Hd));
     std::vector<int64_t> at(kSeqs);
@@ -454,7 +456,7 @@ TEST_F(CudaDecoderTest, SplitDecodeStepsMatchUnsplitSteps) {
     }
     ASSERT_NO_FATAL_FAILURE(both(e, segs));
     const std::vector<float> got = GpuLogits({0, 1, 2});
-    ASSERT_TRUE((*plain)->Logits({0, 1, 2}, want.data()).ok());
+    ASSERT_TRUE(plain->Logits({0, 1, 2}, want.data()).ok());
     // The products of a padded graph step may take another cuBLASLt algorithm than the eager step's.
     ExpectClose(got, want, 1e-4f, 1e-4f, "split step " + std::to_string(step));
     for (int q = 0; q < kSeqs; ++q) EXPECT_EQ(ArgMax(got.data() + q * V, V), ArgMax(want.data() + q * V, V));
