@@ -7,7 +7,8 @@
 // scores kTileK / kQuad of the tile's keys and accumulates every kQuad-th output dimension.
 //
 // This is the plain fp32 SIMT form: fp32 attention, and bf16 heads whose size is not a multiple of
-// 16; bf16 heads of 16 to 128 in steps of 16 take the tensor-core form (attention_tc.cu).
+// 16 (or any bf16 head with VarlenKernel::kSimt); bf16 heads of 16 to 128 in steps of 16 take a
+// tensor-core form (attention_mma.cu by default, attention_tc.cu on request): the dispatch below.
 
 #include <cmath>
 #include <string>
