@@ -23,6 +23,7 @@
 #include "base/mapped_file.h"
 #include "server/file_parse_v4.h"
 #include "server/http_front.h"
+#include "server/listen.h"
 #include "server/state.h"
 #include "server/tasks_v4.h"
 
@@ -427,7 +428,7 @@ StatusOr<int> Server::Start() {
                                     : (http.bind_to_port(st.opt.host, st.opt.port) ? st.opt.port : -1);
   if (port < 0) return IoError("cannot listen on " + st.opt.host + ":" + std::to_string(st.opt.port));
   WidenListenBacklog(port);
-  listen_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  listen_thread_ = ListenInBackground(*http_);  // a Drain() right after Start() must end it
   load_thread_ = std::thread([this] { LoadModel(*st_); });
   for (int i = 0; i < std::max(1, st.opt.job_workers); ++i)
     workers_.emplace_back([this] { JobWorker(*st_); });

@@ -24,6 +24,7 @@
 #include "server/http_framing.h"
 #include "server/image_budget.h"
 #include "server/job_store.h"
+#include "server/listen.h"
 #include "server_harness.h"
 
 #include <zlib.h>
@@ -594,7 +595,7 @@ TEST(EdgeStart, RemoteImagesNeverReachLoopbackOrPrivateAddresses) {
     res.set_content(png, "image/png");
   });
   const int port = inside.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { inside.listen_after_bind(); });
+  std::thread t = server::ListenInBackground(inside);
   const std::string dir = TempDir("edge_ssrf");
   ServerProcess srv;
   ASSERT_TRUE(srv.Start({"--model", kFx + "/tinyvocab", "--data-dir", dir + "/data", "--allow-remote-images"},

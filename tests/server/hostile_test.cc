@@ -18,6 +18,7 @@
 
 #include "../util/sanitizers.h"
 #include "server/edge_policy.h"
+#include "server/listen.h"
 #include "server_harness.h"
 
 namespace mineru::testing {
@@ -378,7 +379,7 @@ class SlowImageHost {
       res.set_content(png_, "image/png");
     });
     port_ = srv_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { srv_.listen_after_bind(); });
+    thread_ = server::ListenInBackground(srv_);  // the destructor's stop() must end it
   }
   ~SlowImageHost() {
     {

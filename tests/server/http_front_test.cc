@@ -12,6 +12,7 @@
 
 #include "../util/eventually.h"
 #include "server/http_front.h"
+#include "server/listen.h"
 
 namespace mineru::server {
 namespace {
@@ -36,6 +37,21 @@ class Latch {
   bool open_ = false;
 };
 
+// httplib loses a stop() that comes before its listener thread has marked the server running, and
+// the join then waits forever. Stopping at once after ListenInBackground must always end it (with
+// a bare std::thread around listen_after_bind the first rounds hang: starting a thread takes
+// longer than the call to stop()).
+TEST(ListenInBackground, StopRightAfterStartAlwaysEndsTheListener) {
+  for (int round = 0; round < 200; ++round) {
+    httplib::Server srv;
+    ASSERT_GT(srv.bind_to_any_port("127.0.0.1"), 0);
+    std::thread listener = ListenInBackground(srv);
+    srv.stop();
+    listener.join();
+    EXPECT_FALSE(srv.is_running());
+  }
+}
+
 TEST(HttpFrontQueue, FullQueueIsRefusedAtOnceAndHealthStillAnswers) {
   HttpFront http;
   Latch release;
@@ -53,7 +69,7 @@ TEST(HttpFrontQueue, FullQueueIsRefusedAtOnceAndHealthStillAnswers) {
   ASSERT_TRUE(http.StartFront(opt, nullptr));
   const int port = http.bind_to_any_port("127.0.0.1");
   ASSERT_GT(port, 0);
-  std::thread listener([&] { http.listen_after_bind(); });
+  std::thread listener = ListenInBackground(http);
 
   auto get = [port](const std::string& path) {
     httplib::Client c("127.0.0.1", port);

@@ -17,6 +17,7 @@
 #include "../util/run_cli.h"
 #include "../util/sanitizers.h"
 #include "server/base64.h"
+#include "server/listen.h"
 #include "server_harness.h"
 
 namespace mineru::testing {
@@ -661,11 +662,7 @@ TEST_F(ServerTest, RemoteImagesOnlyWhenAllowed) {
   images.Get("/image0.png",
              [&](const httplib::Request&, httplib::Response& res) { res.set_content(png, "image/png"); });
   const int port = images.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { images.listen_after_bind(); });
-  for (auto t0 = std::chrono::steady_clock::now();
-       !images.is_running() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5);) {
-    std::this_thread::yield();
-  }
+  std::thread t = server::ListenInBackground(images);
   auto ask = [&](const std::string& url) {
     Json req = {
         {"messages",

@@ -16,6 +16,7 @@
 #include "../util/replay.h"
 #include "base/hash.h"
 #include "server/file_parse_v4.h"
+#include "server/listen.h"
 #include "server/tasks_v4_registry.h"
 #include "server_harness.h"
 
@@ -361,7 +362,7 @@ class DocumentHost {
       res.set_content(body_, "application/pdf");
     });
     port_ = srv_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { srv_.listen_after_bind(); });
+    thread_ = server::ListenInBackground(srv_);
   }
   ~DocumentHost() {
     srv_.stop();
