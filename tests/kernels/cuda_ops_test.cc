@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +32,7 @@
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/staged_upload.h"
 #include "kernels/reference.h"
 
 namespace mineru {
@@ -240,6 +242,40 @@ TEST_F(CudaOpsTest, CastsRoundAsTheTwin) {
   CUDA_TEST_ASSERT_OK(cu::CastBf16ToF32(dy.data(), static_cast<int64_t>(x.size()), back.data(), stream()));
   CUDA_TEST_ASSIGN(std::vector<float> wide, ToHost(back));
   for (size_t i = 0; i + 1 < x.size(); ++i) EXPECT_EQ(wide[i], Bf16ToF32(got[i].bits)) << "at " << i;
+}
+
+// StagedUpload (kernels/cuda/staged_upload.h) through a ring of three 1000-byte pinned chunks:
+// copies of awkward sizes (none, one byte, a chunk less or more by one, many chunks) arrive whole
+// and in place though each source is overwritten as soon as Copy returns; copies queued after
+// WaitFor(stream) land after that stream's earlier work (a zeroing), and a stream ordered after
+// the copies (OrderBefore) reads them all.
+TEST_F(CudaOpsTest, StagedUploadCopiesWholeThroughTheRing) {
+  CUDA_TEST_ASSIGN(cu::StagedUpload up, cu::StagedUpload::Create(1000, 3));
+  const size_t sizes[] = {0, 1, 999, 1000, 1001, 2999, 3000, 7777, 5};
+  size_t total = 0;
+  for (size_t n : sizes) total += n;
+  CUDA_TEST_ASSIGN(cu::DeviceBuffer dst, cu::DeviceBuffer::Allocate(total));
+  for (int round = 0; round < 2; ++round) {
+    CUDA_TEST_ASSERT_OK(dst.Zero(stream()));
+    CUDA_TEST_ASSERT_OK(up.WaitFor(stream()));
+    std::vector<uint8_t> want(total);
+    size_t off = 0;
+    for (size_t n : sizes) {
+      std::vector<uint8_t> src(n);
+      for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>((off + i) * 131 + 7 + round);
+      CUDA_TEST_ASSERT_OK(up.Copy(static_cast<char*>(dst.data()) + off, src.data(), n));
+      std::memcpy(want.data() + off, src.data(), n);
+      std::fill(src.begin(), src.end(), uint8_t{0xEE});  // staged already: the copy must not see this
+      off += n;
+    }
+    CUDA_TEST_ASSERT_OK(up.OrderBefore(stream()));
+    std::vector<uint8_t> got(total, 0);
+    CUDA_TEST_ASSERT_OK(dst.CopyToHostAsync(got.data(), total, 0, stream()));
+    CUDA_TEST_ASSERT_OK(stream_.Synchronize());
+    for (size_t i = 0; i < total; ++i) ASSERT_EQ(got[i], want[i]) << "round " << round << " byte " << i;
+  }
+  EXPECT_EQ(cu::StagedUpload::Create(0, 3).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(up.Copy(nullptr, sizes, 4).code(), StatusCode::kInvalidArgument);
 }
 
 // The probe answers with or without a device, and never aborts.

@@ -158,6 +158,46 @@ Status CudaStream::Synchronize() const {
   return CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
+CudaEvent::~CudaEvent() { Release(); }
+
+CudaEvent::CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+
+CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
+  if (this != &other) {
+    Release();
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+void CudaEvent::Release() {
+  if (event_ != nullptr) (void)cudaEventDestroy(event_);
+  event_ = nullptr;
+}
+
+StatusOr<CudaEvent> CudaEvent::Create() {
+  CudaEvent e;
+  const cudaError_t err = cudaEventCreateWithFlags(&e.event_, cudaEventDisableTiming);
+  if (err != cudaSuccess) {
+    e.event_ = nullptr;
+    (void)cudaGetLastError();
+    return CudaStatus(err, "cudaEventCreateWithFlags");
+  }
+  return e;
+}
+
+Status CudaEvent::Record(StreamHandle stream) {
+  return CudaStatus(cudaEventRecord(event_, stream), "cudaEventRecord");
+}
+
+Status CudaEvent::MakeWait(StreamHandle stream) const {
+  return CudaStatus(cudaStreamWaitEvent(stream, event_, 0), "cudaStreamWaitEvent");
+}
+
+Status CudaEvent::Synchronize() const {
+  return CudaStatus(cudaEventSynchronize(event_), "cudaEventSynchronize");
+}
+
 }  // namespace cuda
 }  // namespace kernels
 }  // namespace mineru

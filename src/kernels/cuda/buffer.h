@@ -10,6 +10,7 @@
 #include "base/status.h"
 
 struct CUstream_st;  // CUDA's opaque stream (driver_types.h: typedef struct CUstream_st* cudaStream_t)
+struct CUevent_st;   // CUDA's opaque event (driver_types.h: typedef struct CUevent_st* cudaEvent_t)
 
 namespace mineru {
 namespace kernels {
@@ -119,6 +120,36 @@ class CudaStream {
   void Release();
 
   StreamHandle stream_ = nullptr;
+};
+
+using EventHandle = CUevent_st*;
+
+// One CUDA event without timing (cudaEventDisableTiming): a point in a stream that other streams
+// and the host can wait for. Ownership as CudaStream's: move-only, destroyed (cudaEventDestroy) by
+// the destructor. An event never recorded counts as reached.
+class CudaEvent {
+ public:
+  CudaEvent() = default;
+  ~CudaEvent();
+  CudaEvent(CudaEvent&& other) noexcept;
+  CudaEvent& operator=(CudaEvent&& other) noexcept;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+
+  // Unavailable without a usable device.
+  static StatusOr<CudaEvent> Create();
+
+  // Marks the point after everything queued on `stream` so far (re-recording moves the mark).
+  Status Record(StreamHandle stream);
+  // Makes `stream` wait, on the device, for the last recorded point (the host does not wait).
+  Status MakeWait(StreamHandle stream) const;
+  // The host waits for the last recorded point.
+  Status Synchronize() const;
+
+ private:
+  void Release();
+
+  EventHandle event_ = nullptr;
 };
 
 }  // namespace cuda
