@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <new>
+#include <string>
 #include <utility>
 
 #include "model/flops.h"
@@ -11,36 +12,41 @@ ModelRunner::ModelRunner(const Qwen2VLModel& model, std::unique_ptr<ModelBackend
                          size_t image_cache_bytes)
     : model_(model), backend_(std::move(backend)), image_cache_(image_cache_bytes) {}
 
-std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses,
-                                    size_t start, size_t end, const std::function<Status()>& health,
-                                    Slots* slots) {
-  const int64_t H = model_.config().text.hidden_size;
-  int64_t patches = 0;
-  for (size_t k = start; k < end; ++k)
-    patches += seqs[misses[k].seq]->inputs[misses[k].image].grid.num_patches();
-  // Out of memory fails this pass's requests only.
+void ModelRunner::PackPass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses,
+                           PassRange& r, ModelBackend::ImagePass* pass) const {
+  // The pass takes the images' pixel values (nothing reads them after encoding): one image's are
+  // moved, several are packed and each freed as it is copied, so they are held once, and the
+  // backend frees them once they are staged or embedded.
   try {
-    // The pass takes the images' pixel values (nothing reads them after encoding): one image's
-    // are moved, several are packed and each freed as it is copied, so they are held once, and
-    // the encoder frees them once the patches are embedded.
-    std::vector<ImageGrid> grids;
-    std::vector<float> packed;
-    for (size_t k = start; k < end; ++k) {
+    for (size_t k = r.start; k < r.end; ++k) {
       ImageInput& in = seqs[misses[k].seq]->inputs[misses[k].image];
-      grids.push_back(in.grid);
-      if (end - start == 1) {
-        packed = std::move(in.pixel_values);
+      pass->grids.push_back(in.grid);
+      if (r.end - r.start == 1) {
+        pass->pixels = std::move(in.pixel_values);
       } else {
-        packed.insert(packed.end(), in.pixel_values.begin(), in.pixel_values.end());
+        pass->pixels.insert(pass->pixels.end(), in.pixel_values.begin(), in.pixel_values.end());
         std::vector<float>().swap(in.pixel_values);
       }
     }
-    auto out = backend_->EncodeImages(std::move(packed), grids);
-    if (!out.ok()) return "vision encoding failed: " + out.status().message();
-    // Weights that changed under the pass make garbage embeddings: never cache them.
-    if (Status h = health(); !h.ok()) return h.message();
+  } catch (const std::bad_alloc&) {
+    int64_t patches = 0;
+    for (size_t k = r.start; k < r.end; ++k)
+      patches += seqs[misses[k].seq]->inputs[misses[k].image].grid.num_patches();
+    r.error = OutOfMemoryError("encoding " + std::to_string(patches) + " image patches").message();
+    *pass = ModelBackend::ImagePass();
+  }
+}
+
+void ModelRunner::StorePass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses,
+                            StatusOr<std::vector<float>>& out, PassRange& r, Slots* slots) {
+  if (!out.ok()) {
+    r.error = "vision encoding failed: " + out.status().message();
+    return;
+  }
+  const int64_t H = model_.config().text.hidden_size;
+  try {
     int64_t row = 0;
-    for (size_t k = start; k < end; ++k) {
+    for (size_t k = r.start; k < r.end; ++k) {
       const Sequence& s = *seqs[misses[k].seq];
       const ImageInput& in = s.inputs[misses[k].image];
       const int64_t rows = model_.ImageTokens(in.grid);
@@ -53,9 +59,9 @@ std::string ModelRunner::EncodePass(const std::vector<Sequence*>& seqs, const st
       row += rows;
     }
   } catch (const std::bad_alloc&) {
-    return OutOfMemoryError("encoding " + std::to_string(patches) + " image patches").message();
+    r.error = OutOfMemoryError("holding the embeddings of " + std::to_string(r.end - r.start) + " images")
+                  .message();
   }
-  return "";
 }
 
 void ModelRunner::EncodeImages(const std::vector<Sequence*>& seqs, const std::function<Status()>& health,
@@ -75,6 +81,9 @@ void ModelRunner::EncodeImages(const std::vector<Sequence*>& seqs, const std::fu
       }
     }
   }
+  // Consecutive misses up to the backend's patches per pass make a pass; the backend gets them
+  // all at once (a GPU overlaps one pass's upload with the pass before).
+  std::vector<PassRange> ranges;
   for (size_t start = 0; start < misses.size();) {
     size_t end = start;
     int64_t patches = 0;
@@ -83,11 +92,36 @@ void ModelRunner::EncodeImages(const std::vector<Sequence*>& seqs, const std::fu
       if (end > start && patches + p > backend_->max_patches_per_pass()) break;
       patches += p;
     }
-    const std::string error = EncodePass(seqs, misses, start, end, health, &slots);
-    if (!error.empty()) {
-      for (size_t k = start; k < end; ++k) (*errors)[misses[k].seq] = error;
-    }
+    ranges.push_back({start, end, ""});
     start = end;
+  }
+  std::vector<ModelBackend::ImagePass> to_encode;
+  std::vector<size_t> sent;  // the ranges whose pass went to the backend
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    ModelBackend::ImagePass pass;
+    PackPass(seqs, misses, ranges[r], &pass);
+    if (!ranges[r].error.empty()) continue;
+    to_encode.push_back(std::move(pass));
+    sent.push_back(r);
+  }
+  std::vector<StatusOr<std::vector<float>>> outs;
+  if (!to_encode.empty()) backend_->EncodeImagePasses(&to_encode, &outs);
+  // Weights that changed under the passes make garbage embeddings: never cache them.
+  const Status h = to_encode.empty() ? Status::Ok() : health();
+  for (size_t k = 0; k < sent.size(); ++k) {
+    PassRange& r = ranges[sent[k]];
+    if (k >= outs.size()) {
+      r.error = "vision encoding failed: the backend answered no pass";
+    } else if (!h.ok()) {
+      r.error = h.message();
+    } else {
+      StorePass(seqs, misses, outs[k], r, &slots);
+    }
+    if (k < outs.size() && outs[k].ok()) std::vector<float>().swap(*outs[k]);  // cached: free it now
+  }
+  for (const PassRange& r : ranges) {
+    if (r.error.empty()) continue;
+    for (size_t k = r.start; k < r.end; ++k) (*errors)[misses[k].seq] = r.error;
   }
   for (size_t si = 0; si < seqs.size(); ++si) {
     Sequence& s = *seqs[si];

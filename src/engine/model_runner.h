@@ -65,10 +65,17 @@ class ModelRunner {
     size_t seq, image;  // seqs[seq]->inputs[image]
   };
   using Slots = std::vector<std::vector<std::shared_ptr<const CachedImage>>>;  // [seq][image]
-  // Encodes misses[start, end) in one pass, caches them and fills their slots; returns "" or
-  // why the pass failed.
-  std::string EncodePass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses,
-                         size_t start, size_t end, const std::function<Status()>& health, Slots* slots);
+  struct PassRange {
+    size_t start, end;  // misses[start, end)
+    std::string error;  // "" or why the pass failed
+  };
+  // Moves the pixels of misses[r.start, r.end) into one pass (r.error on running out of memory).
+  void PackPass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses, PassRange& r,
+                ModelBackend::ImagePass* pass) const;
+  // Caches the embeddings `out` of misses[r.start, r.end) and fills their slots (r.error when
+  // out failed or the cache entries cannot be made).
+  void StorePass(const std::vector<Sequence*>& seqs, const std::vector<ImageSlot>& misses,
+                 StatusOr<std::vector<float>>& out, PassRange& r, Slots* slots);
   // The input embeddings of the plan's tokens [T, hidden] and each segment's positions.
   void GatherInputs(const StepPlan& plan, const Scheduler& sched,
                     const std::function<Sequence&(int64_t)>& seq, std::vector<float>* embeds,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
 
 namespace mineru {
 
@@ -46,6 +47,12 @@ void MergeCandidates(const std::vector<int32_t>& touched, const float* touched_l
       out->logits.push_back(top_logits[top[j++]]);
     }
   }
+}
+
+void ModelBackend::EncodeImagePasses(std::vector<ImagePass>* passes,
+                                     std::vector<StatusOr<std::vector<float>>>* out) {
+  out->clear();
+  for (ImagePass& p : *passes) out->push_back(EncodeImages(std::move(p.pixels), p.grids));
 }
 
 }  // namespace mineru

@@ -77,6 +77,15 @@ class ModelBackend {
   // [P, patch_dim], consumed). Errors fail this pass's requests only.
   virtual StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                                     const std::vector<ImageGrid>& grids) = 0;
+  // Several passes in order; (*out)[i] is what EncodeImages would answer for passes[i] (each
+  // pass's pixels consumed). A device may overlap passes (one pass's pixels go up while the one
+  // before computes); the default encodes them one after the other.
+  struct ImagePass {
+    std::vector<float> pixels;  // [P, patch_dim]
+    std::vector<ImageGrid> grids;
+  };
+  virtual void EncodeImagePasses(std::vector<ImagePass>* passes,
+                                 std::vector<StatusOr<std::vector<float>>>* out);
   // One packed decoder pass over `segments` (embeds [T, hidden], which the backend may overwrite),
   // then the logits [rows.size(), vocab] of the given rows of the pass, kept in the backend's
   // memory for ReadLogits until the next Forward. A failure leaves the cache rows of this pass

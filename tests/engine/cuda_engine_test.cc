@@ -1,6 +1,7 @@
 // The engine on the CUDA backend (EngineConfig::device kCuda, fp32): the goldens' greedy ids in
 // every batch composition the CPU engine test runs (everything at once, prefill in chunks of 7
-// tokens, a KV pool small enough to preempt, one sequence at a time), with duplicates sharing
+// tokens, a KV pool small enough to preempt, one sequence at a time; and every image in a vision
+// pass of its own, the passes overlapping), with duplicates sharing
 // prefixes and seeded requests beside them; every block returned at the end; bf16 runs the same
 // requests to completion. The seeded requests' ids are not compared alone against batched here,
 // as the CPU test does: cuBLASLt may pick another algorithm (another summation order) for another
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <tuple>
 
@@ -27,6 +29,7 @@ using testing::Unrelated;
 
 struct Variant {
   int max_batch_tokens, kv_blocks, max_seqs;
+  int64_t max_patches = 0;  // > 0: patches per vision pass (1: an image a pass, the passes pipelined)
 };
 
 class CudaEngineTest : public ::testing::TestWithParam<std::tuple<std::string, Variant>> {
@@ -51,6 +54,7 @@ TEST_P(CudaEngineTest, GoldensReproduceInAnyBatchComposition) {
   cfg.device.device = ComputeDevice::kCuda;
   cfg.device.gpu_fp32 = true;
   cfg.device.gpu_memory = 0.5;
+  cfg.device.gpu_max_patches = v.max_patches;
   auto engine = Engine::Create(*model, nullptr, cfg);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   std::vector<std::shared_ptr<RequestHandle>> golden, noise;
@@ -73,11 +77,13 @@ TEST_P(CudaEngineTest, GoldensReproduceInAnyBatchComposition) {
 INSTANTIATE_TEST_SUITE_P(Compositions, CudaEngineTest,
                          ::testing::Combine(::testing::Values("tiny", "tinyvocab"),
                                             ::testing::Values(Variant{512, 0, 64}, Variant{7, 0, 64},
-                                                              Variant{64, 24, 3}, Variant{33, 0, 1})),
+                                                              Variant{64, 24, 3}, Variant{33, 0, 1},
+                                                              Variant{512, 0, 64, 1})),
                          [](const auto& i) {
                            const Variant v = std::get<1>(i.param);
                            return std::get<0>(i.param) + "_b" + std::to_string(v.max_batch_tokens) + "_kv" +
-                                  std::to_string(v.kv_blocks) + "_s" + std::to_string(v.max_seqs);
+                                  std::to_string(v.kv_blocks) + "_s" + std::to_string(v.max_seqs) +
+                                  (v.max_patches > 0 ? "_p" + std::to_string(v.max_patches) : "");
                          });
 
 // MinerU's block rules (presence and frequency penalties, no_repeat_ngram_size, a logit_bias)

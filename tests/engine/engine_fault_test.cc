@@ -11,11 +11,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "../util/files.h"
 #include "base/mapped_file.h"
 #include "engine/engine.h"
+#include "engine_test_util.h"
 #include "model/backend.h"
 
 namespace mineru {
@@ -227,6 +230,77 @@ INSTANTIATE_TEST_SUITE_P(Where, EngineStepFaultTest, ::testing::Values(FailIn::k
                          [](const auto& i) {
                            return i.param == FailIn::kForward ? "Forward" : "ReadLogits";
                          });
+
+// One image a vision pass (max_patches_per_pass 1), and pass number `fail_pass` over the
+// engine's life (counting from 1) fails with InvalidArgument; records how many passes each
+// EncodeImagePasses call brought (the runner hands a step's passes over together).
+class PassFailingBackend : public ModelBackend {
+ public:
+  PassFailingBackend(std::unique_ptr<ModelBackend> inner, int fail_pass, std::vector<size_t>* batches)
+      : inner_(std::move(inner)), fail_pass_(fail_pass), batches_(batches) {}
+  StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
+                                            const std::vector<ImageGrid>& grids) override {
+    EXPECT_EQ(grids.size(), 1u) << "one image a pass";
+    if (++passes_ == fail_pass_) return InvalidArgumentError("injected vision fault");
+    return inner_->EncodeImages(std::move(pixels), grids);
+  }
+  void EncodeImagePasses(std::vector<ImagePass>* passes,
+                         std::vector<StatusOr<std::vector<float>>>* out) override {
+    batches_->push_back(passes->size());
+    ModelBackend::EncodeImagePasses(passes, out);
+  }
+  Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
+                 const std::vector<int32_t>& rows) override {
+    return inner_->Forward(embeds, segments, rows);
+  }
+  Status ReadLogits(const std::vector<LogitsRequest>& requests, std::vector<RowLogits>* out) override {
+    return inner_->ReadLogits(requests, out);
+  }
+  bool logits_on_device() const override { return inner_->logits_on_device(); }
+  int64_t max_patches_per_pass() const override { return 1; }
+  void ReleaseScratch() override { inner_->ReleaseScratch(); }
+  std::string Describe() const override { return "pass-failing " + inner_->Describe(); }
+
+ private:
+  std::unique_ptr<ModelBackend> inner_;
+  int passes_ = 0;
+  const int fail_pass_;
+  std::vector<size_t>* batches_;
+};
+
+// Images in passes of their own, handed to the backend together: a failed pass fails only the
+// request whose image it held (the engine stays healthy); the others, and a text-only request,
+// give the goldens' ids.
+TEST(EngineVisionPassTest, AFailedPassFailsOnlyItsRequest) {
+  auto model = Qwen2VLModel::Load(testing::kFx + "/tiny");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const auto cases = testing::LoadCases("tiny", (*model)->config().image_token_id);
+  ASSERT_EQ(cases[0].name, "one_image");
+  ASSERT_EQ(cases[1].name, "two_images");
+  std::vector<size_t> batches;
+  EngineConfig cfg;
+  cfg.threads = 2;
+  // Passes in submission order: one_image's image (1), two_images' two (2 and 3).
+  cfg.wrap_backend = [&batches](std::unique_ptr<ModelBackend> inner) -> std::unique_ptr<ModelBackend> {
+    return std::make_unique<PassFailingBackend>(std::move(inner), 3, &batches);
+  };
+  auto engine = Engine::Create(**model, nullptr, cfg);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  std::vector<Completion> done;
+  for (const auto& c : cases) done.push_back((*engine)->Submit(testing::GreedyRequest(c)).value()->Wait());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].name == "two_images") {
+      EXPECT_EQ(done[i].finish_reason, FinishReason::kError);
+      EXPECT_NE(done[i].error.find("injected vision fault"), std::string::npos) << done[i].error;
+    } else {
+      EXPECT_EQ(done[i].finish_reason, FinishReason::kLength) << cases[i].name << ": " << done[i].error;
+      EXPECT_EQ(done[i].ids, cases[i].want) << cases[i].name;
+    }
+  }
+  EXPECT_TRUE((*engine)->Health().ok()) << (*engine)->Health().ToString();
+  // two_images' passes came together (one step's misses), after one_image's alone.
+  EXPECT_EQ(batches, (std::vector<size_t>{1, 2}));
+}
 
 }  // namespace
 }  // namespace mineru

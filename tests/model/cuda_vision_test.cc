@@ -170,6 +170,52 @@ TEST_F(CudaVisionTest, PackedImagesMatchTheCpuAndThemselvesAlone) {
   }
 }
 
+// Submit/Collect overlap consecutive passes (one pass's inputs go up while the one before
+// computes): the same output, bit for bit, as Encode of each pass alone, with passes growing (the
+// shared activations are regrown while a pass is queued) and each host input overwritten as soon
+// as Submit returns. At most kSlots passes are outstanding; a ticket is collected once.
+TEST_F(CudaVisionTest, OverlappedPassesMatchEncodeBitForBit) {
+  for (CudaPrecision p : {CudaPrecision::kBf16, CudaPrecision::kF32}) {
+    ASSERT_NO_FATAL_FAILURE(Load("tiny", p, 500));
+    const int64_t pd = model_->config().vision.patch_dim();
+    const std::vector<std::vector<ImageGrid>> passes = {
+        {{1, 2, 2}}, {{1, 4, 6}, {1, 2, 2}}, {{1, 34, 22}}, {{2, 6, 4}, {1, 2, 30}}, {{1, 4, 4}}};
+    std::vector<std::vector<float>> pixels, alone;
+    for (size_t i = 0; i < passes.size(); ++i) {
+      int64_t P = 0;
+      for (const ImageGrid& g : passes[i]) P += g.num_patches();
+      pixels.push_back(Pixels(P, pd, static_cast<uint32_t>(40 + i)));
+      alone.push_back(Gpu(pixels[i], passes[i]));
+    }
+    std::vector<int64_t> tickets(passes.size(), -1);
+    const auto submit = [&](size_t i) {
+      std::vector<float> host = pixels[i];
+      auto t = gpu_->Submit(host.data(), static_cast<int64_t>(host.size()) / pd, passes[i]);
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      std::fill(host.begin(), host.end(), std::nanf(""));  // staged already
+      tickets[i] = *t;
+    };
+    const auto collect = [&](size_t i) {
+      auto out = gpu_->Collect(tickets[i]);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_EQ(*out, alone[i]) << "pass " << i;
+    };
+    ASSERT_NO_FATAL_FAILURE(submit(0));
+    for (size_t i = 1; i < passes.size(); ++i) {
+      ASSERT_NO_FATAL_FAILURE(submit(i));
+      if (i == 1) {
+        const int64_t P = static_cast<int64_t>(pixels[2].size()) / pd;
+        EXPECT_EQ(gpu_->Submit(pixels[2].data(), P, passes[2]).status().code(), StatusCode::kInvalidArgument)
+            << "a third pass outstanding";
+      }
+      ASSERT_NO_FATAL_FAILURE(collect(i - 1));
+    }
+    ASSERT_NO_FATAL_FAILURE(collect(passes.size() - 1));
+    EXPECT_EQ(gpu_->Collect(tickets[0]).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(gpu_->Collect(-1).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
 // A profile counts every op as the CPU encoder's does and changes no value.
 TEST_F(CudaVisionTest, ProfileCountsEveryOpAndChangesNothing) {
   ASSERT_NO_FATAL_FAILURE(Load("tiny", CudaPrecision::kBf16));

@@ -42,6 +42,9 @@ class CudaBackend : public ModelBackend {
 
   StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                             const std::vector<ImageGrid>& grids) override;
+  // Pipelined: pass i + 1's pixels go up (CudaVisionEncoder::Submit) while pass i computes.
+  void EncodeImagePasses(std::vector<ImagePass>* passes,
+                         std::vector<StatusOr<std::vector<float>>>* out) override;
   // Leaves the logits on the device (queued, not waited for).
   Status Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,
                  const std::vector<int32_t>& rows) override;

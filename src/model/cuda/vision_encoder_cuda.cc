@@ -83,10 +83,11 @@ Status CheckShapes(const VisionConfig& c, const VisionWeights& w) {
 
 }  // namespace
 
-// One Encode call: its shape, and the host values it uploads (kept until the call returns).
+// One pass: its shape, and where its inputs are on the device.
 struct CudaVisionEncoder::Pass {
   int64_t P = 0, frames = 0, max_frame = 0;
-  std::vector<int32_t> cu_seqlens;  // [frames + 1] patch offsets of the frames
+  std::vector<int32_t> cu_seqlens;  // [frames + 1] patch offsets of the frames (host)
+  const Slot* in = nullptr;         // the pass's inputs on the device
 };
 
 StatusOr<std::unique_ptr<CudaVisionEncoder>> CudaVisionEncoder::Create(const VisionConfig& config,
@@ -99,6 +100,10 @@ StatusOr<std::unique_ptr<CudaVisionEncoder>> CudaVisionEncoder::Create(const Vis
   std::unique_ptr<CudaVisionEncoder> e(new CudaVisionEncoder(config, options));
   MINERU_ASSIGN_OR_RETURN(e->stream_, cu::CudaStream::Create());
   MINERU_ASSIGN_OR_RETURN(e->gemm_, cu::GemmHandle::Create());
+  MINERU_ASSIGN_OR_RETURN(e->upload_, cu::StagedUpload::Create());
+  for (Slot& slot : e->slots_) {
+    MINERU_ASSIGN_OR_RETURN(slot.done, cu::CudaEvent::Create());
+  }
   const CudaPrecision p = options.precision;
   CudaVisionWeights& w = e->w_;
   MINERU_ASSIGN_OR_RETURN(w.patch_embed, UploadMatrix(weights.patch_embed, p, kernels));
@@ -121,16 +126,25 @@ StatusOr<std::unique_ptr<CudaVisionEncoder>> CudaVisionEncoder::Create(const Vis
 
 size_t CudaVisionEncoder::activation_bytes() const {
   size_t n = 0;
-  for (const GrowingBuffer* b :
-       {&pix_f32_, &pix_, &x_, &ln_, &qkv_, &hidden_, &cos_, &sin_, &cu_seqlens_, &out_}) {
-    n += b->size();
+  for (const GrowingBuffer* b : {&pix_, &x_, &ln_, &qkv_, &hidden_, &out_}) n += b->size();
+  for (const Slot& slot : slots_) {
+    for (const GrowingBuffer* b : {&slot.pixels, &slot.cos, &slot.sin, &slot.cu_seqlens}) n += b->size();
   }
   return n;
 }
 
+void CudaVisionEncoder::Drain() {
+  (void)upload_.Synchronize();
+  (void)stream_.Synchronize();
+}
+
 void CudaVisionEncoder::ReleaseActivations() {
-  for (GrowingBuffer* b : {&pix_f32_, &pix_, &x_, &ln_, &qkv_, &hidden_, &cos_, &sin_, &cu_seqlens_, &out_}) {
-    b->Release();
+  Drain();
+  for (GrowingBuffer* b : {&pix_, &x_, &ln_, &qkv_, &hidden_, &out_}) b->Release();
+  for (Slot& slot : slots_) {
+    for (GrowingBuffer* b : {&slot.pixels, &slot.cos, &slot.sin, &slot.cu_seqlens}) b->Release();
+    slot.out = cu::PinnedBuffer();
+    slot.ticket = -1;
   }
 }
 
@@ -150,11 +164,12 @@ Status CudaVisionEncoder::Block(const CudaVisionBlock& b, Pass& pass, OpProfile*
   }));
   // q and k are adjacent in each [q | k | v] row: 2H heads of D values from the row's start.
   MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kRope, 0, stream_, [&] {
-    return cu::RopeRotateHalfRows(qkv, P, 3 * E, 2 * H, D, cos_.as<float>(), sin_.as<float>(), s);
+    return cu::RopeRotateHalfRows(qkv, P, 3 * E, 2 * H, D, pass.in->cos.as<float>(), pass.in->sin.as<float>(),
+                                  s);
   }));
   cu::VarlenAttentionShape a;
   a.num_seqs = pass.frames;
-  a.cu_seqlens_q = a.cu_seqlens_k = cu_seqlens_.as<int32_t>();
+  a.cu_seqlens_q = a.cu_seqlens_k = pass.in->cu_seqlens.as<int32_t>();
   a.max_seqlen_q = pass.max_frame;
   a.num_heads = a.num_kv_heads = H;
   a.head_dim = D;
@@ -219,9 +234,10 @@ template <typename T>
 Status CudaVisionEncoder::Run(Pass& pass, OpProfile* profile) {
   const int64_t P = pass.P, E = c_.embed_dim, pd = c_.patch_dim();
   const cu::StreamHandle s = stream_.handle();
-  const T* pixels = pix_.as<T>();
+  // fp32 reads the uploaded pixels; bf16 casts them first.
+  const T* pixels = std::is_same_v<T, float> ? pass.in->pixels.as<T>() : pix_.as<T>();
   if constexpr (!std::is_same_v<T, float>) {
-    MINERU_RETURN_IF_ERROR(cu::CastF32ToBf16(pix_f32_.as<float>(), P * pd, pix_.as<T>(), s));
+    MINERU_RETURN_IF_ERROR(cu::CastF32ToBf16(pass.in->pixels.as<float>(), P * pd, pix_.as<T>(), s));
     if (profile != nullptr) MINERU_RETURN_IF_ERROR(stream_.Synchronize());  // the first timer starts idle
   }
   MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kPatchEmbed, 2.0 * P * pd * E, stream_, [&] {
@@ -231,12 +247,9 @@ Status CudaVisionEncoder::Run(Pass& pass, OpProfile* profile) {
   return Merge<T>(pass, profile);
 }
 
-StatusOr<std::vector<float>> CudaVisionEncoder::Encode(const float* pixel_values, int64_t num_patches,
-                                                       const std::vector<ImageGrid>& grids,
-                                                       OpProfile* profile) {
+Status CudaVisionEncoder::Plan(const std::vector<ImageGrid>& grids, int64_t num_patches, Pass* pass) const {
   const int merge = c_.spatial_merge_size;
-  Pass pass;
-  pass.cu_seqlens.push_back(0);
+  pass->cu_seqlens.assign(1, 0);
   int64_t total = 0;
   for (const ImageGrid& g : grids) {
     if (g.t <= 0 || g.h <= 0 || g.w <= 0 || g.h % merge || g.w % merge) {
@@ -244,53 +257,112 @@ StatusOr<std::vector<float>> CudaVisionEncoder::Encode(const float* pixel_values
     }
     total += g.num_patches();
     if (total > INT32_MAX) return InvalidArgumentError("too many patches for one GPU pass");
-    pass.max_frame = std::max(pass.max_frame, g.h * g.w);
-    for (int64_t t = 0; t < g.t; ++t) pass.cu_seqlens.push_back(pass.cu_seqlens.back() + g.h * g.w);
+    pass->max_frame = std::max(pass->max_frame, g.h * g.w);
+    for (int64_t t = 0; t < g.t; ++t) pass->cu_seqlens.push_back(pass->cu_seqlens.back() + g.h * g.w);
   }
   if (total != num_patches) return InvalidArgumentError("pixel_values rows do not match the image grids");
-  if (num_patches == 0) return std::vector<float>();
-  if (pixel_values == nullptr) return InvalidArgumentError("pixel_values is null");
-  pass.P = num_patches;
-  pass.frames = static_cast<int64_t>(pass.cu_seqlens.size()) - 1;
+  pass->P = num_patches;
+  pass->frames = static_cast<int64_t>(pass->cu_seqlens.size()) - 1;
+  return Status::Ok();
+}
 
+Status CudaVisionEncoder::ReserveFor(const Pass& pass, Slot& slot) {
   const int64_t P = pass.P, E = c_.embed_dim, D = c_.head_dim(), pd = c_.patch_dim();
-  const int64_t out_rows = P / c_.merge_unit(), H = c_.out_hidden_size;
+  const int64_t out_floats = P / c_.merge_unit() * c_.out_hidden_size;
   const size_t eb = CudaElementBytes(o_.precision);
-  const bool bf16 = o_.precision == CudaPrecision::kBf16;
   const auto bytes = [](int64_t n, size_t each) { return static_cast<size_t>(n) * each; };
-  MINERU_RETURN_IF_ERROR(pix_f32_.Reserve(bf16 ? bytes(P * pd, 4) : 0));
-  MINERU_RETURN_IF_ERROR(pix_.Reserve(bytes(P * pd, eb)));
+  // Growing a buffer the other slot's pass still uses is safe: the old allocation's cudaFree
+  // waits for the device.
+  MINERU_RETURN_IF_ERROR(pix_.Reserve(o_.precision == CudaPrecision::kBf16 ? bytes(P * pd, eb) : 0));
   MINERU_RETURN_IF_ERROR(x_.Reserve(bytes(P * E, eb)));
   MINERU_RETURN_IF_ERROR(ln_.Reserve(bytes(P * E, eb)));
   MINERU_RETURN_IF_ERROR(qkv_.Reserve(bytes(P * 3 * E, eb)));
   MINERU_RETURN_IF_ERROR(hidden_.Reserve(bytes(std::min(P, o_.mlp_chunk_rows) * c_.mlp_dim, eb)));
-  MINERU_RETURN_IF_ERROR(cos_.Reserve(bytes(P * D, 4)));
-  MINERU_RETURN_IF_ERROR(sin_.Reserve(bytes(P * D, 4)));
-  MINERU_RETURN_IF_ERROR(cu_seqlens_.Reserve(bytes(pass.frames + 1, 4)));
-  MINERU_RETURN_IF_ERROR(out_.Reserve(bytes(out_rows * H, 4)));
+  MINERU_RETURN_IF_ERROR(out_.Reserve(bytes(out_floats, 4)));
+  MINERU_RETURN_IF_ERROR(slot.pixels.Reserve(bytes(P * pd, 4)));
+  MINERU_RETURN_IF_ERROR(slot.cos.Reserve(bytes(P * D, 4)));
+  MINERU_RETURN_IF_ERROR(slot.sin.Reserve(bytes(P * D, 4)));
+  MINERU_RETURN_IF_ERROR(slot.cu_seqlens.Reserve(bytes(pass.frames + 1, 4)));
+  if (slot.out.size() < bytes(out_floats, 4)) {
+    slot.out = cu::PinnedBuffer();  // the old one first: pinned memory is scarce
+    MINERU_ASSIGN_OR_RETURN(slot.out, cu::PinnedBuffer::Allocate(bytes(out_floats, 4)));
+  }
+  slot.out_floats = out_floats;
+  return Status::Ok();
+}
 
+Status CudaVisionEncoder::Queue(const float* pixel_values, const std::vector<ImageGrid>& grids, Pass& pass,
+                                Slot& slot, OpProfile* profile) {
+  const int64_t P = pass.P, D = c_.head_dim(), pd = c_.patch_dim();
   std::vector<float> cos, sin;
   cos.reserve(static_cast<size_t>(P * D));
   sin.reserve(static_cast<size_t>(P * D));
-  VisionRopeTables(grids, merge, static_cast<int>(D), &cos, &sin);
+  VisionRopeTables(grids, c_.spatial_merge_size, static_cast<int>(D), &cos, &sin);
   const cu::StreamHandle s = stream_.handle();
-  // Pageable host memory: cudaMemcpyAsync returns once the source is staged (the runtime API's
-  // "API synchronization behavior"); the locals live until the final Synchronize anyway.
-  GrowingBuffer& pixels = bf16 ? pix_f32_ : pix_;
-  Status st = pixels.buffer().CopyFromHostAsync(pixel_values, bytes(P * pd, 4), 0, s);
-  if (st.ok()) st = cos_.buffer().CopyFromHostAsync(cos.data(), bytes(P * D, 4), 0, s);
-  if (st.ok()) st = sin_.buffer().CopyFromHostAsync(sin.data(), bytes(P * D, 4), 0, s);
-  if (st.ok())
-    st = cu_seqlens_.buffer().CopyFromHostAsync(pass.cu_seqlens.data(), bytes(pass.frames + 1, 4), 0, s);
-  if (st.ok() && profile != nullptr) st = stream_.Synchronize();  // the first op's timer starts idle
-  if (st.ok()) st = bf16 ? Run<cu::Bf16>(pass, profile) : Run<float>(pass, profile);
-  std::vector<float> out(static_cast<size_t>(out_rows * H));
-  if (st.ok()) st = out_.buffer().CopyToHostAsync(out.data(), bytes(out_rows * H, 4), 0, s);
-  // Always waited for, so no queued op outlives the call (or reads a buffer a later call regrows).
-  const Status done = stream_.Synchronize();
-  MINERU_RETURN_IF_ERROR(st);
-  MINERU_RETURN_IF_ERROR(done);
-  return out;
+  const auto bytes = [](int64_t n) { return static_cast<size_t>(n) * 4; };
+  // The slot's inputs were last read by the pass Collect waited for; ordering the copies after
+  // that pass's end on the device as well costs nothing.
+  MINERU_RETURN_IF_ERROR(slot.done.MakeWait(upload_.stream()));
+  MINERU_RETURN_IF_ERROR(upload_.Copy(slot.pixels.data(), pixel_values, bytes(P * pd)));
+  MINERU_RETURN_IF_ERROR(upload_.Copy(slot.cos.data(), cos.data(), bytes(P * D)));
+  MINERU_RETURN_IF_ERROR(upload_.Copy(slot.sin.data(), sin.data(), bytes(P * D)));
+  MINERU_RETURN_IF_ERROR(
+      upload_.Copy(slot.cu_seqlens.data(), pass.cu_seqlens.data(), bytes(pass.frames + 1)));
+  MINERU_RETURN_IF_ERROR(upload_.OrderBefore(s));
+  if (profile != nullptr) MINERU_RETURN_IF_ERROR(stream_.Synchronize());  // the first op's timer starts idle
+  pass.in = &slot;
+  MINERU_RETURN_IF_ERROR(o_.precision == CudaPrecision::kBf16 ? Run<cu::Bf16>(pass, profile)
+                                                              : Run<float>(pass, profile));
+  MINERU_RETURN_IF_ERROR(out_.buffer().CopyToHostAsync(slot.out.data(), bytes(slot.out_floats), 0, s));
+  return slot.done.Record(s);
+}
+
+StatusOr<int64_t> CudaVisionEncoder::SubmitPass(const float* pixel_values, int64_t num_patches,
+                                                const std::vector<ImageGrid>& grids, OpProfile* profile) {
+  Pass pass;
+  MINERU_RETURN_IF_ERROR(Plan(grids, num_patches, &pass));
+  if (num_patches > 0 && pixel_values == nullptr) return InvalidArgumentError("pixel_values is null");
+  Slot& slot = slots_[next_ticket_ % kSlots];
+  if (slot.ticket >= 0) {
+    return InvalidArgumentError("CudaVisionEncoder: " + std::to_string(kSlots) +
+                                " passes are outstanding; collect one first");
+  }
+  if (num_patches > 0) {
+    Status st = ReserveFor(pass, slot);
+    if (st.ok()) st = Queue(pixel_values, grids, pass, slot, profile);
+    if (!st.ok()) {
+      Drain();  // nothing queued outlives a failed call (or reads a buffer a later call regrows)
+      return st;
+    }
+  } else {
+    slot.out_floats = 0;
+  }
+  slot.ticket = next_ticket_++;
+  return slot.ticket;
+}
+
+StatusOr<int64_t> CudaVisionEncoder::Submit(const float* pixel_values, int64_t num_patches,
+                                            const std::vector<ImageGrid>& grids) {
+  return SubmitPass(pixel_values, num_patches, grids, nullptr);
+}
+
+StatusOr<std::vector<float>> CudaVisionEncoder::Collect(int64_t ticket) {
+  if (ticket < 0) return InvalidArgumentError("CudaVisionEncoder: no such pass");
+  Slot& slot = slots_[ticket % kSlots];
+  if (slot.ticket != ticket) return InvalidArgumentError("CudaVisionEncoder: no such pass outstanding");
+  slot.ticket = -1;
+  if (slot.out_floats == 0) return std::vector<float>();
+  // A fault in any op of the pass (or of the pass before it on the stream) is reported here.
+  MINERU_RETURN_IF_ERROR(slot.done.Synchronize());
+  const float* out = slot.out.as<float>();
+  return std::vector<float>(out, out + slot.out_floats);
+}
+
+StatusOr<std::vector<float>> CudaVisionEncoder::Encode(const float* pixel_values, int64_t num_patches,
+                                                       const std::vector<ImageGrid>& grids,
+                                                       OpProfile* profile) {
+  MINERU_ASSIGN_OR_RETURN(const int64_t ticket, SubmitPass(pixel_values, num_patches, grids, profile));
+  return Collect(ticket);
 }
 
 }  // namespace mineru

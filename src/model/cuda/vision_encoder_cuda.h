@@ -29,6 +29,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/buffer.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/staged_upload.h"
 #include "model/config.h"
 #include "model/cuda/device_weights.h"
 #include "model/op_profile.h"
@@ -80,17 +81,49 @@ class CudaVisionEncoder {
   StatusOr<std::vector<float>> Encode(const float* pixel_values, int64_t num_patches,
                                       const std::vector<ImageGrid>& grids, OpProfile* profile = nullptr);
 
+  // Encode in two halves, so that consecutive passes overlap: Submit checks and queues a pass and
+  // returns its ticket once the pass's inputs are staged (the host's pixels may be freed then):
+  // the inputs go up on a copy stream while the pass before still computes. Collect(ticket) waits
+  // for that pass and returns what Encode would have. At most kSlots passes are outstanding
+  // (InvalidArgument for one more: Collect one first); a failed Submit leaves nothing queued.
+  // Encode(p) is Collect(Submit(p)). Same results, bit for bit, however passes are interleaved.
+  static constexpr int kSlots = 2;
+  StatusOr<int64_t> Submit(const float* pixel_values, int64_t num_patches,
+                           const std::vector<ImageGrid>& grids);
+  StatusOr<std::vector<float>> Collect(int64_t ticket);
+
   const VisionConfig& config() const { return c_; }
   CudaPrecision precision() const { return o_.precision; }
   size_t weight_bytes() const { return w_.bytes; }
-  // The activation memory the largest call so far kept (it stays allocated between calls).
+  // The activation memory the largest call so far kept (it stays allocated between calls),
+  // pinned staging memory not counted.
   size_t activation_bytes() const;
-  // Frees the activation memory (it is allocated again by the next call).
+  // Frees the activation memory (it is allocated again by the next call); passes still
+  // outstanding are waited for and their results dropped.
   void ReleaseActivations();
 
  private:
   CudaVisionEncoder(const VisionConfig& config, CudaVisionOptions options) : c_(config), o_(options) {}
   struct Pass;
+  // One outstanding pass's own memory: its inputs on the device (written by the copy stream while
+  // the other slot's pass computes), its output in pinned memory, and the event after its output's
+  // copy. ticket < 0: free.
+  struct Slot {
+    GrowingBuffer pixels, cos, sin, cu_seqlens;  // fp32 pixels [P, patch_dim], tables [P, D], offsets
+    kernels::cuda::PinnedBuffer out;             // [P / merge_unit, out_hidden] fp32
+    kernels::cuda::CudaEvent done;
+    int64_t ticket = -1, out_floats = 0;
+  };
+  // Checks `grids` against num_patches and fills pass's shape.
+  Status Plan(const std::vector<ImageGrid>& grids, int64_t num_patches, Pass* pass) const;
+  Status ReserveFor(const Pass& pass, Slot& slot);
+  // Submit's body: stages the inputs into `slot` and queues the pass and its output's copy.
+  Status Queue(const float* pixel_values, const std::vector<ImageGrid>& grids, Pass& pass, Slot& slot,
+               OpProfile* profile);
+  StatusOr<int64_t> SubmitPass(const float* pixel_values, int64_t num_patches,
+                               const std::vector<ImageGrid>& grids, OpProfile* profile);
+  // Waits for every queued copy and op (after a failure: nothing queued may outlive the call).
+  void Drain();
   // Encode's body in element type T (float or kernels::cuda::Bf16).
   template <typename T>
   Status Run(Pass& pass, OpProfile* profile);
@@ -104,9 +137,13 @@ class CudaVisionEncoder {
   CudaVisionWeights w_;
   kernels::cuda::CudaStream stream_;
   kernels::cuda::GemmHandle gemm_;
-  // Activations, grown to the largest call: pixels (fp32 as uploaded, then as T), x, ln, qkv,
-  // the MLP's hidden chunk, the RoPE tables, the frame offsets and the fp32 output.
-  GrowingBuffer pix_f32_, pix_, x_, ln_, qkv_, hidden_, cos_, sin_, cu_seqlens_, out_;
+  kernels::cuda::StagedUpload upload_;  // the copy stream: inputs go up while a pass computes
+  Slot slots_[kSlots];
+  int64_t next_ticket_ = 0;
+  // Activations shared by the passes (one computes at a time, in stream order), grown to the
+  // largest pass: the pixels in bf16 (bf16 only), x, ln, qkv, the MLP's hidden chunk and the fp32
+  // output.
+  GrowingBuffer pix_, x_, ln_, qkv_, hidden_, out_;
 };
 
 }  // namespace mineru
