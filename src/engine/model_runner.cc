@@ -105,14 +105,19 @@ void ModelRunner::EncodeImages(const std::vector<Sequence*>& seqs, const std::fu
     sent.push_back(r);
   }
   std::vector<StatusOr<std::vector<float>>> outs;
-  if (!to_encode.empty()) backend_->EncodeImagePasses(&to_encode, &outs);
+  try {
+    if (!to_encode.empty()) backend_->EncodeImagePasses(&to_encode, &outs);
+  } catch (const std::bad_alloc&) {  // a backend that broke its contract: fail the passes sent
+    outs.clear();
+    for (const ModelBackend::ImagePass& p : to_encode) outs.push_back(PassOutOfMemory(p.grids));
+  }
   // Weights that changed under the passes make garbage embeddings: never cache them.
   const Status h = to_encode.empty() ? Status::Ok() : health();
   for (size_t k = 0; k < sent.size(); ++k) {
     PassRange& r = ranges[sent[k]];
     if (k >= outs.size()) {
       r.error = "vision encoding failed: the backend answered no pass";
-    } else if (!h.ok()) {
+    } else if (!h.ok() && outs[k].ok()) {  // a failed pass says why it failed
       r.error = h.message();
     } else {
       StorePass(seqs, misses, outs[k], r, &slots);

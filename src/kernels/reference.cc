@@ -243,6 +243,20 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
   }
 }
 
+void RopeTables2D(const float* freq_cos, const float* freq_sin, const int32_t* hw, int64_t n,
+                  int64_t head_dim, float* cos, float* sin) {
+  const int64_t half = head_dim / 2, quarter = head_dim / 4;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t d = 0; d < head_dim; ++d) {
+      const int64_t j = d % half;
+      const int64_t at =
+          j < quarter ? int64_t{hw[2 * i]} * quarter + j : int64_t{hw[2 * i + 1]} * quarter + j - quarter;
+      cos[i * head_dim + d] = freq_cos[at];
+      sin[i * head_dim + d] = freq_sin[at];
+    }
+  }
+}
+
 void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,
                int64_t out_stride, ThreadPool*) {
   for (int64_t i = 0; i < rows; ++i) {

@@ -28,6 +28,12 @@ void AddInPlace(float* x, const float* d, int64_t n, ThreadPool* pool = nullptr)
 void RopeRotateHalf(float* x, int64_t head_dim, const float* cos, const float* sin);
 void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
                         const float* cos, const float* sin, ThreadPool* pool = nullptr);
+// The 2-D rotary tables (the ViT's) by gather: row i of cos and sin [n, head_dim] takes, at
+// column d with j = d % (head_dim / 2) and quarter = head_dim / 4, freq_cos/freq_sin
+// [hw[2i] * quarter + j] where j < quarter (the patch's row) and [hw[2i + 1] * quarter + j -
+// quarter] otherwise (its column); freq tables [positions, quarter], hw [n, 2].
+void RopeTables2D(const float* freq_cos, const float* freq_sin, const int32_t* hw, int64_t n,
+                  int64_t head_dim, float* cos, float* sin);
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
                const KernelContext& ctx);
 void ToF16Rows(const float* x, int64_t rows, int64_t cols, int64_t x_stride, uint16_t* out,

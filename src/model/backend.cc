@@ -1,6 +1,7 @@
 #include "model/backend.h"
 
 #include <algorithm>
+#include <new>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -52,7 +53,21 @@ void MergeCandidates(const std::vector<int32_t>& touched, const float* touched_l
 void ModelBackend::EncodeImagePasses(std::vector<ImagePass>* passes,
                                      std::vector<StatusOr<std::vector<float>>>* out) {
   out->clear();
-  for (ImagePass& p : *passes) out->push_back(EncodeImages(std::move(p.pixels), p.grids));
+  out->reserve(passes->size());
+  for (ImagePass& p : *passes) {
+    // Out of memory fails this pass only (the CPU encoder's activations may throw).
+    try {
+      out->push_back(EncodeImages(std::move(p.pixels), p.grids));
+    } catch (const std::bad_alloc&) {
+      out->push_back(PassOutOfMemory(p.grids));
+    }
+  }
+}
+
+Status PassOutOfMemory(const std::vector<ImageGrid>& grids) {
+  int64_t patches = 0;
+  for (const ImageGrid& g : grids) patches += g.num_patches();
+  return OutOfMemoryError("encoding " + std::to_string(patches) + " image patches");
 }
 
 }  // namespace mineru

@@ -69,6 +69,9 @@ Status CheckLogitsRequests(const std::vector<LogitsRequest>& requests, size_t ro
 void MergeCandidates(const std::vector<int32_t>& touched, const float* touched_logits, const int32_t* top_ids,
                      const float* top_logits, size_t n_top, RowLogits* out);
 
+// OutOfMemory "encoding <patches> image patches" for a vision pass over `grids`.
+Status PassOutOfMemory(const std::vector<ImageGrid>& grids);
+
 class ModelBackend {
  public:
   virtual ~ModelBackend() = default;
@@ -84,6 +87,7 @@ class ModelBackend {
     std::vector<float> pixels;  // [P, patch_dim]
     std::vector<ImageGrid> grids;
   };
+  // Never throws std::bad_alloc: a pass that runs out of memory answers PassOutOfMemory.
   virtual void EncodeImagePasses(std::vector<ImagePass>* passes,
                                  std::vector<StatusOr<std::vector<float>>>* out);
   // One packed decoder pass over `segments` (embeds [T, hidden], which the backend may overwrite),

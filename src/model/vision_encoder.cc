@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/reference.h"
 
 namespace mineru {
 namespace {
@@ -34,44 +35,58 @@ struct AlignedFloats {
 
 }  // namespace
 
-void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_dim, std::vector<float>* cos,
-                      std::vector<float>* sin) {
+void VisionRopeFrequencies(const std::vector<ImageGrid>& grids, int head_dim, std::vector<float>* freq_cos,
+                           std::vector<float>* freq_sin) {
   const int quarter = head_dim / 4, half = head_dim / 2;
   std::vector<float> inv_freq(quarter);
   for (int j = 0; j < quarter; ++j) {
     inv_freq[j] = static_cast<float>(1.0 / std::pow(10000.0, (2.0 * j) / half));
   }
-  // cos and sin of pos * inv_freq[j] for every position a grid has: rows repeat them, so each is
-  // computed once (the same float product and std::cos as per element, so the same bits).
+  // Rows repeat positions, so each cos and sin is computed once (the same float product and
+  // std::cos as per element, so the same bits).
   int64_t longest = 0;
   for (const ImageGrid& g : grids) longest = std::max({longest, g.h, g.w});
-  std::vector<float> pos_cos(static_cast<size_t>(longest * quarter)), pos_sin(pos_cos.size());
+  freq_cos->resize(static_cast<size_t>(longest * quarter));
+  freq_sin->resize(freq_cos->size());
   for (int64_t p = 0; p < longest; ++p) {
     for (int j = 0; j < quarter; ++j) {
       const float angle = static_cast<float>(p) * inv_freq[j];
-      pos_cos[p * quarter + j] = std::cos(angle);
-      pos_sin[p * quarter + j] = std::sin(angle);
+      (*freq_cos)[p * quarter + j] = std::cos(angle);
+      (*freq_sin)[p * quarter + j] = std::sin(angle);
     }
   }
+}
+
+void VisionRopePositions(const std::vector<ImageGrid>& grids, int merge, std::vector<int32_t>* hw) {
+  hw->clear();
   for (const ImageGrid& g : grids) {
     for (int64_t t = 0; t < g.t; ++t) {
       for (int64_t mr = 0; mr < g.h / merge; ++mr) {
         for (int64_t mc = 0; mc < g.w / merge; ++mc) {
           for (int sr = 0; sr < merge; ++sr) {
             for (int sc = 0; sc < merge; ++sc) {
-              const int64_t hpos = mr * merge + sr, wpos = mc * merge + sc;
-              for (int d = 0; d < head_dim; ++d) {
-                const int j = d % half;
-                const int64_t at = j < quarter ? hpos * quarter + j : wpos * quarter + (j - quarter);
-                cos->push_back(pos_cos[at]);
-                sin->push_back(pos_sin[at]);
-              }
+              hw->push_back(static_cast<int32_t>(mr * merge + sr));
+              hw->push_back(static_cast<int32_t>(mc * merge + sc));
             }
           }
         }
       }
     }
   }
+}
+
+void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_dim, std::vector<float>* cos,
+                      std::vector<float>* sin) {
+  std::vector<float> freq_cos, freq_sin;
+  std::vector<int32_t> hw;
+  VisionRopeFrequencies(grids, head_dim, &freq_cos, &freq_sin);
+  VisionRopePositions(grids, merge, &hw);
+  const int64_t n = static_cast<int64_t>(hw.size() / 2);
+  const size_t at = cos->size();
+  cos->resize(at + static_cast<size_t>(n * head_dim));
+  sin->resize(cos->size());
+  kernels::ref::RopeTables2D(freq_cos.data(), freq_sin.data(), hw.data(), n, head_dim, cos->data() + at,
+                             sin->data() + at);
 }
 
 const char* VisionOpName(VisionOp op) {

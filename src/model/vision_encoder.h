@@ -26,6 +26,12 @@ struct ImageGrid {
 // the patches of `grids` in the processor's merge-grouped order. For head_dim D the first D/4
 // frequencies rotate by the patch row, the next D/4 by the column; the second half of a row
 // repeats the first. Shared by the CPU encoder and the CUDA one (model/cuda/).
+// What those tables are gathered from (kernels::ref::RopeTables2D, or its CUDA twin on a GPU): the
+// frequency tables cos/sin(p * inv_freq[j]) [longest, head_dim / 4] for positions p < longest (the
+// longest side of `grids`), and each patch's (row, column) [P, 2], in the same order.
+void VisionRopeFrequencies(const std::vector<ImageGrid>& grids, int head_dim, std::vector<float>* freq_cos,
+                           std::vector<float>* freq_sin);
+void VisionRopePositions(const std::vector<ImageGrid>& grids, int merge, std::vector<int32_t>* hw);
 void VisionRopeTables(const std::vector<ImageGrid>& grids, int merge, int head_dim, std::vector<float>* cos,
                       std::vector<float>* sin);
 

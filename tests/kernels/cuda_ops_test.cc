@@ -210,6 +210,53 @@ TEST_F(CudaOpsTest, RopeBf16) {
   for (const RopeShape& s : kRopeShapes) ASSERT_NO_FATAL_FAILURE(CheckRope<Bf16>(stream(), s, kPointBf16));
 }
 
+// RopeTables2D gathers exactly the twin's values (a copy: bit for bit) for heads of 4, 16 and 80
+// (the ViT's), one row and many; a position outside the tables gives NaN, not a stray read.
+TEST_F(CudaOpsTest, RopeTables2DGathersAsTheTwin) {
+  const int64_t positions = 37;
+  for (int64_t D : {4, 16, 80}) {
+    for (int64_t n : {1, 7, 1001}) {
+      const int64_t quarter = D / 4;
+      const std::vector<float> freq = RandomVec(static_cast<size_t>(2 * positions * quarter), 5, -1.0f, 1.0f);
+      std::vector<int32_t> hw(static_cast<size_t>(2 * n));
+      for (size_t i = 0; i < hw.size(); ++i) hw[i] = static_cast<int32_t>((i * 7919 + D) % positions);
+      std::vector<float> want_cos(static_cast<size_t>(n * D)), want_sin(want_cos.size());
+      ref::RopeTables2D(freq.data(), freq.data() + positions * quarter, hw.data(), n, D, want_cos.data(),
+                        want_sin.data());
+      if (n > 1) hw[2 * (n - 1) + 1] = static_cast<int32_t>(positions);  // the last row's column: outside
+      CUDA_TEST_ASSIGN(cu::DeviceBuffer dfreq, cu::DeviceBuffer::Allocate(freq.size() * 4));
+      CUDA_TEST_ASSIGN(cu::DeviceBuffer dhw, cu::DeviceBuffer::Allocate(hw.size() * 4));
+      CUDA_TEST_ASSIGN(cu::DeviceBuffer dcos, cu::DeviceBuffer::Allocate(want_cos.size() * 4));
+      CUDA_TEST_ASSIGN(cu::DeviceBuffer dsin, cu::DeviceBuffer::Allocate(want_sin.size() * 4));
+      CUDA_TEST_ASSERT_OK(dfreq.CopyFromHost(freq.data(), freq.size() * 4));
+      CUDA_TEST_ASSERT_OK(dhw.CopyFromHost(hw.data(), hw.size() * 4));
+      const float* f = dfreq.as<float>();
+      CUDA_TEST_ASSERT_OK(cu::RopeTables2D(f, f + positions * quarter, positions, dhw.as<int32_t>(), n, D,
+                                           dcos.as<float>(), dsin.as<float>(), stream()));
+      CUDA_TEST_ASSERT_OK(stream_.Synchronize());
+      std::vector<float> got_cos(want_cos.size()), got_sin(want_sin.size());
+      CUDA_TEST_ASSERT_OK(dcos.CopyToHost(got_cos.data(), got_cos.size() * 4));
+      CUDA_TEST_ASSERT_OK(dsin.CopyToHost(got_sin.data(), got_sin.size() * 4));
+      const std::string what = "D=" + std::to_string(D) + " n=" + std::to_string(n);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t d = 0; d < D; ++d) {
+          const size_t at = static_cast<size_t>(i * D + d);
+          const bool outside = n > 1 && i == n - 1 && d % (D / 2) >= quarter;
+          if (outside) {
+            EXPECT_TRUE(std::isnan(got_cos[at]) && std::isnan(got_sin[at]))
+                << what << " row " << i << " col " << d;
+          } else {
+            ASSERT_EQ(got_cos[at], want_cos[at]) << what << " row " << i << " col " << d;
+            ASSERT_EQ(got_sin[at], want_sin[at]) << what << " row " << i << " col " << d;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cu::RopeTables2D(nullptr, nullptr, 4, nullptr, 1, 6, nullptr, nullptr, stream()).code(),
+            StatusCode::kInvalidArgument);
+}
+
 // The casts: fp32 -> bf16 rounds exactly as F32ToBf16 (ties to even, the halfway values built
 // here; subnormals, infinities, the largest finite values, which round to infinity), NaN stays NaN;
 // bf16 -> fp32 is exact. Odd length and an unaligned start (ToDevice's offset).

@@ -187,6 +187,7 @@ TEST_F(CudaVisionTest, OverlappedPassesMatchEncodeBitForBit) {
       pixels.push_back(Pixels(P, pd, static_cast<uint32_t>(40 + i)));
       alone.push_back(Gpu(pixels[i], passes[i]));
     }
+    gpu_->ReleaseActivations();  // so the shared activations grow while a pass is queued
     std::vector<int64_t> tickets(passes.size(), -1);
     const auto submit = [&](size_t i) {
       std::vector<float> host = pixels[i];

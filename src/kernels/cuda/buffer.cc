@@ -143,9 +143,10 @@ void CudaStream::Release() {
   stream_ = nullptr;
 }
 
-StatusOr<CudaStream> CudaStream::Create() {
+StatusOr<CudaStream> CudaStream::Create(bool non_blocking) {
   CudaStream s;
-  const cudaError_t err = cudaStreamCreate(&s.stream_);
+  const cudaError_t err =
+      cudaStreamCreateWithFlags(&s.stream_, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault);
   if (err != cudaSuccess) {
     s.stream_ = nullptr;
     (void)cudaGetLastError();

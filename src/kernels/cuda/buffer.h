@@ -95,7 +95,7 @@ class PinnedBuffer {
   size_t size_ = 0;
 };
 
-// One CUDA stream (cudaStreamCreate: a blocking stream, ordered with the legacy default stream).
+// One CUDA stream (by default a blocking stream, ordered with the legacy default stream).
 // Ownership: owned until destroyed or moved from; the destructor calls cudaStreamDestroy, which
 // returns at once while work already queued still runs to completion. A default-constructed stream
 // is empty and its handle() is nullptr, the legacy default stream.
@@ -109,7 +109,8 @@ class CudaStream {
   CudaStream& operator=(const CudaStream&) = delete;
 
   // A new stream on the calling thread's current device; Unavailable without a usable device.
-  static StatusOr<CudaStream> Create();
+  // non_blocking: cudaStreamNonBlocking (not ordered with the legacy default stream).
+  static StatusOr<CudaStream> Create(bool non_blocking = false);
 
   StreamHandle handle() const { return stream_; }
   // Waits for everything queued on the stream; an error here may come from any kernel queued

@@ -90,6 +90,13 @@ Status RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_hea
 Status RopeRotateHalfRows(Bf16* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t head_dim,
                           const float* cos, const float* sin, StreamHandle stream = nullptr);
 
+// The ViT's 2-D rotary tables cos, sin [n, head_dim] gathered on the device from the frequency
+// tables freq_cos, freq_sin [positions, head_dim / 4] and each row's (row, column) position hw
+// [n, 2], exactly as the twin ref::RopeTables2D (a copy: the same bits). head_dim must be a
+// multiple of 4 (InvalidArgument otherwise); a position outside [0, positions) gives NaN.
+Status RopeTables2D(const float* freq_cos, const float* freq_sin, int64_t positions, const int32_t* hw,
+                    int64_t n, int64_t head_dim, float* cos, float* sin, StreamHandle stream = nullptr);
+
 }  // namespace cuda
 }  // namespace kernels
 }  // namespace mineru

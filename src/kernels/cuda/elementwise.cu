@@ -1,6 +1,6 @@
-// kernels/cuda/elementwise.cu — QuickGelu, GeluErf, SiluMul, AddInPlace, AddBiasRows, RopeRotateHalfRows
-// and the casts (cuda_ops.h): grid-stride loops, one element (or one rotated pair) per thread per step, fp32
-// arithmetic with the formulas of the scalar twins in kernels/reference.cc.
+// kernels/cuda/elementwise.cu — QuickGelu, GeluErf, SiluMul, AddInPlace, AddBiasRows, RopeRotateHalfRows,
+// RopeTables2D and the casts (cuda_ops.h): grid-stride loops, one element (or one rotated pair) per thread
+// per step, fp32 arithmetic with the formulas of the scalar twins in kernels/reference.cc.
 
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -144,7 +144,36 @@ Status LaunchRope(T* x, int64_t n, int64_t x_stride, int64_t num_heads, int64_t 
   return LaunchStatus("RopeRotateHalfRows");
 }
 
+// One (row, column) of the 2-D rotary tables a thread per step (ref::RopeTables2D).
+__global__ void __launch_bounds__(kThreads)
+    RopeTables2DKernel(const float* freq_cos, const float* freq_sin, int64_t positions, const int32_t* hw,
+                       int64_t n, int64_t head_dim, float* cos, float* sin) {
+  const int64_t half = head_dim / 2, quarter = head_dim / 4;
+  for (int64_t e = FirstIndex(); e < n * head_dim; e += GridStride()) {
+    const int64_t i = e / head_dim, j = e % head_dim % half;
+    const int64_t p = j < quarter ? hw[2 * i] : hw[2 * i + 1];
+    const int64_t at = p * quarter + (j < quarter ? j : j - quarter);
+    const bool in = p >= 0 && p < positions;
+    cos[e] = in ? freq_cos[at] : __int_as_float(0x7fc00000);
+    sin[e] = in ? freq_sin[at] : __int_as_float(0x7fc00000);
+  }
+}
+
 }  // namespace
+
+Status RopeTables2D(const float* freq_cos, const float* freq_sin, int64_t positions, const int32_t* hw,
+                    int64_t n, int64_t head_dim, float* cos, float* sin, StreamHandle stream) {
+  MINERU_RETURN_IF_ERROR(CheckSizes("RopeTables2D", {positions, n, head_dim}));
+  if (head_dim % 4 != 0) {
+    return InvalidArgumentError("RopeTables2D: head_dim " + std::to_string(head_dim) +
+                                " is not a multiple of 4");
+  }
+  if (n == 0 || head_dim == 0) return Status::Ok();
+  MINERU_RETURN_IF_ERROR(CheckPointers("RopeTables2D", {freq_cos, freq_sin, hw, cos, sin}));
+  RopeTables2DKernel<<<GridBlocks(n * head_dim, kThreads, kMaxBlocks), kThreads, 0, stream>>>(
+      freq_cos, freq_sin, positions, hw, n, head_dim, cos, sin);
+  return LaunchStatus("RopeTables2D");
+}
 
 Status QuickGelu(float* x, int64_t n, StreamHandle stream) {
   return LaunchUnary("QuickGelu", x, n, QuickGeluOp(), stream);

@@ -14,10 +14,27 @@ namespace mineru {
 namespace kernels {
 namespace cuda {
 
+StagedUpload::~StagedUpload() {
+  if (stream_.handle() != nullptr) (void)stream_.Synchronize();
+}
+
+StagedUpload& StagedUpload::operator=(StagedUpload&& other) noexcept {
+  if (this != &other) {
+    if (stream_.handle() != nullptr) (void)stream_.Synchronize();  // before this one's chunks go
+    stream_ = std::move(other.stream_);
+    chunk_bytes_ = std::exchange(other.chunk_bytes_, 0);
+    chunks_ = std::move(other.chunks_);
+    chunk_free_ = std::move(other.chunk_free_);
+    mark_ = std::move(other.mark_);
+    next_ = std::exchange(other.next_, 0);
+  }
+  return *this;
+}
+
 StatusOr<StagedUpload> StagedUpload::Create(size_t chunk_bytes, int chunks) {
   if (chunk_bytes == 0 || chunks < 1) return InvalidArgumentError("StagedUpload: chunks must be non-empty");
   StagedUpload u;
-  MINERU_ASSIGN_OR_RETURN(u.stream_, CudaStream::Create());
+  MINERU_ASSIGN_OR_RETURN(u.stream_, CudaStream::Create(/*non_blocking=*/true));
   MINERU_ASSIGN_OR_RETURN(u.mark_, CudaEvent::Create());
   u.chunk_bytes_ = chunk_bytes;
   for (int k = 0; k < chunks; ++k) {

@@ -26,9 +26,16 @@ namespace cuda {
 class StagedUpload {
  public:
   StagedUpload() = default;
+  // Waits for the copies still reading the pinned chunks.
+  ~StagedUpload();
+  StagedUpload(StagedUpload&& other) noexcept = default;
+  StagedUpload& operator=(StagedUpload&& other) noexcept;
+  StagedUpload(const StagedUpload&) = delete;
+  StagedUpload& operator=(const StagedUpload&) = delete;
 
   // `chunks` pinned chunks of `chunk_bytes` each (both >= 1; at least 2 for the host's copy to
-  // overlap the DMA). OutOfMemory when the host cannot pin them, Unavailable without a device.
+  // overlap the DMA), on a non-blocking stream (never serialised with the legacy default
+  // stream). OutOfMemory when the host cannot pin them, Unavailable without a device.
   static StatusOr<StagedUpload> Create(size_t chunk_bytes = size_t{8} << 20, int chunks = 4);
 
   // Queues a copy of n bytes from src (any host memory, free for reuse once this returns) to dst

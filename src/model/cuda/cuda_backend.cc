@@ -1,6 +1,7 @@
 #include "model/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <new>
 #include <utility>
 
 namespace mineru {
@@ -38,13 +39,13 @@ size_t CudaBackend::ActivationReserve(const ModelConfig& config, int64_t max_bat
   const int64_t ctx_rows = T * 4 * block_size + std::max<int64_t>(1, max_seqs) * block_size;
   const size_t decoder = static_cast<size_t>(T) * per_row + static_cast<size_t>(ctx_rows * KD) * 2 * e +
                          static_cast<size_t>(std::max<int64_t>(1, max_seqs)) * t.vocab_size * (4 + e);
-  // Vision, per patch: two passes' fp32 pixels and RoPE tables (one pass computes while the
-  // next one's go up: CudaVisionEncoder::Submit), the pixels as T, x, ln, qkv, a quarter of an
-  // fp32 output row; and the MLP chunk.
+  // Vision, per patch: two passes' fp32 pixels and positions (one pass computes while the next
+  // one's go up: CudaVisionEncoder::Submit), the pixels as T, the RoPE tables, x, ln, qkv, a
+  // quarter of an fp32 output row; and the MLP chunk.
   const int64_t P = std::max<int64_t>(1, max_patches);
   const size_t per_patch = static_cast<size_t>(v.patch_dim()) * (8 + e) +
-                           static_cast<size_t>(v.embed_dim) * 5 * e + static_cast<size_t>(v.head_dim()) * 16 +
-                           static_cast<size_t>(v.out_hidden_size);
+                           static_cast<size_t>(v.embed_dim) * 5 * e + static_cast<size_t>(v.head_dim()) * 8 +
+                           16 + static_cast<size_t>(v.out_hidden_size);
   const size_t vision = static_cast<size_t>(P) * per_patch +
                         static_cast<size_t>(std::min<int64_t>(P, 8192)) * static_cast<size_t>(v.mlp_dim) * e;
   return decoder + vision + kSlackBytes;
@@ -132,32 +133,43 @@ void CudaBackend::EncodeImagePasses(std::vector<ImagePass>* passes,
                                     std::vector<StatusOr<std::vector<float>>>* out) {
   const size_t pd = static_cast<size_t>(std::max<int64_t>(1, vision_->config().patch_dim()));
   const size_t n = passes->size();
-  out->assign(n, StatusOr<std::vector<float>>(std::vector<float>()));
-  std::vector<int64_t> tickets(n, -1);
+  std::vector<int64_t> tickets;
   size_t collected = 0;
   const auto collect_before = [&](size_t end) {
     for (; collected < end; ++collected) {
-      if (tickets[collected] >= 0) (*out)[collected] = vision_->Collect(tickets[collected]);
+      if (tickets[collected] >= 0)
+        (*out)[collected] = vision_->Collect(std::exchange(tickets[collected], -1));
     }
   };
-  for (size_t i = 0; i < n; ++i) {
-    // Pass i takes the slot of pass i - kSlots: collected first (pass i - 1 still computes, so the
-    // GPU stays busy while the host stages pass i).
-    if (i >= CudaVisionEncoder::kSlots) collect_before(i + 1 - CudaVisionEncoder::kSlots);
-    std::vector<float> pixels = std::move((*passes)[i].pixels);
-    if (pixels.size() % pd != 0) {
-      (*out)[i] = InvalidArgumentError("pixel_values is not whole patches");
-      continue;
+  try {
+    out->assign(n, StatusOr<std::vector<float>>(std::vector<float>()));
+    tickets.assign(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+      // Pass i takes the slot of pass i - kSlots: collected first (pass i - 1 still computes, so
+      // the GPU stays busy while the host stages pass i).
+      if (i >= CudaVisionEncoder::kSlots) collect_before(i + 1 - CudaVisionEncoder::kSlots);
+      const std::vector<float> pixels = std::move((*passes)[i].pixels);  // freed once staged
+      if (pixels.size() % pd != 0) {
+        (*out)[i] = InvalidArgumentError("pixel_values is not whole patches");
+        continue;
+      }
+      auto ticket =
+          vision_->Submit(pixels.data(), static_cast<int64_t>(pixels.size() / pd), (*passes)[i].grids);
+      if (ticket.ok()) {
+        tickets[i] = *ticket;
+      } else {
+        (*out)[i] = ticket.status();
+      }
     }
-    auto ticket =
-        vision_->Submit(pixels.data(), static_cast<int64_t>(pixels.size() / pd), (*passes)[i].grids);
-    if (ticket.ok()) {
-      tickets[i] = *ticket;
-    } else {
-      (*out)[i] = ticket.status();
+    collect_before(n);
+  } catch (const std::bad_alloc&) {
+    // No pass may stay outstanding (its slot would refuse every later Submit).
+    for (int64_t& t : tickets) {
+      if (t >= 0) (void)vision_->Collect(std::exchange(t, -1));
     }
-  }  // each pass's pixels are freed once staged
-  collect_before(n);
+    if (out->size() != n) throw;  // nothing to answer with: the runner fails the passes sent
+    for (size_t i = collected; i < n; ++i) (*out)[i] = PassOutOfMemory((*passes)[i].grids);
+  }
 }
 
 Status CudaBackend::Forward(std::vector<float>* embeds, const std::vector<BatchSegment>& segments,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <iterator>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -86,6 +88,7 @@ Status CheckShapes(const VisionConfig& c, const VisionWeights& w) {
 // One pass: its shape, and where its inputs are on the device.
 struct CudaVisionEncoder::Pass {
   int64_t P = 0, frames = 0, max_frame = 0;
+  int64_t positions = 0;            // rows of the RoPE frequency tables (the longest side)
   std::vector<int32_t> cu_seqlens;  // [frames + 1] patch offsets of the frames (host)
   const Slot* in = nullptr;         // the pass's inputs on the device
 };
@@ -126,23 +129,27 @@ StatusOr<std::unique_ptr<CudaVisionEncoder>> CudaVisionEncoder::Create(const Vis
 
 size_t CudaVisionEncoder::activation_bytes() const {
   size_t n = 0;
-  for (const GrowingBuffer* b : {&pix_, &x_, &ln_, &qkv_, &hidden_, &out_}) n += b->size();
+  for (const GrowingBuffer* b : {&pix_, &cos_, &sin_, &x_, &ln_, &qkv_, &hidden_, &out_}) n += b->size();
   for (const Slot& slot : slots_) {
-    for (const GrowingBuffer* b : {&slot.pixels, &slot.cos, &slot.sin, &slot.cu_seqlens}) n += b->size();
+    for (const GrowingBuffer* b : {&slot.pixels, &slot.freq, &slot.hw, &slot.cu_seqlens}) n += b->size();
   }
   return n;
 }
 
+CudaVisionEncoder::~CudaVisionEncoder() { Drain(); }
+
 void CudaVisionEncoder::Drain() {
-  (void)upload_.Synchronize();
-  (void)stream_.Synchronize();
+  // An encoder that failed in Create may lack either stream (a null handle would wait for the
+  // legacy default stream instead).
+  if (upload_.stream() != nullptr) (void)upload_.Synchronize();
+  if (stream_.handle() != nullptr) (void)stream_.Synchronize();
 }
 
 void CudaVisionEncoder::ReleaseActivations() {
   Drain();
-  for (GrowingBuffer* b : {&pix_, &x_, &ln_, &qkv_, &hidden_, &out_}) b->Release();
+  for (GrowingBuffer* b : {&pix_, &cos_, &sin_, &x_, &ln_, &qkv_, &hidden_, &out_}) b->Release();
   for (Slot& slot : slots_) {
-    for (GrowingBuffer* b : {&slot.pixels, &slot.cos, &slot.sin, &slot.cu_seqlens}) b->Release();
+    for (GrowingBuffer* b : {&slot.pixels, &slot.freq, &slot.hw, &slot.cu_seqlens}) b->Release();
     slot.out = cu::PinnedBuffer();
     slot.ticket = -1;
   }
@@ -164,8 +171,7 @@ Status CudaVisionEncoder::Block(const CudaVisionBlock& b, Pass& pass, OpProfile*
   }));
   // q and k are adjacent in each [q | k | v] row: 2H heads of D values from the row's start.
   MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kRope, 0, stream_, [&] {
-    return cu::RopeRotateHalfRows(qkv, P, 3 * E, 2 * H, D, pass.in->cos.as<float>(), pass.in->sin.as<float>(),
-                                  s);
+    return cu::RopeRotateHalfRows(qkv, P, 3 * E, 2 * H, D, cos_.as<float>(), sin_.as<float>(), s);
   }));
   cu::VarlenAttentionShape a;
   a.num_seqs = pass.frames;
@@ -240,6 +246,13 @@ Status CudaVisionEncoder::Run(Pass& pass, OpProfile* profile) {
     MINERU_RETURN_IF_ERROR(cu::CastF32ToBf16(pass.in->pixels.as<float>(), P * pd, pix_.as<T>(), s));
     if (profile != nullptr) MINERU_RETURN_IF_ERROR(stream_.Synchronize());  // the first timer starts idle
   }
+  // The pass's RoPE tables, gathered from its frequencies and positions (counted with the RoPE).
+  MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kRope, 0, stream_, [&] {
+    const int64_t F = pass.positions * (c_.head_dim() / 4);
+    const float* freq = pass.in->freq.as<float>();
+    return cu::RopeTables2D(freq, freq + F, pass.positions, pass.in->hw.as<int32_t>(), P, c_.head_dim(),
+                            cos_.as<float>(), sin_.as<float>(), s);
+  }));
   MINERU_RETURN_IF_ERROR(Timed(profile, VisionOp::kPatchEmbed, 2.0 * P * pd * E, stream_, [&] {
     return cu::MatMul(gemm_, pixels, P, pd, w_.patch_embed.as<T>(), E, nullptr, x_.as<T>(), s);
   }));
@@ -258,6 +271,7 @@ Status CudaVisionEncoder::Plan(const std::vector<ImageGrid>& grids, int64_t num_
     total += g.num_patches();
     if (total > INT32_MAX) return InvalidArgumentError("too many patches for one GPU pass");
     pass->max_frame = std::max(pass->max_frame, g.h * g.w);
+    pass->positions = std::max({pass->positions, g.h, g.w});
     for (int64_t t = 0; t < g.t; ++t) pass->cu_seqlens.push_back(pass->cu_seqlens.back() + g.h * g.w);
   }
   if (total != num_patches) return InvalidArgumentError("pixel_values rows do not match the image grids");
@@ -271,17 +285,25 @@ Status CudaVisionEncoder::ReserveFor(const Pass& pass, Slot& slot) {
   const int64_t out_floats = P / c_.merge_unit() * c_.out_hidden_size;
   const size_t eb = CudaElementBytes(o_.precision);
   const auto bytes = [](int64_t n, size_t each) { return static_cast<size_t>(n) * each; };
-  // Growing a buffer the other slot's pass still uses is safe: the old allocation's cudaFree
-  // waits for the device.
-  MINERU_RETURN_IF_ERROR(pix_.Reserve(o_.precision == CudaPrecision::kBf16 ? bytes(P * pd, eb) : 0));
-  MINERU_RETURN_IF_ERROR(x_.Reserve(bytes(P * E, eb)));
-  MINERU_RETURN_IF_ERROR(ln_.Reserve(bytes(P * E, eb)));
-  MINERU_RETURN_IF_ERROR(qkv_.Reserve(bytes(P * 3 * E, eb)));
-  MINERU_RETURN_IF_ERROR(hidden_.Reserve(bytes(std::min(P, o_.mlp_chunk_rows) * c_.mlp_dim, eb)));
-  MINERU_RETURN_IF_ERROR(out_.Reserve(bytes(out_floats, 4)));
+  const std::pair<GrowingBuffer*, size_t> shared[] = {
+      {&pix_, o_.precision == CudaPrecision::kBf16 ? bytes(P * pd, eb) : 0},
+      {&x_, bytes(P * E, eb)},
+      {&ln_, bytes(P * E, eb)},
+      {&qkv_, bytes(P * 3 * E, eb)},
+      {&hidden_, bytes(std::min(P, o_.mlp_chunk_rows) * c_.mlp_dim, eb)},
+      {&out_, bytes(out_floats, 4)},
+      {&cos_, bytes(P * D, 4)},
+      {&sin_, bytes(P * D, 4)}};
+  // The other slot's pass may still be queued on the stream, reading these: growing one frees
+  // its old allocation, so the stream is first waited for (the runtime does not promise that
+  // cudaFree waits for queued work).
+  const bool grows = std::any_of(std::begin(shared), std::end(shared),
+                                 [](const auto& b) { return b.first->size() < b.second; });
+  if (grows) MINERU_RETURN_IF_ERROR(stream_.Synchronize());
+  for (const auto& [buf, n] : shared) MINERU_RETURN_IF_ERROR(buf->Reserve(n));
   MINERU_RETURN_IF_ERROR(slot.pixels.Reserve(bytes(P * pd, 4)));
-  MINERU_RETURN_IF_ERROR(slot.cos.Reserve(bytes(P * D, 4)));
-  MINERU_RETURN_IF_ERROR(slot.sin.Reserve(bytes(P * D, 4)));
+  MINERU_RETURN_IF_ERROR(slot.freq.Reserve(bytes(2 * pass.positions * (D / 4), 4)));
+  MINERU_RETURN_IF_ERROR(slot.hw.Reserve(bytes(2 * P, 4)));
   MINERU_RETURN_IF_ERROR(slot.cu_seqlens.Reserve(bytes(pass.frames + 1, 4)));
   if (slot.out.size() < bytes(out_floats, 4)) {
     slot.out = cu::PinnedBuffer();  // the old one first: pinned memory is scarce
@@ -293,19 +315,22 @@ Status CudaVisionEncoder::ReserveFor(const Pass& pass, Slot& slot) {
 
 Status CudaVisionEncoder::Queue(const float* pixel_values, const std::vector<ImageGrid>& grids, Pass& pass,
                                 Slot& slot, OpProfile* profile) {
-  const int64_t P = pass.P, D = c_.head_dim(), pd = c_.patch_dim();
-  std::vector<float> cos, sin;
-  cos.reserve(static_cast<size_t>(P * D));
-  sin.reserve(static_cast<size_t>(P * D));
-  VisionRopeTables(grids, c_.spatial_merge_size, static_cast<int>(D), &cos, &sin);
+  const int64_t P = pass.P, pd = c_.patch_dim();
+  // The RoPE tables go up as what they are gathered from: a few KiB instead of [P, D] twice.
+  std::vector<float> freq_cos, freq_sin;
+  std::vector<int32_t> hw;
+  VisionRopeFrequencies(grids, static_cast<int>(c_.head_dim()), &freq_cos, &freq_sin);
+  VisionRopePositions(grids, c_.spatial_merge_size, &hw);
   const cu::StreamHandle s = stream_.handle();
   const auto bytes = [](int64_t n) { return static_cast<size_t>(n) * 4; };
   // The slot's inputs were last read by the pass Collect waited for; ordering the copies after
   // that pass's end on the device as well costs nothing.
   MINERU_RETURN_IF_ERROR(slot.done.MakeWait(upload_.stream()));
   MINERU_RETURN_IF_ERROR(upload_.Copy(slot.pixels.data(), pixel_values, bytes(P * pd)));
-  MINERU_RETURN_IF_ERROR(upload_.Copy(slot.cos.data(), cos.data(), bytes(P * D)));
-  MINERU_RETURN_IF_ERROR(upload_.Copy(slot.sin.data(), sin.data(), bytes(P * D)));
+  const int64_t F = static_cast<int64_t>(freq_cos.size());  // positions * D / 4
+  MINERU_RETURN_IF_ERROR(upload_.Copy(slot.freq.data(), freq_cos.data(), bytes(F)));
+  MINERU_RETURN_IF_ERROR(upload_.Copy(slot.freq.as<float>() + F, freq_sin.data(), bytes(F)));
+  MINERU_RETURN_IF_ERROR(upload_.Copy(slot.hw.data(), hw.data(), bytes(2 * P)));
   MINERU_RETURN_IF_ERROR(
       upload_.Copy(slot.cu_seqlens.data(), pass.cu_seqlens.data(), bytes(pass.frames + 1)));
   MINERU_RETURN_IF_ERROR(upload_.OrderBefore(s));
@@ -328,8 +353,13 @@ StatusOr<int64_t> CudaVisionEncoder::SubmitPass(const float* pixel_values, int64
                                 " passes are outstanding; collect one first");
   }
   if (num_patches > 0) {
-    Status st = ReserveFor(pass, slot);
-    if (st.ok()) st = Queue(pixel_values, grids, pass, slot, profile);
+    Status st;
+    try {
+      st = ReserveFor(pass, slot);
+      if (st.ok()) st = Queue(pixel_values, grids, pass, slot, profile);
+    } catch (const std::bad_alloc&) {  // the host's tables
+      st = OutOfMemoryError("staging " + std::to_string(num_patches) + " image patches");
+    }
     if (!st.ok()) {
       Drain();  // nothing queued outlives a failed call (or reads a buffer a later call regrows)
       return st;
@@ -355,7 +385,11 @@ StatusOr<std::vector<float>> CudaVisionEncoder::Collect(int64_t ticket) {
   // A fault in any op of the pass (or of the pass before it on the stream) is reported here.
   MINERU_RETURN_IF_ERROR(slot.done.Synchronize());
   const float* out = slot.out.as<float>();
-  return std::vector<float>(out, out + slot.out_floats);
+  try {
+    return std::vector<float>(out, out + slot.out_floats);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("holding the output of " + std::to_string(slot.out_floats) + " floats");
+  }
 }
 
 StatusOr<std::vector<float>> CudaVisionEncoder::Encode(const float* pixel_values, int64_t num_patches,

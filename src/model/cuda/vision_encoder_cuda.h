@@ -92,6 +92,9 @@ class CudaVisionEncoder {
                            const std::vector<ImageGrid>& grids);
   StatusOr<std::vector<float>> Collect(int64_t ticket);
 
+  // Waits for every queued copy and op of outstanding passes before their memory goes.
+  ~CudaVisionEncoder();
+
   const VisionConfig& config() const { return c_; }
   CudaPrecision precision() const { return o_.precision; }
   size_t weight_bytes() const { return w_.bytes; }
@@ -109,8 +112,10 @@ class CudaVisionEncoder {
   // the other slot's pass computes), its output in pinned memory, and the event after its output's
   // copy. ticket < 0: free.
   struct Slot {
-    GrowingBuffer pixels, cos, sin, cu_seqlens;  // fp32 pixels [P, patch_dim], tables [P, D], offsets
-    kernels::cuda::PinnedBuffer out;             // [P / merge_unit, out_hidden] fp32
+    // fp32 pixels [P, patch_dim]; RoPE frequency tables [2, positions, D / 4] and patch positions
+    // [P, 2] (VisionRopeFrequencies / VisionRopePositions); frame offsets [frames + 1]
+    GrowingBuffer pixels, freq, hw, cu_seqlens;
+    kernels::cuda::PinnedBuffer out;  // [P / merge_unit, out_hidden] fp32
     kernels::cuda::CudaEvent done;
     int64_t ticket = -1, out_floats = 0;
   };
@@ -141,9 +146,10 @@ class CudaVisionEncoder {
   Slot slots_[kSlots];
   int64_t next_ticket_ = 0;
   // Activations shared by the passes (one computes at a time, in stream order), grown to the
-  // largest pass: the pixels in bf16 (bf16 only), x, ln, qkv, the MLP's hidden chunk and the fp32
+  // largest pass: the pixels in bf16 (bf16 only), the RoPE tables [P, D] (gathered on the device
+  // from the slot's frequencies and positions), x, ln, qkv, the MLP's hidden chunk and the fp32
   // output.
-  GrowingBuffer pix_, x_, ln_, qkv_, hidden_, out_;
+  GrowingBuffer pix_, cos_, sin_, x_, ln_, qkv_, hidden_, out_;
 };
 
 }  // namespace mineru
