@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <chrono>
+#include <cstring>
 
 namespace mineru {
 namespace {
@@ -133,6 +134,20 @@ void ThreadPool::WorkerLoop(size_t index) {
       if (pending_ == 0) cv_done_.notify_all();
     }
   }
+}
+
+void ParallelCopy(void* dst, const void* src, size_t n, ThreadPool* pool, size_t min_piece) {
+  min_piece = std::max<size_t>(1, min_piece);
+  if (n == 0) return;
+  if (pool == nullptr || pool->num_threads() < 2 || n < 2 * min_piece) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  const size_t pieces = (n + min_piece - 1) / min_piece;
+  pool->ParallelFor(pieces, [&](size_t b, size_t e, size_t) {
+    const size_t from = b * min_piece, to = std::min(n, e * min_piece);
+    std::memcpy(static_cast<char*>(dst) + from, static_cast<const char*>(src) + from, to - from);
+  });
 }
 
 }  // namespace mineru

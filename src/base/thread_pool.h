@@ -67,4 +67,11 @@ class ThreadPool {
   static constexpr int kSpinMicros = 50;
 };
 
+// memcpy(dst, src, n) split over the pool's workers in pieces of at least min_piece bytes (one
+// memcpy on the calling thread without a pool, or for fewer than two pieces' worth): one thread
+// cannot fill a server's memory bandwidth (staging a page's 25.8 MB of pixels for a GPU). The
+// ranges must not overlap. Not reentrant, as ParallelFor.
+void ParallelCopy(void* dst, const void* src, size_t n, ThreadPool* pool,
+                  size_t min_piece = size_t{256} << 10);
+
 }  // namespace mineru

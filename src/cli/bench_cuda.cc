@@ -78,6 +78,7 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel& m, const std
   CudaVisionOptions opt;
   MINERU_ASSIGN_OR_RETURN(opt.precision, ParseCudaPrecision(o.precision));
   opt.attention = VarlenKernelFor(o.attention);
+  opt.host_pool = o.host_pool;
   const double t_up = Now();
   MINERU_ASSIGN_OR_RETURN(
       std::unique_ptr<CudaVisionEncoder> enc,
@@ -108,6 +109,7 @@ StatusOr<CudaVisionBenchResult> BenchVisionCuda(const Qwen2VLModel& m, const std
                {"precision", CudaPrecisionName(opt.precision)},
                {"attention", cu::VarlenKernelName(opt.attention)},
                {"images", grids.size()},
+               {"host_threads", o.host_pool ? o.host_pool->num_threads() : 1},
                {"patches", P},
                {"weights_upload_s", upload_s},
                {"vision_ms_mean", 1e3 * sum / o.repeats},

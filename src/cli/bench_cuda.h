@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "base/thread_pool.h"
 #include "model/backend.h"
 #include "model/op_profile.h"
 #include "model/qwen2vl.h"
@@ -24,8 +25,9 @@ struct CudaVisionBench {
   std::string precision = "bf16";                // bf16 | fp32
   GpuAttention attention = GpuAttention::kAuto;  // --gpu-attention
   int repeats = 10;                              // timed encodes after two warm-up ones
-  bool profile = false;  // report the per-op profile (the profiled encode, op by op with
-                         // each op waited for, always runs: it counts the work)
+  bool profile = false;             // report the per-op profile (the profiled encode, op by op with
+                                    // each op waited for, always runs: it counts the work)
+  ThreadPool* host_pool = nullptr;  // borrowed: stages the pixels (as the engine's pool does)
 };
 
 struct CudaVisionBenchResult {

@@ -581,7 +581,9 @@ int RunVisionCuda(const BenchFlags& f, const ModelLoadOptions& load) {
     pixels.insert(pixels.end(), in->pixel_values.begin(), in->pixel_values.end());
     grids.push_back(in->grid);
   }
-  auto r = BenchVisionCuda(m, pixels, grids, f.cuda);
+  CudaVisionBench vb = f.cuda;
+  vb.host_pool = &pool;  // as the engine stages pixels: with its workers
+  auto r = BenchVisionCuda(m, pixels, grids, vb);
   if (!r.ok()) return Fail(r.status().ToString());
   Json out = r->figures;
   out["workload"] = "vision";

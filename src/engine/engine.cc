@@ -81,6 +81,7 @@ StatusOr<int> Engine::CreateBackend() {
     cc.kv_blocks = cfg_.kv_blocks;
     cc.max_batch_tokens = cfg_.max_batch_tokens;
     cc.max_seqs = cfg_.max_seqs;
+    cc.host_pool = pool_.get();  // idle while the GPU computes: it stages the vision passes' pixels
     MINERU_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::Create(model_, cc));
     num_blocks = cuda->num_blocks();
     blocks_ = std::make_unique<BlockPool>(num_blocks, cfg_.block_size, t.num_layers, 0, kv_type);

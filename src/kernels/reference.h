@@ -31,7 +31,8 @@ void RopeRotateHalfRows(float* x, int64_t n, int64_t x_stride, int64_t num_heads
 // The 2-D rotary tables (the ViT's) by gather: row i of cos and sin [n, head_dim] takes, at
 // column d with j = d % (head_dim / 2) and quarter = head_dim / 4, freq_cos/freq_sin
 // [hw[2i] * quarter + j] where j < quarter (the patch's row) and [hw[2i + 1] * quarter + j -
-// quarter] otherwise (its column); freq tables [positions, quarter], hw [n, 2].
+// quarter] otherwise (its column); freq tables [positions, quarter], hw [n, 2], every position
+// inside [0, positions) (the caller's to ensure; the CUDA op checks it on the device).
 void RopeTables2D(const float* freq_cos, const float* freq_sin, const int32_t* hw, int64_t n,
                   int64_t head_dim, float* cos, float* sin);
 void Attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,

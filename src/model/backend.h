@@ -87,7 +87,8 @@ class ModelBackend {
     std::vector<float> pixels;  // [P, patch_dim]
     std::vector<ImageGrid> grids;
   };
-  // Never throws std::bad_alloc: a pass that runs out of memory answers PassOutOfMemory.
+  // A pass that runs out of memory answers PassOutOfMemory (std::bad_alloc should not escape;
+  // the runner still catches it and fails the passes it sent).
   virtual void EncodeImagePasses(std::vector<ImagePass>* passes,
                                  std::vector<StatusOr<std::vector<float>>>* out);
   // One packed decoder pass over `segments` (embeds [T, hidden], which the backend may overwrite),

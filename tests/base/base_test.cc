@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -71,6 +72,23 @@ TEST(ThreadPoolTest, CoversRangeExactlyOnce) {
         for (size_t i = b; i < e; ++i) hits[i]++;
       });
       for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1);
+    }
+  }
+}
+
+// ParallelCopy copies every byte once, into place, for sizes around its piece boundaries, with
+// and without a pool (and a pool of one thread).
+TEST(ThreadPoolTest, ParallelCopyCopiesEveryByteInPlace) {
+  for (size_t threads : {0, 1, 3}) {
+    std::unique_ptr<ThreadPool> pool = threads ? std::make_unique<ThreadPool>(threads) : nullptr;
+    for (size_t n : {0, 1, 63, 64, 65, 127, 128, 129, 1000, 4097}) {
+      std::vector<unsigned char> src(n + 3), dst(n + 6, 0xAA);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+      ParallelCopy(dst.data() + 3, src.data() + 1, n, pool.get(), 64);  // unaligned both sides
+      for (size_t i = 0; i < dst.size(); ++i) {
+        const bool inside = i >= 3 && i < 3 + n;
+        ASSERT_EQ(dst[i], inside ? src[i - 3 + 1] : 0xAA) << threads << " threads, n=" << n << ", byte " << i;
+      }
     }
   }
 }

@@ -30,15 +30,18 @@ class FaultyPasses : public ModelBackend {
   StatusOr<std::vector<float>> EncodeImages(std::vector<float>&& pixels,
                                             const std::vector<ImageGrid>& grids) override {
     EXPECT_EQ(grids.size(), 1u);
-    if (++passes_ == fail_pass_ && fault_ == Fault::kError) return InvalidArgumentError("injected vision fault");
+    if (++passes_ == fail_pass_ && fault_ == Fault::kError)
+      return InvalidArgumentError("injected vision fault");
     if (passes_ == fail_pass_ && fault_ == Fault::kOutOfMemory) throw std::bad_alloc();
     return inner_->EncodeImages(std::move(pixels), grids);
   }
-  void EncodeImagePasses(std::vector<ImagePass>* passes, std::vector<StatusOr<std::vector<float>>>* out) override {
+  void EncodeImagePasses(std::vector<ImagePass>* passes,
+                         std::vector<StatusOr<std::vector<float>>>* out) override {
     batches.push_back(passes->size());
     ModelBackend::EncodeImagePasses(passes, out);
   }
-  Status Forward(std::vector<float>*, const std::vector<BatchSegment>&, const std::vector<int32_t>&) override {
+  Status Forward(std::vector<float>*, const std::vector<BatchSegment>&,
+                 const std::vector<int32_t>&) override {
     return UnimplementedError("not in this test");
   }
   Status ReadLogits(const std::vector<LogitsRequest>&, std::vector<RowLogits>*) override {
@@ -100,7 +103,8 @@ class ModelRunnerVisionTest : public ::testing::Test {
     ModelRunner runner(*model_, std::move(backend), size_t{64} << 20);
     std::vector<Sequence*> ptrs;
     for (auto& s : *seqs) ptrs.push_back(s.get());
-    runner.EncodeImages(ptrs, [&health] { return health; }, errors);
+    runner.EncodeImages(
+        ptrs, [&health] { return health; }, errors);
     *batches = faulty->batches;
     *cached = runner.image_cache().bytes();
   }
@@ -130,14 +134,15 @@ TEST_F(ModelRunnerVisionTest, AFailedPassFailsOnlyItsSequence) {
       std::vector<size_t> batches;
       size_t cached = 0;
       ASSERT_NO_FATAL_FAILURE(Run(fail, fault, Status::Ok(), &errors, &seqs, &want, &batches, &cached));
-      const std::string what = (fault == Fault::kError ? "error" : "out of memory") + std::string(" in pass ") +
-                               std::to_string(fail);
+      const std::string what = (fault == Fault::kError ? "error" : "out of memory") +
+                               std::string(" in pass ") + std::to_string(fail);
       EXPECT_EQ(batches, std::vector<size_t>{3}) << what;
       ASSERT_EQ(errors.size(), 3u);
       for (int i = 0; i < 3; ++i) {
         if (i + 1 == fail) {
-          EXPECT_NE(errors[i].find(fault == Fault::kError ? "injected vision fault" : "encoding 16 image patches"),
-                    std::string::npos)
+          EXPECT_NE(
+              errors[i].find(fault == Fault::kError ? "injected vision fault" : "encoding 16 image patches"),
+              std::string::npos)
               << what << ": " << errors[i];
         } else {
           EXPECT_EQ(errors[i], "") << what;
@@ -156,8 +161,8 @@ TEST_F(ModelRunnerVisionTest, AFailedHealthCheckFailsEveryPassAndCachesNothing) 
   std::vector<std::vector<float>> want;
   std::vector<size_t> batches;
   size_t cached = 0;
-  ASSERT_NO_FATAL_FAILURE(
-      Run(2, Fault::kError, UnavailableError("the weights changed"), &errors, &seqs, &want, &batches, &cached));
+  ASSERT_NO_FATAL_FAILURE(Run(2, Fault::kError, UnavailableError("the weights changed"), &errors, &seqs,
+                              &want, &batches, &cached));
   EXPECT_NE(errors[0].find("the weights changed"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("injected vision fault"), std::string::npos) << errors[1];  // its own reason
   EXPECT_NE(errors[2].find("the weights changed"), std::string::npos) << errors[2];

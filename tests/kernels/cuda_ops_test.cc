@@ -321,6 +321,19 @@ TEST_F(CudaOpsTest, StagedUploadCopiesWholeThroughTheRing) {
     CUDA_TEST_ASSERT_OK(stream_.Synchronize());
     for (size_t i = 0; i < total; ++i) ASSERT_EQ(got[i], want[i]) << "round " << round << " byte " << i;
   }
+  // Chunks of 1 MiB filled by a pool's workers (ParallelCopy splits them): a copy of three chunks
+  // and a bit arrives whole.
+  ThreadPool pool(3);
+  CUDA_TEST_ASSIGN(cu::StagedUpload pooled, cu::StagedUpload::Create(size_t{1} << 20, 2, &pool));
+  const size_t big = (size_t{3} << 20) + 13;
+  std::vector<uint8_t> src(big), back(big);
+  for (size_t i = 0; i < big; ++i) src[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  CUDA_TEST_ASSIGN(cu::DeviceBuffer big_dst, cu::DeviceBuffer::Allocate(big));
+  CUDA_TEST_ASSERT_OK(pooled.Copy(big_dst.data(), src.data(), big));
+  CUDA_TEST_ASSERT_OK(pooled.OrderBefore(stream()));
+  CUDA_TEST_ASSERT_OK(big_dst.CopyToHostAsync(back.data(), big, 0, stream()));
+  CUDA_TEST_ASSERT_OK(stream_.Synchronize());
+  EXPECT_TRUE(back == src) << "a pooled staged copy differs";
   EXPECT_EQ(cu::StagedUpload::Create(0, 3).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(up.Copy(nullptr, sizes, 4).code(), StatusCode::kInvalidArgument);
 }

@@ -150,7 +150,7 @@ StatusOr<CudaStream> CudaStream::Create(bool non_blocking) {
   if (err != cudaSuccess) {
     s.stream_ = nullptr;
     (void)cudaGetLastError();
-    return CudaStatus(err, "cudaStreamCreate");
+    return CudaStatus(err, "cudaStreamCreateWithFlags");
   }
   return s;
 }

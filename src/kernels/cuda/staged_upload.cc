@@ -27,16 +27,18 @@ StagedUpload& StagedUpload::operator=(StagedUpload&& other) noexcept {
     chunk_free_ = std::move(other.chunk_free_);
     mark_ = std::move(other.mark_);
     next_ = std::exchange(other.next_, 0);
+    pool_ = std::exchange(other.pool_, nullptr);
   }
   return *this;
 }
 
-StatusOr<StagedUpload> StagedUpload::Create(size_t chunk_bytes, int chunks) {
+StatusOr<StagedUpload> StagedUpload::Create(size_t chunk_bytes, int chunks, ThreadPool* host_pool) {
   if (chunk_bytes == 0 || chunks < 1) return InvalidArgumentError("StagedUpload: chunks must be non-empty");
   StagedUpload u;
   MINERU_ASSIGN_OR_RETURN(u.stream_, CudaStream::Create(/*non_blocking=*/true));
   MINERU_ASSIGN_OR_RETURN(u.mark_, CudaEvent::Create());
   u.chunk_bytes_ = chunk_bytes;
+  u.pool_ = host_pool;
   for (int k = 0; k < chunks; ++k) {
     MINERU_ASSIGN_OR_RETURN(PinnedBuffer b, PinnedBuffer::Allocate(chunk_bytes));
     MINERU_ASSIGN_OR_RETURN(CudaEvent e, CudaEvent::Create());
@@ -57,7 +59,7 @@ Status StagedUpload::Copy(void* dst, const void* src, size_t n) {
     // The chunk's previous DMA must be done before the host overwrites it (an event never
     // recorded counts as reached).
     MINERU_RETURN_IF_ERROR(chunk_free_[k].Synchronize());
-    std::memcpy(chunks_[k].data(), static_cast<const char*>(src) + off, len);
+    ParallelCopy(chunks_[k].data(), static_cast<const char*>(src) + off, len, pool_);
     MINERU_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(static_cast<char*>(dst) + off, chunks_[k].data(), len,
                                                       cudaMemcpyHostToDevice, stream_.handle()),
                                       "cudaMemcpyAsync of a staged chunk"));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_pool.h"
 #include "kernels/cuda/buffer.h"
 
 namespace mineru {
@@ -35,8 +36,11 @@ class StagedUpload {
 
   // `chunks` pinned chunks of `chunk_bytes` each (both >= 1; at least 2 for the host's copy to
   // overlap the DMA), on a non-blocking stream (never serialised with the legacy default
-  // stream). OutOfMemory when the host cannot pin them, Unavailable without a device.
-  static StatusOr<StagedUpload> Create(size_t chunk_bytes = size_t{8} << 20, int chunks = 4);
+  // stream). host_pool (borrowed, may be null; it must outlive the uploader's copies): the host's
+  // copies into the chunks are split over its workers (ParallelCopy). OutOfMemory when the host
+  // cannot pin the chunks, Unavailable without a device.
+  static StatusOr<StagedUpload> Create(size_t chunk_bytes = size_t{8} << 20, int chunks = 4,
+                                       ThreadPool* host_pool = nullptr);
 
   // Queues a copy of n bytes from src (any host memory, free for reuse once this returns) to dst
   // (device memory of at least n bytes) on the uploader's stream, after the copies queued before.
@@ -58,6 +62,7 @@ class StagedUpload {
   std::vector<CudaEvent> chunk_free_;  // [k]: recorded after chunk k's last DMA
   CudaEvent mark_;                     // OrderBefore's and WaitFor's point
   size_t next_ = 0;                    // the chunk the next copy fills first
+  ThreadPool* pool_ = nullptr;
 };
 
 }  // namespace cuda

@@ -83,6 +83,7 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Qwen2VLModel& m
   CudaVisionOptions vo;
   vo.precision = b->precision_;
   vo.attention = VarlenKernelFor(c.device.gpu_attention);
+  vo.host_pool = c.host_pool;
   MINERU_ASSIGN_OR_RETURN(b->vision_, CudaVisionEncoder::Create(model.config().vision, model.weights().vision,
                                                                 model.kernel_config(), vo));
   MINERU_ASSIGN_OR_RETURN(b->decoder_, CudaDecoder::Create(model.config().text, model.weights().text,
@@ -134,7 +135,7 @@ void CudaBackend::EncodeImagePasses(std::vector<ImagePass>* passes,
   const size_t pd = static_cast<size_t>(std::max<int64_t>(1, vision_->config().patch_dim()));
   const size_t n = passes->size();
   std::vector<int64_t> tickets;
-  size_t collected = 0;
+  size_t collected = 0, next = 0;  // passes collected, and the next pass to submit
   const auto collect_before = [&](size_t end) {
     for (; collected < end; ++collected) {
       if (tickets[collected] >= 0)
@@ -144,31 +145,35 @@ void CudaBackend::EncodeImagePasses(std::vector<ImagePass>* passes,
   try {
     out->assign(n, StatusOr<std::vector<float>>(std::vector<float>()));
     tickets.assign(n, -1);
-    for (size_t i = 0; i < n; ++i) {
-      // Pass i takes the slot of pass i - kSlots: collected first (pass i - 1 still computes, so
-      // the GPU stays busy while the host stages pass i).
-      if (i >= CudaVisionEncoder::kSlots) collect_before(i + 1 - CudaVisionEncoder::kSlots);
-      const std::vector<float> pixels = std::move((*passes)[i].pixels);  // freed once staged
+    for (; next < n; ++next) {
+      // Pass `next` takes the slot of pass next - kSlots: collected first (the pass before still
+      // computes, so the GPU stays busy while the host stages this one).
+      if (next >= CudaVisionEncoder::kSlots) collect_before(next + 1 - CudaVisionEncoder::kSlots);
+      const std::vector<float> pixels = std::move((*passes)[next].pixels);  // freed once staged
       if (pixels.size() % pd != 0) {
-        (*out)[i] = InvalidArgumentError("pixel_values is not whole patches");
+        (*out)[next] = InvalidArgumentError("pixel_values is not whole patches");
         continue;
       }
       auto ticket =
-          vision_->Submit(pixels.data(), static_cast<int64_t>(pixels.size() / pd), (*passes)[i].grids);
+          vision_->Submit(pixels.data(), static_cast<int64_t>(pixels.size() / pd), (*passes)[next].grids);
       if (ticket.ok()) {
-        tickets[i] = *ticket;
+        tickets[next] = *ticket;
       } else {
-        (*out)[i] = ticket.status();
+        (*out)[next] = ticket.status();
       }
     }
     collect_before(n);
   } catch (const std::bad_alloc&) {
-    // No pass may stay outstanding (its slot would refuse every later Submit).
-    for (int64_t& t : tickets) {
-      if (t >= 0) (void)vision_->Collect(std::exchange(t, -1));
+    if (out->size() != n) throw;  // nothing answered yet: the runner fails the passes sent
+    // No pass may stay outstanding (its slot would refuse every later Submit): those submitted
+    // keep their answers; the one that ran out and those after it are out of memory.
+    for (size_t i = collected; i < n; ++i) {
+      if (i < tickets.size() && tickets[i] >= 0) {
+        (*out)[i] = vision_->Collect(std::exchange(tickets[i], -1));
+      } else if (i >= next) {
+        (*out)[i] = PassOutOfMemory((*passes)[i].grids);
+      }
     }
-    if (out->size() != n) throw;  // nothing to answer with: the runner fails the passes sent
-    for (size_t i = collected; i < n; ++i) (*out)[i] = PassOutOfMemory((*passes)[i].grids);
   }
 }
 

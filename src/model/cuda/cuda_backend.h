@@ -26,11 +26,12 @@ namespace mineru {
 kernels::cuda::VarlenKernel VarlenKernelFor(GpuAttention a);
 
 struct CudaBackendConfig {
-  DeviceOptions device;          // gpu_fp32, gpu_memory, gpu_max_patches
-  int block_size = 16;           // tokens per KV block (the engine's)
-  int kv_blocks = 0;             // > 0: exactly this many blocks (an error if they do not fit)
-  int64_t max_batch_tokens = 0;  // the engine's step budget (sizes the activation reserve)
-  int64_t max_seqs = 0;          // the engine's sequences per step
+  DeviceOptions device;             // gpu_fp32, gpu_memory, gpu_max_patches
+  int block_size = 16;              // tokens per KV block (the engine's)
+  int kv_blocks = 0;                // > 0: exactly this many blocks (an error if they do not fit)
+  int64_t max_batch_tokens = 0;     // the engine's step budget (sizes the activation reserve)
+  ThreadPool* host_pool = nullptr;  // borrowed (the engine's): host-side copies (CudaVisionOptions)
+  int64_t max_seqs = 0;             // the engine's sequences per step
 };
 
 class CudaBackend : public ModelBackend {

@@ -103,7 +103,7 @@ StatusOr<std::unique_ptr<CudaVisionEncoder>> CudaVisionEncoder::Create(const Vis
   std::unique_ptr<CudaVisionEncoder> e(new CudaVisionEncoder(config, options));
   MINERU_ASSIGN_OR_RETURN(e->stream_, cu::CudaStream::Create());
   MINERU_ASSIGN_OR_RETURN(e->gemm_, cu::GemmHandle::Create());
-  MINERU_ASSIGN_OR_RETURN(e->upload_, cu::StagedUpload::Create());
+  MINERU_ASSIGN_OR_RETURN(e->upload_, cu::StagedUpload::Create(size_t{8} << 20, 4, options.host_pool));
   for (Slot& slot : e->slots_) {
     MINERU_ASSIGN_OR_RETURN(slot.done, cu::CudaEvent::Create());
   }

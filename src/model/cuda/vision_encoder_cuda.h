@@ -45,6 +45,9 @@ struct CudaVisionOptions {
   int64_t mlp_chunk_rows = 8192;
   // The attention's kernel form (kernels/cuda/attention.h; --gpu-attention).
   kernels::cuda::VarlenKernel attention = kernels::cuda::VarlenKernel::kAuto;
+  // Borrowed, may be null; must outlive the encoder: stages a pass's pixels into pinned memory
+  // with all its workers (one thread cannot fill the host's memory bandwidth).
+  ThreadPool* host_pool = nullptr;
 };
 
 // The ViT's weights on the device (VisionWeights' layout: matrices [out, in]).
